@@ -1,0 +1,48 @@
+"""What every backend provides: compile a verified IR function for given array facts, launch it."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from ..ir import Function
+
+
+class BackendKind(enum.Enum):
+    INTERPRETER = "interpreter"            # NumPy execution of the IR (CPU)
+    TRITON = "triton"                      # generated Triton code on a GPU
+    TRITON_INTERPRET = "triton-interpret"  # generated Triton code under TRITON_INTERPRET=1 (CPU)
+
+
+@dataclass(frozen=True)
+class ArrayFacts:
+    """Specialization facts of one array argument; part of the compile key.
+
+    aligned16: base pointer is 16-byte aligned. unit_last: last stride is 1.
+    strides16: every other stride times the item size is a multiple of 16 bytes.
+    index64: the array has 2**31 or more elements (offsets must be 64-bit).
+    """
+
+    aligned16: bool
+    unit_last: bool
+    strides16: bool
+    index64: bool = False
+
+    @property
+    def tma_ok(self) -> bool:
+        """Whether a tensor descriptor (TMA) may address this array."""
+        return self.aligned16 and self.unit_last and self.strides16
+
+
+class CompiledKernel(Protocol):
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
+        """Run the kernel on `grid` blocks; `args` follow `Function.params` order (arrays as
+        NumPy arrays for the interpreter, torch tensors for Triton; scalars as Python numbers)."""
+
+
+class Backend(Protocol):
+    kind: BackendKind
+
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> CompiledKernel:
+        """Compile `fn`; `facts[i]` describes param i when it is an array, else None."""

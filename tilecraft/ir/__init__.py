@@ -1,0 +1,12 @@
+"""Tile IR: typed SSA with structured control flow; the contract between front end and backends."""
+
+from .builder import Builder
+from .ops import (AtomicFn, BinaryFn, Block, CompareFn, Function, Opcode, Operation, ReduceFn,
+                  ScanFn, UnaryFn, Value)
+from .printer import format_function
+from .types import ArrayType, TileType, scalar
+from .verifier import verify
+
+__all__ = ["Builder", "AtomicFn", "BinaryFn", "Block", "CompareFn", "Function", "Opcode",
+           "Operation", "ReduceFn", "ScanFn", "UnaryFn", "Value", "format_function",
+           "ArrayType", "TileType", "scalar", "verify"]

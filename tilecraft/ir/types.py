@@ -1,0 +1,53 @@
+"""IR types: tiles (a 0-d tile is a scalar) and arrays in global memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..language.dtypes import DType
+
+
+@dataclass(frozen=True)
+class TileType:
+    """An immutable value of static `shape` (every dim a power of two); `()` is a scalar."""
+
+    dtype: DType
+    shape: tuple[int, ...] = ()
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape == ()
+
+    def with_dtype(self, dtype: DType) -> "TileType":
+        return TileType(dtype, self.shape)
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return self.dtype.short
+        return f"tile<{'x'.join(map(str, self.shape))}x{self.dtype.short}>"
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """A strided view of global memory: dtype and rank static, shape and strides at run time.
+
+    `index64` makes shapes, strides and offsets 64-bit (arrays of 2**31 or more elements).
+    """
+
+    dtype: DType
+    ndim: int
+    index64: bool = False
+
+    def __str__(self) -> str:
+        return f"array<{self.ndim}d x {self.dtype.short}{', i64' if self.index64 else ''}>"
+
+
+IRType = TileType | ArrayType
+
+
+def scalar(dtype: DType) -> TileType:
+    return TileType(dtype, ())

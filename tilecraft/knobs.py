@@ -1,0 +1,31 @@
+"""Every TILECRAFT_* environment variable, declared once; nothing else reads os.environ."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    default: str
+    doc: str
+
+    def get(self) -> str:
+        return os.environ.get(self.name, self.default)
+
+
+BACKEND = Knob("TILECRAFT_BACKEND", "",
+               "Force a backend for every launch: interpreter, triton or triton-interpret.")
+CACHE_DIR = Knob("TILECRAFT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilecraft"),
+                 "Directory of the on-disk compile cache; empty or 'off' disables it.")
+DUMP_IR = Knob("TILECRAFT_DUMP_IR", "", "Set to 1 to print each kernel's Tile IR to stderr when it is compiled.")
+
+ALL = (BACKEND, CACHE_DIR, DUMP_IR)
+
+
+def cache_dir() -> Path | None:
+    value = CACHE_DIR.get()
+    return None if value.lower() in ("", "0", "off", "none") else Path(value)
