@@ -1,0 +1,632 @@
+"""Compilation of calls: public tile operations, Python builtins, dtype constructors, helpers,
+and attribute/subscript access on tiles and arrays."""
+
+from __future__ import annotations
+
+import ast
+import builtins as py
+import math
+import types
+from typing import Any
+
+from ..errors import TileStaticAssertionError, TileUnsupportedFeatureError
+from ..ir import (ArrayType, BinaryFn, CompareFn, Opcode, ReduceFn, ScanFn, TileType,
+                  UnaryFn, Value)
+from ..language import dtypes as dt
+from ..language import ops as L
+from ..language.dtypes import DType, to_dtype
+from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
+from .registry import HANDLERS, handles
+from .semantics import describe, is_array, is_loose, is_tile
+from .values import BoundMethod, LocalFunction
+
+
+def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+    """Compile `fn(*args, **kwargs)` found in tile code."""
+    handler = HANDLERS.get(fn) if _hashable(fn) else None
+    if handler is not None:
+        return _invoke(fc, handler, (fc, *args), kwargs, getattr(fn, "__name__", "call"))
+    if isinstance(fn, BoundMethod):
+        return _invoke(fc, fn.handler, (fc, fn.receiver, *args), kwargs, fn.handler.__name__)
+    if isinstance(fn, DType):
+        return dtype_call(fc, fn, *args)
+    if isinstance(fn, LocalFunction):
+        return fc.inline(fn, args, kwargs, node)
+    target = getattr(fn, "__tile_function__", fn)
+    if isinstance(target, types.FunctionType):
+        return fc.inline(target, args, kwargs, node)
+    if fn is range:
+        raise fc.type_error("range() can only be used as the iterable of a for loop", node)
+    if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
+        name = getattr(fn, "__name__", type(fn).__name__)
+        raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
+    if not callable(fn):
+        raise fc.type_error(f"{describe(fn)} is not callable", node)
+    return fc.host(lambda: fn(*args, **kwargs), (), node)
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
+def _invoke(fc: Any, handler: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    try:
+        return handler(*args, **kwargs)
+    except TypeError as exc:
+        if "argument" not in str(exc):
+            raise
+        raise fc.sema.type_error(f"{name}(): {exc}".replace(handler.__name__ + "()", "")) from None
+
+
+def as_dtype(fc: Any, d: Any) -> DType:
+    out = to_dtype(d)
+    if out is None:
+        raise fc.sema.type_error(f"Expected a dtype, got {describe(d)}")
+    return out
+
+
+def const_int(fc: Any, v: Any, what: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise fc.sema.type_error(f"{what} must be an integer constant, got {describe(v)}")
+    return v
+
+
+def norm_axis(fc: Any, axis: Any, ndim: int) -> int:
+    a = const_int(fc, axis, "Axis")
+    if not -ndim <= a < ndim:
+        raise fc.sema.type_error(f"Axis {a} is out of range for rank {ndim}")
+    return a % ndim
+
+
+def tile_of(fc: Any, x: Any) -> Value:
+    return fc.sema.to_tile(x)
+
+
+# ---- dtype constructors and casts ------------------------------------------------------------------
+def dtype_call(fc: Any, d: DType, value: Any) -> Any:
+    if is_loose(value):
+        if not d.signed and not d.is_float and value < 0 and d is not dt.bool_:
+            raise fc.sema.value_error(f"Negative constant {value} cannot be {d}")
+        return fc.sema.const(value, d)
+    return astype(fc, value, d)
+
+
+@handles(L.astype)
+def astype(fc: Any, x: Any, dtype: Any, *, rounding_mode: Any = None) -> Any:
+    d = as_dtype(fc, dtype)
+    t = tile_of(fc, x)
+    if d is dt.tfloat32 and t.tile.dtype not in (dt.float32, dt.tfloat32):
+        raise fc.sema.type_error(f"Only float32 tiles can be converted to tfloat32, got {t.tile.dtype}")
+    if rounding_mode is not None and not (d.is_float or d.is_restricted):
+        raise fc.sema.type_error(f"Rounding mode {rounding_mode} is not supported for a cast to {d}")
+    return fc.sema.cast(t, d, rounding_mode)
+
+
+@handles(L.bitcast)
+def bitcast(fc: Any, x: Any, dtype: Any) -> Value:
+    d = as_dtype(fc, dtype)
+    t = tile_of(fc, x)
+    if d.bitwidth != t.tile.dtype.bitwidth or dt.bool_ in (d, t.tile.dtype):
+        raise fc.sema.type_error(f"bitcast() needs dtypes of one bit width (not bool): {t.tile.dtype} → {d}")
+    return fc.b.value(Opcode.BITCAST, [t], t.tile.with_dtype(d), dtype=d)
+
+
+# ---- grid ------------------------------------------------------------------------------------------
+def _grid_axis(fc: Any, axis: Any) -> int:
+    a = const_int(fc, axis, "Axis")
+    if a not in (0, 1, 2):
+        raise fc.sema.type_error(f"Axis {a} is out of range: the grid has axes 0, 1 and 2")
+    return a
+
+
+@handles(L.bid)
+def bid(fc: Any, axis: Any) -> Value:
+    return fc.b.value(Opcode.BID, [], TileType(dt.int32), axis=_grid_axis(fc, axis))
+
+
+@handles(L.num_blocks)
+def num_blocks(fc: Any, axis: Any) -> Value:
+    return fc.b.value(Opcode.NUM_BLOCKS, [], TileType(dt.int32), axis=_grid_axis(fc, axis))
+
+
+@handles(L.cdiv)
+def cdiv(fc: Any, x: Any, y: Any) -> Any:
+    if not isinstance(x, Value) and not isinstance(y, Value):
+        return L.cdiv(x, y)
+    s = fc.sema
+    return s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.SUB, s.binary(BinaryFn.ADD, x, y), 1), y)
+
+
+@handles(L.assume_divisible_by)
+def assume_divisible_by(fc: Any, x: Any, divisor: Any) -> Any:
+    if const_int(fc, divisor, "divisor") < 1:
+        raise fc.sema.type_error("assume_divisible_by() needs a divisor >= 1")
+    return x
+
+
+# ---- factories ---------------------------------------------------------------------------------------
+@handles(L.full)
+def full(fc: Any, shape: Any, fill_value: Any, dtype: Any) -> Value:
+    shape = fc.sema.check_shape(shape)
+    d = as_dtype(fc, dtype)
+    v = fc.sema.to_tile(fill_value, d) if is_loose(fill_value) else fc.sema.cast(tile_of(fc, fill_value), d)
+    return fc.sema.broadcast_to(v, shape)
+
+
+@handles(L.zeros)
+def zeros(fc: Any, shape: Any, dtype: Any) -> Value:
+    return full(fc, shape, 0, dtype)
+
+
+@handles(L.ones)
+def ones(fc: Any, shape: Any, dtype: Any) -> Value:
+    return full(fc, shape, 1, dtype)
+
+
+@handles(L.arange)
+def arange(fc: Any, size: Any, *, dtype: Any, start: Any = 0, step: Any = 1) -> Value:
+    n = const_int(fc, size, "arange() size")
+    fc.sema.check_shape((n,), "Result tile shape")
+    d = as_dtype(fc, dtype)
+    t = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (n,)), size=n)
+    if not (is_loose(step) and step == 1):
+        t = fc.sema.binary(BinaryFn.MUL, t, step)
+    if not (is_loose(start) and start == 0):
+        t = fc.sema.binary(BinaryFn.ADD, t, start)
+    return fc.sema.cast(t, d)
+
+
+@handles(L.astile)
+def astile(fc: Any, value: Any, *, dtype: Any = None) -> Value:
+    def shape_of(v: Any) -> tuple[int, ...]:
+        if isinstance(v, tuple):
+            if not v:
+                raise fc.sema.type_error("astile() of an empty tuple")
+            inner = {shape_of(x) for x in v}
+            if len(inner) != 1:
+                raise fc.sema.type_error("astile(): nested tuples must have uniform lengths")
+            return (len(v),) + inner.pop()
+        return ()
+
+    def leaves(v: Any) -> list[Any]:
+        return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
+
+    shape = fc.sema.check_shape(shape_of(value))
+    flat = leaves(value)
+    d = as_dtype(fc, dtype) if dtype is not None else fc.sema.common_dtype(*flat)
+    if not shape:
+        return fc.sema.to_tile(flat[0], d) if is_loose(flat[0]) else fc.sema.cast(flat[0], d)
+    n = len(flat)
+    idx = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (n,)), size=n)
+    out = full(fc, (n,), 0, d)
+    for i, v in enumerate(flat):
+        out = fc.sema.where(fc.sema.compare(CompareFn.EQ, idx, i), v if is_loose(v) else fc.sema.cast(v, d), out)
+    return fc.sema.reshape(fc.sema.cast(out, d), shape)
+
+
+# ---- elementwise ---------------------------------------------------------------------------------------
+def _binary(fn: BinaryFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, y: Any, *, rounding_mode: Any = None, flush_to_zero: bool = False) -> Value:
+        return fc.sema.binary(fn, x, y)
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+for _fn, _stub in ((BinaryFn.ADD, L.add), (BinaryFn.SUB, L.sub), (BinaryFn.MUL, L.mul),
+                   (BinaryFn.TRUEDIV, L.truediv), (BinaryFn.FLOORDIV, L.floordiv), (BinaryFn.MOD, L.mod),
+                   (BinaryFn.POW, L.pow), (BinaryFn.ATAN2, L.atan2), (BinaryFn.AND, L.bitwise_and),
+                   (BinaryFn.OR, L.bitwise_or), (BinaryFn.XOR, L.bitwise_xor),
+                   (BinaryFn.SHL, L.bitwise_lshift), (BinaryFn.SHR, L.bitwise_rshift)):
+    _binary(_fn, _stub)
+
+
+def _minmax(fn: BinaryFn, nan_fn: BinaryFn, stub: Any, builtin: Any) -> None:
+    def handler(fc: Any, x: Any, y: Any, *, flush_to_zero: bool = False, propagate_nan: bool = False) -> Any:
+        if not isinstance(x, Value) and not isinstance(y, Value):
+            return builtin(x, y)
+        return fc.sema.binary(nan_fn if propagate_nan else fn, x, y)
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+_minmax(BinaryFn.MIN, BinaryFn.MIN_NAN, L.minimum, py.min)
+_minmax(BinaryFn.MAX, BinaryFn.MAX_NAN, L.maximum, py.max)
+
+
+def _builtin_minmax(fn: BinaryFn, builtin: Any) -> Any:
+    def handler(fc: Any, *args: Any) -> Any:
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        if not any(isinstance(a, Value) for a in args):
+            return builtin(*args)
+        out = args[0]
+        for a in args[1:]:
+            out = fc.sema.binary(fn, out, a)
+        return out
+    handler.__name__ = builtin.__name__
+    return handler
+
+
+HANDLERS[py.min] = _builtin_minmax(BinaryFn.MIN, py.min)
+HANDLERS[py.max] = _builtin_minmax(BinaryFn.MAX, py.max)
+
+
+def _compare(fn: CompareFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, y: Any) -> Value:
+        return fc.sema.compare(fn, x, y)
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+for _cfn, _stub in ((CompareFn.EQ, L.equal), (CompareFn.NE, L.not_equal), (CompareFn.LT, L.less),
+                    (CompareFn.LE, L.less_equal), (CompareFn.GT, L.greater), (CompareFn.GE, L.greater_equal)):
+    _compare(_cfn, _stub)
+
+
+def _unary(fn: UnaryFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, *, rounding_mode: Any = None, flush_to_zero: bool = False) -> Any:
+        if is_loose(x) and fn in (UnaryFn.NEG, UnaryFn.ABS):
+            return -x if fn == UnaryFn.NEG else py.abs(x)
+        return fc.sema.unary(fn, x)
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+for _ufn, _stub in ((UnaryFn.EXP, L.exp), (UnaryFn.EXP2, L.exp2), (UnaryFn.LOG, L.log),
+                    (UnaryFn.LOG2, L.log2), (UnaryFn.SQRT, L.sqrt), (UnaryFn.RSQRT, L.rsqrt),
+                    (UnaryFn.SIN, L.sin), (UnaryFn.COS, L.cos), (UnaryFn.TAN, L.tan),
+                    (UnaryFn.SINH, L.sinh), (UnaryFn.COSH, L.cosh), (UnaryFn.TANH, L.tanh),
+                    (UnaryFn.FLOOR, L.floor), (UnaryFn.CEIL, L.ceil), (UnaryFn.NEG, L.negative),
+                    (UnaryFn.ABS, L.abs), (UnaryFn.ISNAN, L.isnan), (UnaryFn.NOT, L.bitwise_not)):
+    _unary(_ufn, _stub)
+HANDLERS[py.abs] = HANDLERS[L.abs]
+
+
+@handles(L.where)
+def where(fc: Any, cond: Any, x: Any, y: Any) -> Value:
+    return fc.sema.where(cond, x, y)
+
+
+@handles(divmod)
+def divmod_(fc: Any, x: Any, y: Any) -> Any:
+    if not isinstance(x, Value) and not isinstance(y, Value):
+        return divmod(x, y)
+    if not fc.sema.common_dtype(x, y).is_integral:
+        raise fc.sema.type_error("divmod() is only supported on integers")
+    return fc.sema.binary(BinaryFn.FLOORDIV, x, y), fc.sema.binary(BinaryFn.MOD, x, y)
+
+
+# ---- reductions and scans --------------------------------------------------------------------------------
+def _reduce_axis(fc: Any, t: Value, fn: ReduceFn, axis: int, keepdims: bool) -> Value:
+    shape = t.tile.shape
+    out_shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:]
+    dtype = dt.int32 if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN) else t.tile.dtype
+    return fc.b.value(Opcode.REDUCE, [t], TileType(dtype, out_shape), fn=fn, axis=axis, keepdims=keepdims)
+
+
+def _reduction(fn: ReduceFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, axis: Any = None, *, keepdims: bool = False, rounding_mode: Any = None,
+                flush_to_zero: bool = False, propagate_nan: bool = False) -> Value:
+        t = tile_of(fc, x)
+        if t.tile.dtype.is_restricted:
+            raise fc.sema.type_error(f"{stub.__name__}() does not support the restricted type {t.tile.dtype}")
+        if t.tile.dtype is dt.bool_:
+            t = fc.sema.cast(t, dt.int32)
+        ndim = t.tile.ndim
+        is_arg = fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN)
+        if ndim == 0:
+            return fc.sema.const(0, dt.int32) if is_arg else t
+        if axis is None and is_arg:
+            flat = fc.sema.reshape(t, (math.prod(t.tile.shape),))
+            r = _reduce_axis(fc, flat, fn, 0, False)
+            return fc.sema.reshape(r, (1,) * ndim) if keepdims else r
+        if is_arg and isinstance(axis, tuple):
+            raise fc.sema.type_error(f"{stub.__name__}() does not support a tuple of axes")
+        axes = tuple(range(ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
+        norm = sorted({norm_axis(fc, a, ndim) for a in axes}, reverse=True)
+        if len(norm) != len(axes):
+            raise fc.sema.type_error(f"Repeated axis in {axes}")
+        for a in norm:
+            t = _reduce_axis(fc, t, fn, a, keepdims)
+        return t
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+for _rfn, _stub in ((ReduceFn.SUM, L.sum), (ReduceFn.PROD, L.prod), (ReduceFn.MAX, L.max),
+                    (ReduceFn.MIN, L.min), (ReduceFn.ARGMAX, L.argmax), (ReduceFn.ARGMIN, L.argmin)):
+    _reduction(_rfn, _stub)
+
+
+def _scan(fn: ScanFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, axis: Any = 0, *, reverse: bool = False, rounding_mode: Any = None,
+                flush_to_zero: bool = False) -> Value:
+        t = tile_of(fc, x)
+        if axis is None:
+            raise fc.sema.type_error(f"{stub.__name__}() needs an integer axis")
+        if t.tile.dtype.is_restricted:
+            raise fc.sema.type_error(f"{stub.__name__}() does not support {t.tile.dtype}")
+        if t.tile.dtype is dt.bool_:
+            t = fc.sema.cast(t, dt.int32)
+        a = norm_axis(fc, axis, t.tile.ndim)
+        return fc.b.value(Opcode.SCAN, [t], t.tile, fn=fn, axis=a, reverse=bool(reverse))
+    handler.__name__ = stub.__name__
+    HANDLERS[stub] = handler
+
+
+_scan(ScanFn.CUMSUM, L.cumsum)
+_scan(ScanFn.CUMPROD, L.cumprod)
+
+
+# ---- matrix multiply ------------------------------------------------------------------------------------
+_MMA_ACC = {
+    dt.float16: (dt.float16, dt.float32), dt.bfloat16: (dt.float32,), dt.float32: (dt.float32,),
+    dt.tfloat32: (dt.float32,), dt.float64: (dt.float64,), dt.float8_e4m3fn: (dt.float16, dt.float32),
+    dt.float8_e5m2: (dt.float16, dt.float32), dt.int8: (dt.int32,), dt.uint8: (dt.int32,),
+}
+
+
+@handles(L.mma)
+def mma(fc: Any, x: Any, y: Any, acc: Any, *, use_fast_acc: bool = False) -> Value:
+    a, b, c = tile_of(fc, x), tile_of(fc, y), tile_of(fc, acc)
+    sa, sb, sc = a.tile.shape, b.tile.shape, c.tile.shape
+    if len(sa) not in (2, 3) or len(sb) not in (2, 3):
+        raise fc.sema.type_error(f"mma() operands must be 2-D or 3-D, got shapes {sa} and {sb}")
+    if sa[-1] != sb[-2]:
+        raise fc.sema.type_error(f"mma() operand shapes {sa} and {sb} do not match: "
+                                 f"x has {sa[-1]} columns but y has {sb[-2]} rows")
+    batch = sa[:-2] if len(sa) >= len(sb) else sb[:-2]
+    out = batch + (sa[-2], sb[-1])
+    if sc != out:
+        raise fc.sema.type_error(f"mma() accumulator shape {sc} does not match the product shape {out}")
+    da, db, dc = a.tile.dtype, b.tile.dtype, c.tile.dtype
+    ints = {dt.int8, dt.uint8}
+    if da is not db and not (da in ints and db in ints):
+        raise fc.sema.type_error(f"mma() operands must have one dtype, got {da} and {db}")
+    if da not in _MMA_ACC or dc not in _MMA_ACC[da]:
+        allowed = ", ".join(str(d) for d in _MMA_ACC.get(da, ()))
+        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {allowed or 'no type'}, got {dc}")
+    if len(sa) != len(sb):
+        a = fc.sema.broadcast_to(a, batch + sa[-2:]) if len(sa) < 3 else a
+        b = fc.sema.broadcast_to(b, batch + sb[-2:]) if len(sb) < 3 else b
+    return fc.b.value(Opcode.MMA, [a, b, c], c.tile)
+
+
+def matmul(fc: Any, x: Any, y: Any) -> Value:
+    a, b = tile_of(fc, x), tile_of(fc, y)
+    d = fc.sema.common_dtype(a, b)
+    a, b = fc.sema.cast(a, d), fc.sema.cast(b, d)
+    squeeze = []
+    if a.tile.ndim == 1:
+        a = fc.sema.reshape(a, (1,) + a.tile.shape)
+        squeeze.append(-2)
+    if b.tile.ndim == 1:
+        b = fc.sema.reshape(b, b.tile.shape + (1,))
+        squeeze.append(-1)
+    if d not in _MMA_ACC:
+        raise fc.sema.type_error(f"matmul() does not support {d}")
+    acc_dtype = _MMA_ACC[d][0]
+    sa, sb = a.tile.shape, b.tile.shape
+    batch = sa[:-2] if len(sa) >= len(sb) else sb[:-2]
+    acc = full(fc, batch + (sa[-2], sb[-1]), 0, acc_dtype)
+    out = mma(fc, a, b, acc)
+    shape = list(out.tile.shape)
+    for ax in sorted(squeeze):
+        del shape[ax]
+    out = fc.sema.reshape(out, tuple(shape))
+    return fc.sema.cast(out, dt.float32 if d is dt.tfloat32 else d)
+
+
+HANDLERS[L.matmul] = matmul
+
+
+# ---- shapes ---------------------------------------------------------------------------------------------
+@handles(L.reshape)
+def reshape(fc: Any, x: Any, shape: Any) -> Value:
+    t = tile_of(fc, x)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    n = math.prod(t.tile.shape)
+    if shape.count(-1) > 1:
+        raise fc.sema.type_error("Only one dimension can be -1")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        shape = tuple(n // known if d == -1 else d for d in shape)
+    fc.sema.check_shape(shape)
+    if math.prod(shape) != n:
+        raise fc.sema.type_error(f"Cannot reshape a tile of shape {t.tile.shape} to {shape}")
+    return fc.sema.reshape(t, shape)
+
+
+@handles(L.broadcast_to)
+def broadcast_to(fc: Any, x: Any, shape: Any) -> Value:
+    return fc.sema.broadcast_to(tile_of(fc, x), fc.sema.check_shape(shape))
+
+
+@handles(L.expand_dims)
+def expand_dims(fc: Any, x: Any, axis: Any) -> Value:
+    t = tile_of(fc, x)
+    a = norm_axis(fc, axis, t.tile.ndim + 1)
+    s = t.tile.shape
+    return fc.sema.reshape(t, s[:a] + (1,) + s[a:])
+
+
+@handles(L.permute)
+def permute(fc: Any, x: Any, axes: Any) -> Value:
+    t = tile_of(fc, x)
+    n = t.tile.ndim
+    axes = tuple(norm_axis(fc, a, n) for a in axes)
+    if sorted(axes) != list(range(n)):
+        raise fc.sema.type_error(f"permute() axes {axes} are not a permutation of {n} dims")
+    if axes == tuple(range(n)):
+        return t
+    shape = tuple(t.tile.shape[a] for a in axes)
+    return fc.b.value(Opcode.PERMUTE, [t], TileType(t.tile.dtype, shape), axes=axes)
+
+
+@handles(L.transpose)
+def transpose(fc: Any, x: Any, axis0: Any = None, axis1: Any = None) -> Value:
+    t = tile_of(fc, x)
+    n = t.tile.ndim
+    if axis0 is None and axis1 is None:
+        if n != 2:
+            raise fc.sema.type_error(f"transpose() of a rank-{n} tile needs axis0 and axis1")
+        axis0, axis1 = 0, 1
+    elif axis0 is None or axis1 is None:
+        raise fc.sema.type_error("transpose() needs both axis0 and axis1")
+    a0, a1 = norm_axis(fc, axis0, n), norm_axis(fc, axis1, n)
+    axes = list(range(n))
+    axes[a0], axes[a1] = axes[a1], axes[a0]
+    return permute(fc, t, tuple(axes))
+
+
+@handles(L.cat)
+def cat(fc: Any, tiles: Any, axis: Any) -> Value:
+    if not isinstance(tiles, tuple) or not 1 <= len(tiles) <= 2:
+        raise fc.sema.type_error("cat() takes a tuple of one or two tiles")
+    ts = [tile_of(fc, t) for t in tiles]
+    if len(ts) == 1:
+        return ts[0]
+    a, b = ts
+    ax = norm_axis(fc, axis, a.tile.ndim)
+    if a.tile.dtype is not b.tile.dtype or a.tile.ndim != b.tile.ndim or any(
+            i != ax and p != q for i, (p, q) in enumerate(zip(a.tile.shape, b.tile.shape))):
+        raise fc.sema.type_error(f"cat() tiles must share dtype and other dims: {a.type} and {b.type}")
+    shape = list(a.tile.shape)
+    shape[ax] += b.tile.shape[ax]
+    fc.sema.check_shape(tuple(shape), "cat() result shape")
+    return fc.b.value(Opcode.CAT, [a, b], TileType(a.tile.dtype, tuple(shape)), axis=ax)
+
+
+@handles(L.extract)
+def extract(fc: Any, x: Any, index: Any, shape: Any) -> Value:
+    t = tile_of(fc, x)
+    shape = tuple(shape) if isinstance(shape, tuple) else (shape,)
+    squeeze = shape == ()
+    if squeeze:
+        shape = (1,) * t.tile.ndim
+    index = index if isinstance(index, tuple) else (index,)
+    if len(shape) != t.tile.ndim or len(index) != t.tile.ndim:
+        raise fc.sema.type_error(f"extract() needs index and shape of rank {t.tile.ndim}")
+    fc.sema.check_shape(shape)
+    for i, (d, s) in enumerate(zip(t.tile.shape, shape)):
+        if d % s:
+            raise fc.sema.type_error(f"extract() shape {shape} does not divide the tile shape {t.tile.shape}")
+        if is_loose(index[i]) and not 0 <= index[i] < d // s:
+            raise fc.sema.type_error(f"extract() index {index} is out of range")
+    idx = [fc.sema.index_scalar(i, "extract() index") for i in index]
+    out = fc.b.value(Opcode.EXTRACT, [t] + idx, TileType(t.tile.dtype, shape), shape=shape)
+    return fc.sema.reshape(out, ()) if squeeze else out
+
+
+# ---- utilities -------------------------------------------------------------------------------------------
+@handles(L.assert_)
+def assert_(fc: Any, cond: Any, message: Any = None) -> None:
+    c = tile_of(fc, cond)
+    if c.tile.dtype is not dt.bool_:
+        raise fc.sema.type_error(f"assert_() needs a bool tile, got {c.type}")
+    fc.b.emit(Opcode.ASSERT, [c], [], message=str(message) if message is not None else "assertion failed")
+
+
+@handles(L.ensure_constant)
+def ensure_constant(fc: Any, x: Any) -> Any:
+    if isinstance(x, Value):
+        raise TileStaticAssertionError(f"Expected a compile-time constant, got {describe(x)}", fc.b.loc)
+    return x
+
+
+@handles(L.static_iter)
+def static_iter(fc: Any, iterable: Any) -> Any:
+    raise fc.sema.type_error("static_iter() can only be used as the iterable of a for loop")
+
+
+@handles(py.len)
+def len_(fc: Any, x: Any) -> int:
+    if is_tile(x):
+        if not x.tile.shape:
+            raise fc.sema.type_error("len() of a 0-d tile")
+        return x.tile.shape[0]
+    if isinstance(x, Value):
+        raise fc.sema.type_error(f"len() is not supported on {describe(x)}")
+    return len(x)
+
+
+# ---- attributes and subscripts --------------------------------------------------------------------------
+def _item(fc: Any, t: Value) -> Value:
+    if math.prod(t.tile.shape) != 1:
+        raise fc.sema.type_error(f"item() needs a tile of one element, got shape {t.tile.shape}")
+    return fc.sema.reshape(t, ())
+
+
+_TILE_METHODS = {"astype": astype, "reshape": reshape, "permute": permute, "transpose": transpose,
+                 "extract": extract, "item": _item, "bitcast": bitcast, "broadcast_to": broadcast_to,
+                 "expand_dims": expand_dims}
+
+
+def _array_dims(fc: Any, arr: Value, opcode: Opcode) -> tuple[Value, ...]:
+    at = arr.type
+    dtype = dt.int64 if at.index64 else dt.int32
+    return tuple(fc.b.value(opcode, [arr], TileType(dtype), axis=i) for i in range(at.ndim))
+
+
+def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
+    if is_tile(obj):
+        t = obj.tile
+        if name == "dtype":
+            return t.dtype
+        if name == "shape":
+            return t.shape
+        if name == "ndim":
+            return t.ndim
+        if name in _TILE_METHODS:
+            return BoundMethod(_TILE_METHODS[name], obj)
+        raise fc.type_error(f"Tile has no attribute `{name}`", node)
+    if is_array(obj):
+        at: ArrayType = obj.type
+        if name == "dtype":
+            return at.dtype
+        if name == "ndim":
+            return at.ndim
+        if name == "shape":
+            return _array_dims(fc, obj, Opcode.ARRAY_SHAPE)
+        if name == "strides":
+            return _array_dims(fc, obj, Opcode.ARRAY_STRIDE)
+        if name in ("slice", "tiled_view", "get_raw_memory"):
+            raise TileUnsupportedFeatureError(f"Array.{name}() is not supported yet by tilecraft", fc.loc(node))
+        raise fc.type_error(f"Array has no attribute `{name}`", node)
+    try:
+        return getattr(obj, name)
+    except AttributeError as exc:
+        raise fc.type_error(str(exc), node) from None
+
+
+def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
+    if is_array(obj):
+        raise fc.type_error("Arrays are not directly subscriptable. Use load() or gather()", node)
+    if is_tile(obj):
+        parts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
+        t = obj
+        axis = 0
+        for p in parts:
+            if isinstance(p, ast.Constant) and p.value is None:
+                t = expand_dims(fc, t, axis)
+                axis += 1
+            elif isinstance(p, ast.Slice) and p.lower is None and p.upper is None and p.step is None:
+                axis += 1
+            elif isinstance(p, ast.Constant) and p.value is Ellipsis:
+                axis = t.tile.ndim - sum(1 for q in parts[parts.index(p) + 1:] if not
+                                         (isinstance(q, ast.Constant) and q.value is None))
+            else:
+                raise fc.type_error("Directly indexing a tile is not supported; use extract() or item()", node)
+        return t
+    key = fc.expr(index_node)
+    if isinstance(obj, tuple) and isinstance(key, Value):
+        raise fc.type_error("Tuple indices must be constant", node)
+    if isinstance(obj, tuple) and not isinstance(key, (int, slice)):
+        raise fc.type_error("Tuple indices must be integers or slices", node)
+    return fc.host(lambda: obj[key], (), node)
+
+

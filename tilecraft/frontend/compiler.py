@@ -1,0 +1,770 @@
+"""Python AST → Tile IR: statements, expressions, control flow and helper inlining.
+
+A `FunctionCompiler` walks one function body (the kernel, or an inlined helper) with a scope
+mapping names to front-end values: IR `Value`s for runtime data, Python objects for everything
+known at compile time. Operations on compile-time values are evaluated by Python (constant
+folding); anything touching a `Value` is built through `Sema` (typing rules) or a builtin handler.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import operator
+import textwrap
+from typing import Any, Callable
+
+from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError)
+from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
+from ..language import ops as L
+from .builtins import attribute, call, matmul, subscript
+from .printing import joined_str
+from .rewrite import BREAK, CONTINUE, RETVAL, rewrite_function
+from .semantics import Sema, describe, is_array, is_loose, is_tile
+from .static import static_call
+from .values import LocalFunction, ParsedFunction, Undefined
+
+MAX_INLINE_DEPTH = 64
+
+
+_PARSE_CACHE: dict[Any, ParsedFunction] = {}
+
+
+def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
+    """The rewritten AST of a Python function, with line numbers of its source file."""
+    code = fn.__code__
+    cached = _PARSE_CACHE.get(code)
+    if cached is not None:
+        return cached
+    lines, first = inspect.getsourcelines(fn)
+    src = "".join(lines)
+    dedented = textwrap.dedent(src)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    tree = ast.parse(dedented)
+    ast.increment_lineno(tree, first - 1)
+    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    filename = inspect.getsourcefile(fn) or code.co_filename
+    if isinstance(fdef, ast.AsyncFunctionDef):
+        raise TileSyntaxError("async functions are not supported", Location(filename, fdef.lineno, fdef.col_offset + indent))
+    parsed = ParsedFunction(rewrite_function(fdef, filename), filename, indent)
+    _PARSE_CACHE[code] = parsed
+    return parsed
+
+
+def closure_vars(fn: Callable[..., Any]) -> dict[str, Any]:
+    if not fn.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def assigned_names(stmts: list[ast.stmt]) -> set[str]:
+    """Names bound anywhere in `stmts` (nested blocks included, nested defs excluded)."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            if isinstance(node, ast.FunctionDef):
+                out.add(node.name)
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+_BINOPS: dict[type, tuple[Callable[[Any, Any], Any], BinaryFn | None]] = {
+    ast.Add: (operator.add, BinaryFn.ADD), ast.Sub: (operator.sub, BinaryFn.SUB),
+    ast.Mult: (operator.mul, BinaryFn.MUL), ast.Div: (operator.truediv, BinaryFn.TRUEDIV),
+    ast.FloorDiv: (operator.floordiv, BinaryFn.FLOORDIV), ast.Mod: (operator.mod, BinaryFn.MOD),
+    ast.Pow: (operator.pow, BinaryFn.POW), ast.BitAnd: (operator.and_, BinaryFn.AND),
+    ast.BitOr: (operator.or_, BinaryFn.OR), ast.BitXor: (operator.xor, BinaryFn.XOR),
+    ast.LShift: (operator.lshift, BinaryFn.SHL), ast.RShift: (operator.rshift, BinaryFn.SHR),
+    ast.MatMult: (operator.matmul, None),
+}
+_CMPOPS: dict[type, tuple[Callable[[Any, Any], Any], CompareFn | None]] = {
+    ast.Eq: (operator.eq, CompareFn.EQ), ast.NotEq: (operator.ne, CompareFn.NE),
+    ast.Lt: (operator.lt, CompareFn.LT), ast.LtE: (operator.le, CompareFn.LE),
+    ast.Gt: (operator.gt, CompareFn.GT), ast.GtE: (operator.ge, CompareFn.GE),
+    ast.Is: (operator.is_, None), ast.IsNot: (operator.is_not, None),
+    ast.In: (lambda a, b: operator.contains(b, a), None),
+    ast.NotIn: (lambda a, b: not operator.contains(b, a), None),
+}
+
+
+class Context:
+    """State shared by the kernel and every helper inlined into it."""
+
+    def __init__(self) -> None:
+        self.builder = Builder()
+        self.sema = Sema(self.builder)
+        self.depth = 0
+
+
+class FunctionCompiler:
+    def __init__(self, ctx: Context, parsed: ParsedFunction, globals_: dict[str, Any],
+                 scope: dict[str, Any], caller: Location | None, name: str) -> None:
+        self.ctx = ctx
+        self.b = ctx.builder
+        self.sema = ctx.sema
+        self.parsed = parsed
+        self.globals = globals_
+        self.scope = scope
+        self.caller = caller
+        self.name = name
+
+    # ---- locations and errors -----------------------------------------------------------------------
+    def loc(self, node: ast.AST) -> Location:
+        return Location(self.parsed.filename, node.lineno, node.col_offset + self.parsed.col_offset,
+                        self.name, self.caller)
+
+    def syntax_error(self, msg: str, node: ast.AST) -> TileSyntaxError:
+        return TileSyntaxError(msg, self.loc(node))
+
+    def type_error(self, msg: str, node: ast.AST | None = None) -> TileTypeError:
+        return TileTypeError(msg, self.loc(node) if node is not None else self.b.loc)
+
+    # ---- statements ----------------------------------------------------------------------------------
+    def run_body(self, stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, node: ast.stmt) -> None:
+        self.b.loc = self.loc(node)
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.syntax_error(f"{_construct_name(node)} is not supported in tile code", node)
+        method(node)
+
+    def stmt_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.expr(node.value)
+
+    def stmt_Pass(self, node: ast.Pass) -> None:
+        pass
+
+    def stmt_Assign(self, node: ast.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assign(node.target, self.expr(node.value))
+
+    def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        if not isinstance(node.target, ast.Name):
+            raise self.type_error("Augmented assignment is only supported on names; tiles and "
+                                  "arrays do not support item assignment", node)
+        current = self.lookup(node.target.id, node.target)
+        self.assign(node.target, self.binop(node.op, current, self.expr(node.value), node))
+
+    def assign(self, target: ast.expr, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.scope[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, tuple):
+                raise self.type_error(f"Cannot unpack {describe(value)}", target)
+            if len(value) != len(target.elts):
+                few = "few" if len(value) < len(target.elts) else "many"
+                raise TileTypeError(f"Too {few} values to unpack (expected {len(target.elts)}, got {len(value)})",
+                                    self.loc(target))
+            for t, v in zip(target.elts, value):
+                self.assign(t, v)
+        elif isinstance(target, ast.Subscript):
+            what = "Arrays" if is_array(self.expr(target.value)) else "Tiles"
+            raise self.type_error(f"{what} do not support item assignment; use store() or scatter()", target)
+        else:
+            raise self.syntax_error(f"Cannot assign to {_construct_name(target)}", target)
+
+    def stmt_Return(self, node: ast.Return) -> None:
+        value = self.expr(node.value) if node.value is not None else None
+        if self.caller is None and value is not None:
+            raise self.type_error("Tile kernels cannot return values", node)
+        self.scope[RETVAL] = value
+
+    def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.decorator_list:
+            raise self.syntax_error("Decorators on nested functions are not supported", node)
+        rewrite_function(node, self.parsed.filename)
+        parsed = ParsedFunction(node, self.parsed.filename, self.parsed.col_offset)
+        self.scope[node.name] = LocalFunction(parsed, dict(self.scope), self.globals, node.name)
+
+    def stmt_Assert(self, node: ast.Assert) -> None:
+        raise self.syntax_error("The assert statement is not supported; use ct.assert_() or "
+                                "ct.static_assert()", node)
+
+    def stmt_If(self, node: ast.If) -> None:
+        cond = self.expr(node.test)
+        static = self.static_truth(cond)
+        if static is not None:
+            self.run_body(node.body if static else node.orelse)
+            return
+        cond_v = self.sema.to_bool(cond)
+        before = self.scope
+        branches = []
+        for body in (node.body, node.orelse):
+            blk = Block()
+            with self.b.inside(blk):
+                self.scope = dict(before)
+                self.run_body(body)
+                branches.append((blk, self.scope))
+        self.scope = dict(before)
+        self.b.loc = self.loc(node)
+        self.merge_branches(cond_v, branches)
+
+    def merge_branches(self, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
+        """Emit IF with the values that differ between the branches as results."""
+        (tblk, tscope), (eblk, escope) = branches
+        names = sorted(n for n in set(tscope) | set(escope)
+                       if not _same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
+        yields: tuple[list[Value], list[Value]] = ([], [])
+        rebuilds: list[tuple[str, Callable[[list[Value]], Any], int]] = []
+        for n in names:
+            tv, ev = tscope.get(n, _MISSING), escope.get(n, _MISSING)
+            if _MISSING in (tv, ev) or isinstance(tv, Undefined) or isinstance(ev, Undefined):
+                why = f"`{n}` is possibly undefined: it is not assigned on every path"
+                self.scope[n] = tv if isinstance(tv, Undefined) else ev if isinstance(ev, Undefined) else Undefined(why)
+                continue
+            pairs = _pair_leaves(tv, ev)
+            if pairs is None:
+                self.scope[n] = Undefined(_path_msg(n))
+                continue
+            dyn, rebuild = pairs
+            try:
+                tvals = self._materialize_pairs(dyn, tblk, eblk)
+            except _Mismatch:
+                self.scope[n] = Undefined(_path_msg(n))
+                continue
+            yields[0].extend(t for t, _ in tvals)
+            yields[1].extend(e for _, e in tvals)
+            rebuilds.append((n, rebuild, len(tvals)))
+        for blk, ys in zip((tblk, eblk), yields):
+            with self.b.inside(blk):
+                self.b.emit(Opcode.YIELD, ys, [])
+        op = self.b.emit(Opcode.IF, [cond], [v.type for v in yields[0]], blocks=[tblk, eblk])
+        pos = 0
+        for n, rebuild, count in rebuilds:
+            self.scope[n] = rebuild(op.results[pos:pos + count])
+            pos += count
+
+    def _materialize_pairs(self, pairs: list[tuple[Any, Any]], tblk: Block, eblk: Block) -> list[tuple[Value, Value]]:
+        out = []
+        for tv, ev in pairs:
+            ttype = tv.type if isinstance(tv, Value) else None
+            etype = ev.type if isinstance(ev, Value) else None
+            if ttype is not None and etype is not None:
+                if ttype != etype:
+                    raise _Mismatch
+                out.append((tv, ev))
+                continue
+            target = ttype or etype
+            if target is None:
+                if not (is_loose(tv) and is_loose(ev)):
+                    raise _Mismatch
+                target = TileType(self.sema.common_dtype(tv, ev), ())
+            if not isinstance(target, TileType) or target.shape != ():
+                raise _Mismatch
+            pair = []
+            for v, blk in ((tv, tblk), (ev, eblk)):
+                if isinstance(v, Value):
+                    pair.append(v)
+                    continue
+                if not is_loose(v) or not self.sema._loose_fits(v, target.dtype):
+                    raise _Mismatch
+                with self.b.inside(blk):
+                    pair.append(self.sema.const(v, target.dtype))
+            out.append((pair[0], pair[1]))
+        return out
+
+    # ---- loops -------------------------------------------------------------------------------------------
+    def stmt_For(self, node: ast.For) -> None:
+        it = node.iter
+        if isinstance(it, ast.Call):
+            fn = self.expr(it.func)
+            if fn is L.static_iter:
+                return self.static_for(node, it)
+            if fn is range:
+                return self.range_for(node, [self.expr(a) for a in it.args])
+        raise self.syntax_error("for loops must iterate over range(...) or ct.static_iter(...)", it)
+
+    def static_for(self, node: ast.For, call: ast.Call) -> None:
+        if len(call.args) != 1:
+            raise self.type_error("static_iter() takes one iterable", call)
+        items = self.expr(call.args[0])
+        if isinstance(items, Value):
+            raise TileError("static_iter() needs a compile-time iterable", self.loc(call))
+        if getattr(node, "tc_break", False) or any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node)) \
+                or CONTINUE in assigned_names(node.body):
+            raise self.syntax_error("break/continue inside a static_iter loop is not supported", node)
+        items = list(items)
+        if len(items) > 1000:
+            raise self.type_error("static_iter() is limited to 1000 items", call)
+        for item in items:
+            self.assign(node.target, item)
+            self.run_body(node.body)
+
+    def range_for(self, node: ast.For, args: list[Any]) -> None:
+        if not 1 <= len(args) <= 3:
+            raise self.type_error("range() takes 1 to 3 arguments", node.iter)
+        lb, ub, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if is_loose(step) and step <= 0:
+            raise self.type_error("Step must be positive", node.iter)
+        if not isinstance(node.target, ast.Name):
+            raise self.syntax_error("The loop variable must be a plain name", node.target)
+        bounds = [self.sema.index_scalar(v, "A range() bound") if isinstance(v, Value) else v for v in (lb, ub, step)]
+        idx_dtype = self.sema.common_dtype(*bounds)
+        bounds = [self.sema.to_tile(v, idx_dtype) for v in bounds]
+        body = node.body
+        if getattr(node, "tc_break", False):
+            self.scope[BREAK] = False
+            guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=BREAK, ctx=ast.Load())), body=body, orelse=[])
+            body = [ast.fix_missing_locations(ast.copy_location(guard, node))]
+            ast.copy_location(guard.test, node)
+            ast.copy_location(guard.test.operand, node)
+        target = node.target.id
+
+        def run(scope: dict[str, Any], args: list[Value]) -> None:
+            scope[target] = args[0]
+            self.scope = scope
+            self.run_body(body)
+
+        self.emit_loop(Opcode.FOR, bounds, [TileType(idx_dtype, ())], assigned_names(body) - {target}, run, node)
+        self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
+
+    def stmt_While(self, node: ast.While) -> None:
+        test: ast.expr = node.test
+        if getattr(node, "tc_break", False):
+            self.scope[BREAK] = False
+            notb = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=BREAK, ctx=ast.Load()))
+            test = ast.BoolOp(op=ast.And(), values=[notb, node.test])
+            for n in ast.walk(test):
+                ast.copy_location(n, node.test)
+
+        def cond(scope: dict[str, Any]) -> Value:
+            self.scope = scope
+            return self.sema.to_bool(self.expr(test))
+
+        def run(scope: dict[str, Any], args: list[Value]) -> None:
+            self.scope = scope
+            self.run_body(node.body)
+
+        self.emit_loop(Opcode.WHILE, [], [], assigned_names(node.body), run, node, cond)
+
+    def emit_loop(self, opcode: Opcode, bounds: list[Value], extra_arg_types: list[TileType],
+                  assigned: set[str], run_body: Callable[[dict[str, Any], list[Value]], None],
+                  node: ast.stmt, cond: Callable[[dict[str, Any]], Value] | None = None) -> None:
+        """Emit FOR or WHILE with every name the body may rebind as a loop-carried value."""
+        before = self.scope
+        carried: list[tuple[str, list[Value], Callable[[list[Value]], Any], Any]] = []
+        inits: list[Value] = []
+        for n in sorted(assigned):
+            v = before.get(n, _MISSING)
+            if v is _MISSING or isinstance(v, Undefined):
+                continue
+            leaves, rebuild = _dynamic_leaves(v)
+            vals = [self.sema.to_tile(x) for x in leaves]
+            inits.extend(vals)
+            carried.append((n, vals, rebuild, v))
+
+        def bind(args: list[Value]) -> dict[str, Any]:
+            scope = dict(before)
+            pos = 0
+            for n, vals, rebuild, _ in carried:
+                scope[n] = rebuild(args[pos:pos + len(vals)])
+                pos += len(vals)
+            return scope
+
+        def new_values(scope: dict[str, Any]) -> list[Value]:
+            out: list[Value] = []
+            for n, vals, _, orig in carried:
+                new = scope.get(n, _MISSING)
+                if isinstance(new, Undefined) or new is _MISSING:
+                    raise self.type_error(f"`{n}` is possibly undefined at the end of the loop body", node)
+                leaves, _ = _dynamic_leaves(new)
+                if len(leaves) != len(vals) or not _same_static(orig, new):
+                    raise self.type_error(f"Type of `{n}` depends on path taken: it changes inside the loop", node)
+                for leaf, init in zip(leaves, vals):
+                    if isinstance(leaf, Value):
+                        if leaf.type != init.type:
+                            raise self.type_error(
+                                f"Type of loop variable `{n}` changes in the loop: {init.type} before, "
+                                f"{leaf.type} after; loop-carried values keep their type", node)
+                        out.append(leaf)
+                    elif is_loose(leaf) and self.sema._loose_fits(leaf, init.tile.dtype):
+                        out.append(self.sema.const(leaf, init.tile.dtype))
+                    else:
+                        raise self.type_error(f"Type of loop variable `{n}` changes in the loop", node)
+            return out
+
+        body = Block([Value(t) for t in extra_arg_types] + [Value(v.type) for v in inits])
+        blocks = [body]
+        if opcode == Opcode.WHILE:
+            assert cond is not None
+            before_blk = Block([Value(v.type) for v in inits])
+            with self.b.inside(before_blk):
+                c = cond(bind(before_blk.args))
+                self.b.loc = self.loc(node)
+                self.b.emit(Opcode.CONDITION, [c] + before_blk.args, [])
+            blocks = [before_blk, body]
+        with self.b.inside(body):
+            scope = bind(body.args[len(extra_arg_types):])
+            run_body(scope, body.args)
+            self.b.loc = self.loc(node)
+            ys = new_values(self.scope)
+            self.b.emit(Opcode.YIELD, ys, [])
+        self.b.loc = self.loc(node)
+        op = self.b.emit(opcode, bounds + inits, [v.type for v in inits], blocks=blocks)
+        self.scope = dict(before)
+        for n in assigned:
+            if n not in before or isinstance(before[n], Undefined):
+                self.scope[n] = Undefined(f"`{n}` is possibly undefined: it is first assigned inside a loop")
+        pos = 0
+        for n, vals, rebuild, _ in carried:
+            self.scope[n] = rebuild(op.results[pos:pos + len(vals)])
+            pos += len(vals)
+
+    # ---- expressions ---------------------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> Any:
+        saved = self.b.loc
+        self.b.loc = self.loc(node)
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.syntax_error(f"{_construct_name(node)} is not supported in tile code", node)
+        try:
+            return method(node)
+        finally:
+            self.b.loc = saved
+
+    def expr_Constant(self, node: ast.Constant) -> Any:
+        return node.value
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        return self.lookup(node.id, node)
+
+    def lookup(self, name: str, node: ast.AST) -> Any:
+        if name in self.scope:
+            v = self.scope[name]
+            if isinstance(v, Undefined):
+                raise self.type_error(v.reason, node)
+            return v
+        if name in self.globals:
+            return self._global(name, self.globals[name], node)
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.type_error(f"Name `{name}` is not defined", node)
+
+    def _global(self, name: str, value: Any, node: ast.AST) -> Any:
+        tname = type(value).__module__ + "." + type(value).__name__
+        if tname in ("numpy.ndarray", "torch.Tensor") or hasattr(value, "__dlpack__"):
+            raise self.type_error(f"Cannot create constant from value of type {type(value).__module__}."
+                                  f"{type(value).__name__} (global `{name}`)", node)
+        return value
+
+    def expr_Tuple(self, node: ast.Tuple) -> Any:
+        out: list[Any] = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.expr(e.value))
+            else:
+                out.append(self.expr(e))
+        return tuple(out)
+
+    expr_List = expr_Tuple
+
+    def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
+        return joined_str(self, node)
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        return attribute(self, self.expr(node.value), node.attr, node)
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        return subscript(self, self.expr(node.value), node.slice, node)
+
+    def expr_Slice(self, node: ast.Slice) -> Any:
+        parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binop(node.op, self.expr(node.left), self.expr(node.right), node)
+
+    def binop(self, op: ast.operator, a: Any, b: Any, node: ast.AST) -> Any:
+        pyop, fn = _BINOPS[type(op)]
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            return self.host(pyop, (a, b), node)
+        if is_array(a) or is_array(b):
+            raise self.type_error("Arrays do not support arithmetic; load() a tile first", node)
+        if fn is None:
+            return matmul(self, a, b)
+        return self.sema.binary(fn, a, b)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        v = self.expr(node.operand)
+        if isinstance(node.op, ast.Not):
+            static = self.static_truth(v)
+            if static is not None:
+                return not static
+            return self.sema.compare(CompareFn.EQ, self.sema.to_bool(v, scalar=False), False)
+        if not isinstance(v, Value):
+            pyop = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
+            return self.host(pyop, (v,), node)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        return self.sema.unary(UnaryFn.NEG if isinstance(node.op, ast.USub) else UnaryFn.NOT, v)
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        """`and`/`or` short-circuit on constants; on runtime values both sides run (no side
+        effects are skipped) and the result is a bool."""
+        is_and = isinstance(node.op, ast.And)
+        dynamic: list[Value] = []
+        for e in node.values:
+            v = self.expr(e)
+            static = self.static_truth(v)
+            if static is None:
+                dynamic.append(self.sema.to_bool(v, scalar=False))
+            elif static != is_and:
+                return static if not dynamic else self._combine(dynamic + [self.sema.to_tile(static)], is_and)
+        if not dynamic:
+            return is_and
+        return self._combine(dynamic, is_and)
+
+    def _combine(self, vals: list[Value], is_and: bool) -> Value:
+        out = vals[0]
+        for v in vals[1:]:
+            out = self.sema.binary(BinaryFn.AND if is_and else BinaryFn.OR, out, v)
+        return out
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        left = self.expr(node.left)
+        results = []
+        for op, right_node in zip(node.ops, node.comparators):
+            right = self.expr(right_node)
+            pyop, fn = _CMPOPS[type(op)]
+            if not isinstance(left, Value) and not isinstance(right, Value):
+                results.append(self.host(pyop, (left, right), node))
+            elif fn is None:
+                if isinstance(op, (ast.Is, ast.IsNot)):
+                    results.append(pyop(left, right))
+                else:
+                    raise self.type_error("`in` is only supported on compile-time tuples", node)
+            else:
+                results.append(self.sema.compare(fn, left, right))
+            left = right
+        if len(results) == 1:
+            return results[0]
+        out = results[0]
+        for r in results[1:]:
+            out = self.sema.binary(BinaryFn.AND, out, r) if isinstance(out, Value) or isinstance(r, Value) else (out and r)
+        return out
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        cond = self.expr(node.test)
+        static = self.static_truth(cond)
+        if static is not None:
+            return self.expr(node.body if static else node.orelse)
+        return self.sema.where(cond, self.expr(node.body), self.expr(node.orelse))
+
+    def expr_Lambda(self, node: ast.Lambda) -> Any:
+        return LocalFunction(ParsedFunction(node, self.parsed.filename, self.parsed.col_offset),
+                             dict(self.scope), self.globals, "<lambda>")
+
+    def expr_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
+        """Compile-time generator (for `tuple(e for x in <static> if <static>)`)."""
+        if len(node.generators) != 1:
+            raise self.syntax_error("Only one `for` clause is supported in a generator", node)
+        gen = node.generators[0]
+        items = self.expr(gen.iter)
+        if isinstance(items, Value):
+            raise self.type_error("A generator must iterate over a compile-time tuple", gen.iter)
+        saved = self.scope
+        out = []
+        for item in items:
+            self.scope = dict(saved)
+            self.assign(gen.target, item)
+            keep = True
+            for cond in gen.ifs:
+                static = self.static_truth(self.expr(cond))
+                if static is None:
+                    raise self.type_error("A generator's `if` must be a compile-time condition", cond)
+                keep = keep and static
+            if keep:
+                out.append(self.expr(node.elt))
+        self.scope = saved
+        return tuple(out)
+
+    def expr_Call(self, node: ast.Call) -> Any:
+        fn = self.expr(node.func)
+        if fn in (L.static_eval, L.static_assert):
+            return static_call(self, fn, node)
+        args: list[Any] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                args.extend(self.expr(a.value))
+            else:
+                args.append(self.expr(a))
+        kwargs: dict[str, Any] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                kwargs.update(self.expr(kw.value))
+            else:
+                kwargs[kw.arg] = self.expr(kw.value)
+        return call(self, fn, args, kwargs, node)
+
+    # ---- helpers ---------------------------------------------------------------------------------------------
+    def host(self, fn: Callable[..., Any], args: tuple[Any, ...], node: ast.AST) -> Any:
+        """Evaluate an operation on compile-time values with Python itself."""
+        try:
+            return fn(*args)
+        except TileError:
+            raise
+        except Exception as exc:  # the user's constant expression failed: report it at the line
+            raise self.type_error(f"{type(exc).__name__}: {exc}", node) from None
+
+    def static_truth(self, v: Any) -> bool | None:
+        """The truth of a compile-time value; None for a runtime one."""
+        if isinstance(v, Value):
+            return None
+        return bool(v)
+
+    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+        """Compile a call of a plain Python function (or nested def) into the current block."""
+        if isinstance(fn, LocalFunction):
+            parsed, scope, globals_, name = fn.parsed, dict(fn.scope), fn.globals, fn.name
+            sig = _signature_of_ast(parsed.fdef)
+        else:
+            parsed = parse_function(fn)
+            scope, globals_, name = closure_vars(fn), fn.__globals__, fn.__name__
+            sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.type_error(f"Calling {name}(): {exc}", node) from None
+        bound.apply_defaults()
+        scope.update(bound.arguments)
+        scope[RETVAL] = None
+        self.ctx.depth += 1
+        if self.ctx.depth > MAX_INLINE_DEPTH:
+            raise TileRecursionError(f"Maximum inlining depth {MAX_INLINE_DEPTH} exceeded in {name}()", self.loc(node))
+        try:
+            sub = FunctionCompiler(self.ctx, parsed, globals_, scope, self.loc(node), name)
+            if isinstance(parsed.fdef, ast.Lambda):
+                return sub.expr(parsed.fdef.body)
+            sub.run_body(parsed.fdef.body)
+            return sub.lookup(RETVAL, node)
+        finally:
+            self.ctx.depth -= 1
+
+
+class _Mismatch(Exception):
+    pass
+
+
+_MISSING = object()
+
+
+def _path_msg(name: str) -> str:
+    if name == RETVAL:
+        return "Type of return value depends on path taken"
+    return f"Type of `{name}` depends on path taken"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Value) or isinstance(b, Value):
+        return False
+    if is_loose(a) and is_loose(b):
+        return type(a) is type(b) and (a == b or (a != a and b != b))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def _dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
+    """Split v into its runtime-able leaves (tiles and numbers) and a function rebuilding it."""
+    if isinstance(v, tuple):
+        parts = [_dynamic_leaves(x) for x in v]
+        counts = [len(p[0]) for p in parts]
+
+        def rebuild(vals: list[Value]) -> Any:
+            out, pos = [], 0
+            for (_, rb), c in zip(parts, counts):
+                out.append(rb(vals[pos:pos + c]))
+                pos += c
+            return tuple(out)
+        return [leaf for p in parts for leaf in p[0]], rebuild
+    if is_tile(v) or (is_loose(v) and not isinstance(v, bool)) or isinstance(v, bool):
+        return [v], lambda vals: vals[0]
+    return [], lambda vals: v
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    """Whether two values agree in everything that is not a runtime leaf."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
+            _same_static(x, y) for x, y in zip(a, b))
+    dyn_a = is_tile(a) or is_loose(a)
+    dyn_b = is_tile(b) or is_loose(b)
+    if dyn_a or dyn_b:
+        return dyn_a and dyn_b
+    return _same(a, b)
+
+
+def _pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[Value]], Any]] | None:
+    """Pair up the differing leaves of two branch values; None if their structure differs."""
+    if _same(a, b):
+        return [], lambda vals: a
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+            return None
+        parts = [_pair_leaves(x, y) for x, y in zip(a, b)]
+        if any(p is None for p in parts):
+            return None
+        counts = [len(p[0]) for p in parts]  # type: ignore[index]
+
+        def rebuild(vals: list[Value]) -> Any:
+            out, pos = [], 0
+            for p, c in zip(parts, counts):
+                out.append(p[1](vals[pos:pos + c]))  # type: ignore[index]
+                pos += c
+            return tuple(out)
+        return [pair for p in parts for pair in p[0]], rebuild  # type: ignore[index]
+    if (is_tile(a) or is_loose(a)) and (is_tile(b) or is_loose(b)):
+        return [(a, b)], lambda vals: vals[0]
+    return None
+
+
+def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda) -> inspect.Signature:
+    args = fdef.args
+    params = []
+    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
+    for a, d in zip(args.args, defaults):
+        default = ast.literal_eval(d) if d is not None else inspect.Parameter.empty
+        params.append(inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+    return inspect.Signature(params)
+
+
+def _construct_name(node: ast.AST) -> str:
+    names = {"Try": "try/except", "Raise": "raise", "Global": "global", "Nonlocal": "nonlocal",
+             "Delete": "del", "Import": "import", "ImportFrom": "import", "ClassDef": "class definition",
+             "Match": "match", "NamedExpr": "The walrus operator (:=)", "ListComp": "A list comprehension",
+             "DictComp": "A dict comprehension", "SetComp": "A set comprehension", "Dict": "A dict display",
+             "Set": "A set display", "Yield": "yield", "Await": "await", "With": "with",
+             "AsyncFor": "async for", "AsyncWith": "async with"}
+    return names.get(type(node).__name__, type(node).__name__)
+
+

@@ -1,0 +1,47 @@
+"""The front end's entry point: a Python kernel function plus argument specs → verified IR."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Callable, Sequence
+
+from ..errors import Location, TileSyntaxError, TileTypeError
+from ..ir import ArrayType, Block, Function, TileType, Value, verify
+from .compiler import Context, FunctionCompiler, closure_vars, parse_function
+from .signature import ArgSpec, ArraySpec, ConstSpec, ScalarSpec, TupleSpec
+
+
+def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> Any:
+    """Front-end value of one argument; runtime parts become IR parameters (depth-first)."""
+    if isinstance(spec, ConstSpec):
+        return spec.value
+    if isinstance(spec, TupleSpec):
+        return tuple(_bind(s, f"{name}.{i}", params, names) for i, s in enumerate(spec.items))
+    t = ArrayType(spec.dtype, spec.ndim, spec.index64) if isinstance(spec, ArraySpec) else TileType(spec.dtype)
+    v = Value(t, name)
+    params.append(v)
+    names.append(name)
+    return v
+
+
+def compile_kernel(fn: Callable[..., Any], specs: Sequence[ArgSpec], options: dict[str, Any]) -> Function:
+    """Compile `fn` for arguments described by `specs` (one per parameter, in order)."""
+    parsed = parse_function(fn)
+    fdef = parsed.fdef
+    assert isinstance(fdef, ast.FunctionDef)
+    loc = Location(parsed.filename, fdef.lineno, fdef.col_offset + parsed.col_offset, fdef.name)
+    if fdef.args.vararg or fdef.args.kwarg:
+        raise TileSyntaxError("Tile kernels cannot have *args or **kwargs parameters", loc)
+    arg_names = [a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs]
+    if len(arg_names) != len(specs):
+        raise TileTypeError(f"Kernel expects {len(arg_names)} arguments but {len(specs)} were given", loc)
+    params: list[Value] = []
+    names: list[str] = []
+    scope = closure_vars(fn)
+    for name, spec in zip(arg_names, specs):
+        scope[name] = _bind(spec, name, params, names)
+    ctx = Context()
+    body = Block()
+    with ctx.builder.inside(body):
+        FunctionCompiler(ctx, parsed, fn.__globals__, scope, None, fdef.name).run_body(fdef.body)
+    return verify(Function(fdef.name, params, names, body, loc, dict(options)))

@@ -1,0 +1,83 @@
+"""`print`, `ct.printf` and f-strings in tile code → PRINT ops (one line per block)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import Opcode, Value
+from ..language import ops as L
+from .registry import handles
+from .semantics import is_tile
+
+
+@dataclass(frozen=True)
+class FormatString:
+    """An f-string with runtime tiles: text pieces around the tiles."""
+
+    pieces: tuple[str, ...]
+    values: tuple[Value, ...]
+
+
+def _pieces(parts: list[Any]) -> FormatString:
+    pieces, values, text = [], [], ""
+    for p in parts:
+        if isinstance(p, FormatString):
+            text += p.pieces[0]
+            for v, nxt in zip(p.values, p.pieces[1:]):
+                pieces.append(text)
+                values.append(v)
+                text = nxt
+        elif is_tile(p):
+            pieces.append(text)
+            values.append(p)
+            text = ""
+        else:
+            text += str(p)
+    pieces.append(text)
+    return FormatString(tuple(pieces), tuple(values))
+
+
+def joined_str(fc: Any, node: ast.JoinedStr) -> Any:
+    parts: list[Any] = []
+    for v in node.values:
+        if isinstance(v, ast.Constant):
+            parts.append(v.value)
+            continue
+        assert isinstance(v, ast.FormattedValue)
+        if v.conversion != -1:
+            raise fc.syntax_error("!r/!s/!a conversions are not supported in tile f-strings", v)
+        value = fc.expr(v.value)
+        spec = fc.expr(v.format_spec) if v.format_spec is not None else ""
+        parts.append(value if isinstance(value, Value) else format(value, spec))
+    fs = _pieces(parts)
+    return fs.pieces[0] if not fs.values else fs
+
+
+@handles(print)
+def print_(fc: Any, *args: Any, sep: str = " ", end: str = "\n") -> None:
+    parts: list[Any] = []
+    for i, a in enumerate(args):
+        if i:
+            parts.append(sep)
+        parts.append(a)
+    parts.append(end)
+    fs = _pieces(parts)
+    fc.b.emit(Opcode.PRINT, list(fs.values), [], pieces=fs.pieces)
+
+
+_SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[diouxXeEfFgGaA]")
+
+
+@handles(L.printf)
+def printf(fc: Any, fmt: str, *args: Any) -> None:
+    if not isinstance(fmt, str):
+        raise fc.sema.type_error("printf() needs a constant format string")
+    specs = _SPEC.findall(fmt)
+    if len(specs) != len(args):
+        raise fc.sema.type_error(f"printf() format has {len(specs)} specifiers but {len(args)} arguments were given")
+    pieces = _SPEC.split(fmt)
+    tiles = [fc.sema.to_tile(a) for a in args]
+    fc.b.emit(Opcode.PRINT, tiles, [], pieces=tuple(pieces))

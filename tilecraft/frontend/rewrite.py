@@ -1,0 +1,157 @@
+"""AST rewrites that remove early exits, so the IR needs only structured control flow.
+
+- `return` inside an `if`: the statements after the `if` move into the branch that does not
+  return, so every `return` ends its statement list.
+- `break` / `continue` in a loop become assignments to the hidden flags `$break` / `$continue`;
+  statements after one that may set a flag run under `if not ($break or $continue)`, a `for` body
+  runs under `if not $break`, and a `while` test becomes `not $break and <test>`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..errors import Location, TileSyntaxError
+
+BREAK = "$break"
+CONTINUE = "$continue"
+RETVAL = "$retval"
+
+
+def _name(id_: str, ctx: ast.expr_context, like: ast.AST) -> ast.Name:
+    return ast.copy_location(ast.Name(id=id_, ctx=ctx), like)
+
+
+def _assign(id_: str, value: bool, like: ast.AST) -> ast.Assign:
+    node = ast.Assign(targets=[_name(id_, ast.Store(), like)], value=ast.copy_location(ast.Constant(value), like))
+    return ast.copy_location(node, like)
+
+
+def _not_any(ids: list[str], like: ast.AST) -> ast.expr:
+    names = [_name(i, ast.Load(), like) for i in ids]
+    test = names[0] if len(names) == 1 else ast.copy_location(ast.BoolOp(op=ast.Or(), values=names), like)
+    return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=test), like)
+
+
+def _always_returns(stmts: list[ast.stmt]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+    """Whether a statement of `kinds` occurs at this loop level (not inside nested loops/defs)."""
+    for s in stmts:
+        if isinstance(s, kinds):
+            return True
+        if isinstance(s, ast.If) and (_contains(s.body, kinds) or _contains(s.orelse, kinds)):
+            return True
+        if isinstance(s, ast.With) and _contains(s.body, kinds):
+            return True
+    return False
+
+
+class Rewriter:
+    def __init__(self, filename: str, function: str) -> None:
+        self.filename = filename
+        self.function = function
+
+    def _error(self, msg: str, node: ast.AST) -> TileSyntaxError:
+        return TileSyntaxError(msg, Location(self.filename, node.lineno, node.col_offset, self.function))
+
+    # ---- returns ------------------------------------------------------------------------------------
+    def returns(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """Move statements after a returning branch into the other branch (recursively)."""
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.Return):
+                out.append(s)
+                return out  # anything after a return is dead
+            if isinstance(s, (ast.For, ast.While)):
+                self._reject_return_in_loop(s.body)
+                s.body = self.loop_body(s)
+                out.append(s)
+                continue
+            if isinstance(s, ast.If):
+                rest = stmts[i + 1:]
+                body_ret, else_ret = _always_returns(s.body), _always_returns(s.orelse)
+                if rest and (body_ret or else_ret or self._may_return(s)):
+                    if not body_ret:
+                        s.body = s.body + rest
+                    if not else_ret:
+                        s.orelse = s.orelse + rest
+                    rest = []
+                s.body = self.returns(s.body)
+                s.orelse = self.returns(s.orelse)
+                out.append(s)
+                if not rest:
+                    return out
+                continue
+            if isinstance(s, ast.With):
+                s.body = self.returns(s.body)
+            out.append(s)
+        return out
+
+    def _may_return(self, s: ast.If) -> bool:
+        return any(isinstance(n, ast.Return) for n in ast.walk(s))
+
+    def _reject_return_in_loop(self, stmts: list[ast.stmt]) -> None:
+        for s in stmts:
+            for n in ast.walk(s):
+                if isinstance(n, ast.Return):
+                    raise self._error("Returning from a loop is not supported", n)
+
+    # ---- break / continue ---------------------------------------------------------------------------
+    def loop_body(self, loop: ast.For | ast.While) -> list[ast.stmt]:
+        """Rewrite `loop`'s body; flags it with `.tc_break` when it has a break."""
+        if loop.orelse:
+            raise self._error(f"{type(loop).__name__.lower()}-else is not supported", loop)
+        has_break = _contains(loop.body, (ast.Break,))
+        has_continue = _contains(loop.body, (ast.Continue,))
+        flags = [f for f, used in ((BREAK, has_break), (CONTINUE, has_continue)) if used]
+        body = self._exits(loop.body, flags)
+        if has_continue:
+            body = [_assign(CONTINUE, False, loop)] + body
+        loop.tc_break = has_break  # type: ignore[attr-defined]
+        return body
+
+    def _exits(self, stmts: list[ast.stmt], flags: list[str]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.Break):
+                out.append(_assign(BREAK, True, s))
+                return out
+            if isinstance(s, ast.Continue):
+                out.append(_assign(CONTINUE, True, s))
+                return out
+            if isinstance(s, (ast.For, ast.While)):
+                s.body = self.loop_body(s)
+                out.append(s)
+                continue
+            if isinstance(s, ast.If):
+                exits = _contains([s], (ast.Break, ast.Continue))
+                s.body = self._exits(s.body, flags)
+                s.orelse = self._exits(s.orelse, flags)
+                out.append(s)
+                rest = stmts[i + 1:]
+                if exits and rest:
+                    guard = ast.If(test=_not_any(flags, rest[0]), body=self._exits(rest, flags), orelse=[])
+                    out.append(ast.copy_location(guard, rest[0]))
+                    return out
+                continue
+            if isinstance(s, ast.With):
+                if _contains(s.body, (ast.Break, ast.Continue)):
+                    raise self._error("break/continue inside `with` is not supported", s)
+            out.append(s)
+        return out
+
+
+def rewrite_function(fdef: ast.FunctionDef, filename: str) -> ast.FunctionDef:
+    """Apply the rewrites to a function definition in place and return it."""
+    fdef.body = Rewriter(filename, fdef.name).returns(fdef.body)
+    return fdef

@@ -1,0 +1,291 @@
+"""Typed construction of IR values: promotion, broadcasting, implicit casts and their errors.
+
+Front-end values are either IR `Value`s (runtime tiles, scalars, arrays) or plain Python
+objects (loosely typed constants, tuples, dtypes, enums). `Sema` turns operations on them into
+IR ops that follow the operand conventions of `ir.ops`, raising TileTypeError/TileValueError at
+the builder's current location when a language rule is broken.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from ..errors import TileTypeError, TileValueError
+from ..ir import ArrayType, BinaryFn, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
+from ..language import dtypes as dt
+from ..language.dtypes import DType
+
+LOOSE = (bool, int, float)
+
+
+def is_loose(x: Any) -> bool:
+    return isinstance(x, LOOSE)
+
+
+def is_tile(x: Any) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, TileType)
+
+
+def is_array(x: Any) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, ArrayType)
+
+
+def is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of two shapes; None when they are incompatible."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return tuple(out)
+
+
+class Sema:
+    """IR construction with the language's typing rules; errors point at `builder.loc`."""
+
+    def __init__(self, builder: Builder) -> None:
+        self.b = builder
+
+    # ---- errors -------------------------------------------------------------------------------
+    def type_error(self, msg: str) -> TileTypeError:
+        return TileTypeError(msg, self.b.loc)
+
+    def value_error(self, msg: str) -> TileValueError:
+        return TileValueError(msg, self.b.loc)
+
+    # ---- constants and dtypes -----------------------------------------------------------------
+    def const(self, value: Any, dtype: DType) -> Value:
+        """A scalar constant of `dtype`; the value is converted (wrapped/rounded) like a cast."""
+        if dtype.is_float or dtype.is_restricted:
+            value = float(value)
+        elif dtype is dt.bool_:
+            value = bool(value)
+        else:
+            value = int(value)
+            bits = dtype.bitwidth
+            value &= (1 << bits) - 1
+            if dtype.signed and value >= 1 << (bits - 1):
+                value -= 1 << bits
+        return self.b.value(Opcode.CONST, [], TileType(dtype, ()), value=value)
+
+    def dtype_of(self, x: Any) -> DType:
+        if is_tile(x):
+            return x.tile.dtype
+        if is_loose(x):
+            return dt.loose_dtype(x)
+        raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
+
+    def shape_of(self, x: Any) -> tuple[int, ...]:
+        return x.tile.shape if is_tile(x) else ()
+
+    def to_tile(self, x: Any, dtype: DType | None = None) -> Value:
+        """Make x an IR tile; a loose constant takes `dtype` (checked to fit) or its own dtype."""
+        if is_tile(x):
+            return x if dtype is None else self.cast_implicit(x, dtype)
+        if is_loose(x):
+            if dtype is None:
+                dtype = dt.loose_dtype(x)
+            elif not self._loose_fits(x, dtype):
+                raise self.value_error(f"Constant {x!r} cannot be represented as {dtype}")
+            return self.const(x, dtype)
+        raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
+
+    @staticmethod
+    def _loose_fits(x: Any, dtype: DType) -> bool:
+        cat = dt.loose_dtype(x).category
+        if cat > dtype.category and not dtype.is_restricted:
+            return False
+        if isinstance(x, float) and not math.isfinite(x) and not (dtype.is_float or dtype.is_restricted):
+            return False
+        return dt.fits(x, dtype)
+
+    # ---- promotion -----------------------------------------------------------------------------
+    def common_dtype(self, *xs: Any) -> DType:
+        """The spec's promotion of operands; loose constants defer to strict operands."""
+        strict = [x for x in xs if not is_loose(x)]
+        loose = [x for x in xs if is_loose(x)]
+        if not strict:
+            return self._loose_common(loose)
+        result = self.dtype_of(strict[0])
+        for x in strict[1:]:
+            d = self.dtype_of(x)
+            p = dt.promote_pair(result, d)
+            if p is None:
+                raise self.type_error(f"Implicit promotion of {result} and {d} is not supported")
+            result = p
+        for x in loose:
+            ld = dt.loose_dtype(x)
+            if ld.category > result.category:
+                if result.is_restricted:
+                    raise self.type_error(f"Implicit promotion of {result} and {ld} is not supported")
+                result = ld
+            elif not dt.fits(x, result):
+                raise self.value_error(f"Integer constant {x} is out of range of {result}")
+        return result
+
+    def _loose_common(self, loose: Sequence[Any]) -> DType:
+        result = dt.loose_dtype(loose[0])
+        for x in loose[1:]:
+            d = dt.loose_dtype(x)
+            result = d if d.category > result.category else result
+        return result
+
+    # ---- casts --------------------------------------------------------------------------------
+    def cast(self, x: Value, dtype: DType, rounding=None) -> Value:
+        if x.tile.dtype is dtype and rounding is None:
+            return x
+        return self.b.value(Opcode.CAST, [x], x.tile.with_dtype(dtype), dtype=dtype, rounding=rounding)
+
+    def cast_implicit(self, x: Any, dtype: DType, what: str = "value") -> Value:
+        """Implicit casts only widen (store/scatter values, paddings, atomic updates)."""
+        if is_loose(x):
+            return self.to_tile(x, dtype)
+        src = self.dtype_of(x)
+        if not dt.can_cast_implicitly(src, dtype):
+            raise self.type_error(f"Cannot implicitly cast {what} of dtype {src} to {dtype}; "
+                                  f"use astype() to convert explicitly")
+        return self.cast(x, dtype)
+
+    # ---- shapes -------------------------------------------------------------------------------
+    def check_shape(self, shape: Any, what: str = "Tile shape") -> tuple[int, ...]:
+        if isinstance(shape, int) and not isinstance(shape, bool):
+            shape = (shape,)
+        if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+            raise self.type_error(f"{what} must be a tuple of integer constants, got {describe(shape)}")
+        for d in shape:
+            if not is_pow2(d):
+                raise self.type_error(f"{what} {shape} must have power-of-two dimensions (got {d})")
+        return shape
+
+    def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
+        if x.tile.shape == shape:
+            return x
+        return self.b.value(Opcode.RESHAPE, [x], TileType(x.tile.dtype, shape), shape=shape)
+
+    def broadcast_to(self, x: Value, shape: tuple[int, ...]) -> Value:
+        src = x.tile.shape
+        if src == shape:
+            return x
+        if broadcast_shapes(src, shape) != shape:
+            raise self.type_error(f"Cannot broadcast a tile of shape {src} to {shape}")
+        if len(src) < len(shape):
+            x = self.reshape(x, (1,) * (len(shape) - len(src)) + src)
+            if x.tile.shape == shape:
+                return x
+        return self.b.value(Opcode.BROADCAST, [x], TileType(x.tile.dtype, shape), shape=shape)
+
+    def unify(self, xs: Sequence[Any], dtype: DType) -> list[Value]:
+        """Cast every operand to `dtype` and broadcast them to their common shape."""
+        shape: tuple[int, ...] = ()
+        for x in xs:
+            s = broadcast_shapes(shape, self.shape_of(x))
+            if s is None:
+                shapes = ", ".join(str(self.shape_of(y)) for y in xs)
+                raise self.type_error(f"Shapes {shapes} are not broadcastable")
+            shape = s
+        out = []
+        for x in xs:
+            t = self.to_tile(x, dtype) if is_loose(x) else self.cast(x, dtype)
+            out.append(self.broadcast_to(t, shape))
+        return out
+
+    # ---- arithmetic -----------------------------------------------------------------------------
+    def binary(self, fn: BinaryFn, x: Any, y: Any) -> Value:
+        dtype = self.common_dtype(x, y)
+        if dtype.is_restricted:
+            raise self.type_error(f"{dtype} is a restricted type: no arithmetic (use astype first)")
+        if fn in _BITWISE:
+            for v in (x, y):
+                if not is_loose(v) and not self.dtype_of(v).is_integral:
+                    raise self.type_error(f"Bitwise {fn.value} needs integer or bool operands, got "
+                                          f"{self.dtype_of(v)}; use bitcast() to operate on float bits")
+            if not is_loose(x) and not is_loose(y) and self.dtype_of(x) is not self.dtype_of(y) \
+                    and fn in (BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR):
+                raise self.type_error(f"Bitwise {fn.value} needs operands of one dtype, got "
+                                      f"{self.dtype_of(x)} and {self.dtype_of(y)}")
+        elif dtype is dt.bool_ and fn not in (BinaryFn.MIN, BinaryFn.MAX):
+            raise self.type_error(f"Arithmetic on bool is not supported; cast bool to int first")
+        if fn == BinaryFn.TRUEDIV and not dtype.is_float:
+            dtype = dt.float32
+        if fn in (BinaryFn.POW, BinaryFn.ATAN2) and not dtype.is_float:
+            if fn == BinaryFn.POW:
+                raise self.type_error("Integer pow is not supported; use a float base")
+            dtype = dt.float32
+        a, b = self.unify([x, y], dtype)
+        return self.b.value(Opcode.BINARY, [a, b], a.tile, fn=fn)
+
+    def compare(self, fn: CompareFn, x: Any, y: Any) -> Value:
+        dtype = self.common_dtype(x, y)
+        if dtype.is_restricted:
+            raise self.type_error(f"{dtype} is a restricted type: no comparisons")
+        a, b = self.unify([x, y], dtype)
+        return self.b.value(Opcode.COMPARE, [a, b], a.tile.with_dtype(dt.bool_), fn=fn)
+
+    def unary(self, fn: UnaryFn, x: Any) -> Value:
+        t = self.to_tile(x)
+        d = t.tile.dtype
+        if d.is_restricted:
+            raise self.type_error(f"{d} is a restricted type: no arithmetic")
+        if fn in _FLOAT_ONLY and not d.is_float:
+            raise self.type_error(f"{fn.value} needs a float operand, got {d}")
+        if fn in _MATH and not d.is_float:
+            t = self.cast(t, dt.float32)
+        if fn == UnaryFn.NEG and d is dt.bool_:
+            t = self.cast(t, dt.int32)
+        result = t.tile.with_dtype(dt.bool_) if fn == UnaryFn.ISNAN else t.tile
+        return self.b.value(Opcode.UNARY, [t], result, fn=fn)
+
+    def where(self, cond: Any, x: Any, y: Any) -> Value:
+        c = self.to_bool(cond, scalar=False)
+        dtype = self.common_dtype(x, y)
+        shape = broadcast_shapes(self.shape_of(c), broadcast_shapes(self.shape_of(x), self.shape_of(y)) or ())
+        if shape is None:
+            raise self.type_error("where(): shapes are not broadcastable")
+        a, b = self.unify([x, y], dtype)
+        return self.b.value(Opcode.WHERE, [self.broadcast_to(c, shape), self.broadcast_to(a, shape),
+                                           self.broadcast_to(b, shape)], TileType(dtype, shape))
+
+    def to_bool(self, x: Any, scalar: bool = True) -> Value:
+        """Condition conversion: a bool tile as is, numbers compared with 0."""
+        t = self.to_tile(x)
+        if scalar and t.tile.shape != ():
+            if math.prod(t.tile.shape) != 1:
+                raise self.type_error(f"A condition must be a scalar, got a tile of shape {t.tile.shape}")
+            t = self.reshape(t, ())
+        if t.tile.dtype is dt.bool_:
+            return t
+        return self.compare(CompareFn.NE, t, 0)
+
+    def index_scalar(self, x: Any, what: str = "Index") -> Value:
+        """A signed integer scalar (int32/int64) for tile coordinates and loop bounds."""
+        t = self.to_tile(x)
+        d = t.tile.dtype
+        if t.tile.shape != () and math.prod(t.tile.shape) == 1:
+            t = self.reshape(t, ())
+        if t.tile.shape != () or not d.is_int or not d.signed:
+            raise self.type_error(f"{what} must be a signed integer scalar, got {describe(x)}")
+        return t if d in (dt.int32, dt.int64) else self.cast(t, dt.int32)
+
+
+_BITWISE = {BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR, BinaryFn.SHL, BinaryFn.SHR}
+_FLOAT_ONLY = {UnaryFn.FLOOR, UnaryFn.CEIL, UnaryFn.ISNAN}
+_MATH = {UnaryFn.EXP, UnaryFn.EXP2, UnaryFn.LOG, UnaryFn.LOG2, UnaryFn.SQRT, UnaryFn.RSQRT,
+         UnaryFn.SIN, UnaryFn.COS, UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH}
+
+
+def describe(x: Any) -> str:
+    """Short description of a front-end value for error messages."""
+    if isinstance(x, Value):
+        return str(x.type)
+    if isinstance(x, tuple):
+        return "tuple(" + ", ".join(describe(v) for v in x) + ")"
+    if is_loose(x):
+        return f"constant {x!r}"
+    return type(x).__name__

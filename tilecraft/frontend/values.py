@@ -1,0 +1,41 @@
+"""Front-end values that are neither IR values nor plain Python objects."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A name that has no single value here; using it is an error with this reason."""
+
+    reason: str
+
+
+@dataclass
+class ParsedFunction:
+    fdef: ast.FunctionDef | ast.Lambda
+    filename: str
+    col_offset: int
+
+
+@dataclass
+class LocalFunction:
+    """A nested `def` or `lambda` in tile code, with the scope it closed over."""
+
+    parsed: ParsedFunction
+    scope: dict[str, Any]
+    globals: dict[str, Any]
+    name: str
+
+
+@dataclass
+class BoundMethod:
+    """`tile.astype` and friends: a builtin handler with its receiver."""
+
+    handler: Callable[..., Any]
+    receiver: Any
+
+

@@ -1,0 +1,50 @@
+"""Parameter annotations: `Constant[...]`, `ArrayAnnotation`, `IndexedWithInt64`, `ScalarInt64`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+
+@dataclass(frozen=True)
+class ConstantAnnotation:
+    """Marks a kernel parameter whose value is folded in at compile time (one variant per value)."""
+
+
+class _ConstantMeta(type):
+    def __getitem__(cls, item: Any) -> Any:
+        return Annotated[item, ConstantAnnotation()]
+
+
+class Constant(metaclass=_ConstantMeta):
+    """`ct.Constant[int]` (or bare `ct.Constant`): the argument is a compile-time constant."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArrayAnnotation:
+    """Array parameter facts: index dtype (int32/int64) and dims fixed at compile time."""
+
+    index_dtype: Any = None
+    static_shape_dims: tuple[int, ...] = ()
+    static_stride_dims: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for dims in (self.static_shape_dims, self.static_stride_dims):
+            if not all(isinstance(d, int) for d in dims):
+                raise TypeError("static_shape_dims/static_stride_dims must be tuples of ints")
+
+
+@dataclass(frozen=True)
+class ScalarAnnotation:
+    """Types an integer scalar parameter (e.g. int64 instead of the default int32)."""
+
+    dtype: Any
+
+
+
+
+
+
+
+IndexedWithInt64 = Annotated[Any, ArrayAnnotation(index_dtype="int64")]
+ScalarInt64 = Annotated[int, ScalarAnnotation("int64")]

@@ -1,0 +1,16 @@
+"""IR → IR passes, run in order by `optimize` (one pass per module)."""
+
+from ..ir import Function, verify
+from .dce import eliminate_dead_code
+
+PIPELINE = (eliminate_dead_code,)
+
+
+def optimize(fn: Function) -> Function:
+    """Run every pass of PIPELINE, verifying the IR after each."""
+    for p in PIPELINE:
+        fn = verify(p(fn))
+    return fn
+
+
+__all__ = ["optimize", "PIPELINE"]

@@ -1,0 +1,50 @@
+"""Dead-code elimination: drop ops without side effects whose results are never used.
+
+Guarantees: memory writes, atomics, prints, asserts and control flow containing them stay; a
+loop or if whose results are unused and whose blocks have no side effects is removed.
+"""
+
+from __future__ import annotations
+
+from ..ir import Block, Function, Opcode, Operation
+
+_SIDE_EFFECTS = {Opcode.STORE, Opcode.SCATTER, Opcode.ATOMIC, Opcode.PRINT, Opcode.ASSERT,
+                 Opcode.YIELD, Opcode.CONDITION}
+
+
+def _has_effects(op: Operation) -> bool:
+    if op.opcode in _SIDE_EFFECTS:
+        return True
+    if op.opcode == Opcode.WHILE:
+        return True  # may not terminate: keep
+    return any(_has_effects(o) and o.opcode not in (Opcode.YIELD, Opcode.CONDITION)
+               for blk in op.blocks for o in blk.ops)
+
+
+def _used_ids(block: Block, acc: set[int]) -> None:
+    for op in block.ops:
+        acc.update(v.id for v in op.operands)
+        for blk in op.blocks:
+            _used_ids(blk, acc)
+
+
+def _sweep(block: Block, used: set[int]) -> bool:
+    changed = False
+    kept = []
+    for op in reversed(block.ops):
+        if not _has_effects(op) and not any(r.id in used for r in op.results):
+            changed = True
+            continue
+        kept.append(op)
+        for blk in op.blocks:
+            changed |= _sweep(blk, used)
+    block.ops = kept[::-1]
+    return changed
+
+
+def eliminate_dead_code(fn: Function) -> Function:
+    while True:
+        used: set[int] = set()
+        _used_ids(fn.body, used)
+        if not _sweep(fn.body, used):
+            return fn

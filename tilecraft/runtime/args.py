@@ -1,0 +1,155 @@
+"""Launch arguments: classify each one (array, scalar, tuple, constant), check it, and turn it into
+the specialization spec, the array facts and the object the backend receives."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ..backends.base import ArrayFacts
+from ..frontend import ArgSpec, ArraySpec, ConstSpec, ScalarSpec, TupleSpec
+from ..language import dtypes as dt
+from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ScalarAnnotation
+
+CPU, CUDA = "cpu", "cuda"
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """What a kernel parameter's annotation says."""
+
+    name: str
+    constant: bool = False
+    index64: bool = False
+    scalar_dtype: dt.DType | None = None
+
+
+def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        hints = dict(getattr(fn, "__annotations__", {}))
+    out = []
+    for name in inspect.signature(fn).parameters:
+        meta = getattr(hints.get(name), "__metadata__", ())
+        constant = any(isinstance(m, ConstantAnnotation) for m in meta)
+        arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
+        sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
+        if constant and (arr or sc):
+            raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
+        index64 = arr is not None and str(arr.index_dtype).endswith("int64")
+        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None))
+    return out
+
+
+@dataclass
+class ArrayArg:
+    """One array argument: its data for the backend, device and specialization facts."""
+
+    data: Any           # np.ndarray (CPU) or torch.Tensor
+    device: str
+    spec: ArraySpec
+    facts: ArrayFacts
+
+
+def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, index64: bool) -> ArrayFacts:
+    n = 1
+    for s in shape:
+        n *= s
+    return ArrayFacts(
+        aligned16=ptr % 16 == 0,
+        unit_last=not strides or strides[-1] == 1 or shape[-1] == 1,
+        strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
+        index64=index64 or n >= 2**31,
+    )
+
+
+def _torch_array(t: Any, name: str, index64: bool) -> ArrayArg:
+    d = dt.to_dtype(t.dtype)
+    if d is None:
+        raise TypeError(f"Argument `{name}`: unsupported array dtype {t.dtype}")
+    spec = ArraySpec(d, t.dim(), index64 or t.numel() >= 2**31)
+    facts = _facts(t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.element_size(), index64)
+    return ArrayArg(t, CUDA if t.is_cuda else CPU, spec, facts)
+
+
+def _numpy_array(a: np.ndarray, name: str, index64: bool) -> ArrayArg:
+    d = dt.to_dtype(a.dtype)
+    if d is None or not a.dtype.isnative:
+        raise TypeError(f"Argument `{name}`: unsupported array dtype {a.dtype}")
+    strides = tuple(s // a.itemsize for s in a.strides)
+    if any(s * a.itemsize != b for s, b in zip(strides, a.strides)):
+        raise ValueError(f"Argument `{name}`: strides {a.strides} are not multiples of the item size")
+    spec = ArraySpec(d, a.ndim, index64 or a.size >= 2**31)
+    return ArrayArg(a, CPU, spec, _facts(a.ctypes.data, a.shape, strides, a.itemsize, index64))
+
+
+def is_torch_tensor(x: Any) -> bool:
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr") and hasattr(x, "is_cuda")
+
+
+def to_array(x: Any, name: str, index64: bool) -> ArrayArg | None:
+    """An ArrayArg if x is an array (NumPy, torch, CUDA array interface, DLPack), else None."""
+    if isinstance(x, np.ndarray):
+        return _numpy_array(x, name, index64)
+    if is_torch_tensor(x):
+        return _torch_array(x, name, index64)
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
+        import torch  # optional dependency: only arrays from GPU libraries get here
+        if hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 1:
+            return _numpy_array(np.from_dlpack(x), name, index64)
+        t = torch.as_tensor(x, device="cuda") if hasattr(x, "__cuda_array_interface__") else torch.from_dlpack(x)
+        return _torch_array(t, name, index64)
+    return None
+
+
+def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg],
+             flat: list[Any]) -> ArgSpec:
+    """Spec of one argument; appends its runtime parts (depth-first) to `flat` and arrays."""
+    if info.constant:
+        if isinstance(value, np.ndarray) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
+                or hasattr(value, "__cuda_array_interface__"):
+            raise TypeError(f"Argument `{path}` is a Constant parameter but was given an array; "
+                            f"Constant parameters take compile-time values (int, float, bool, tuples)")
+        return ConstSpec.of(value)
+    if isinstance(value, bool):
+        flat.append(value)
+        return ScalarSpec(dt.bool_)
+    if isinstance(value, int):
+        d = info.scalar_dtype or dt.int32
+        lo, hi = (-2**63, 2**63) if d is dt.int64 else (-2**31, 2**31)
+        if not lo <= value < hi:
+            raise OverflowError(f"Argument `{path}` = {value} does not fit {d}; annotate it ct.ScalarInt64")
+        flat.append(value)
+        return ScalarSpec(d)
+    if isinstance(value, float):
+        flat.append(value)
+        return ScalarSpec(dt.float32)
+    if isinstance(value, tuple):
+        if hasattr(value, "_fields"):
+            raise TypeError(f"Argument `{path}`: named tuples are not supported; pass a plain tuple")
+        return TupleSpec(tuple(classify(v, ParamInfo(path, False, info.index64), f"{path}[{i}]", arrays, flat)
+                               for i, v in enumerate(value)))
+    arr = to_array(value, path, info.index64)
+    if arr is None:
+        raise TypeError(f"Argument `{path}`: expected an array (NumPy, torch, CuPy, DLPack), a number or a "
+                        f"tuple, got {type(value).__name__}")
+    arrays.append(arr)
+    flat.append(arr)
+    return arr.spec
+
+
+def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple[ArgSpec, ...], list[ArrayArg], list[Any]]:
+    """Specs of all arguments, the arrays among them, and the flat runtime argument list."""
+    if not isinstance(args, tuple):
+        raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
+    if len(args) != len(params):
+        raise TypeError(f"Kernel expects {len(params)} arguments but {len(args)} were given")
+    arrays: list[ArrayArg] = []
+    flat: list[Any] = []
+    specs = tuple(classify(v, p, p.name, arrays, flat) for v, p in zip(args, params))
+    return specs, arrays, flat

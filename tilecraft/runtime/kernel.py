@@ -1,0 +1,154 @@
+"""`@ct.kernel`: the kernel object, its options and its per-variant compile cache."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .. import knobs
+from ..backends.base import ArrayFacts, BackendKind, CompiledKernel
+from ..frontend import ArgSpec, compile_kernel
+from ..ir import ArrayType, Function, format_function
+from ..passes import optimize
+from .args import ParamInfo, describe_args, param_infos
+
+_UNSPECIFIED = object()
+
+
+class ByTarget:
+    """A per-architecture option value: `ByTarget(sm_90=2, default=1)`."""
+
+    def __init__(self, *, default: Any = _UNSPECIFIED, **by_arch: Any) -> None:
+        for key in by_arch:
+            if not re.fullmatch(r"sm_\d+", key):
+                raise ValueError(f"ByTarget key {key!r} must look like 'sm_<digits>'")
+        self.default = default
+        self.by_arch = dict(by_arch)
+
+    def resolve(self, arch: str | None, fallback: Any) -> Any:
+        if arch in self.by_arch:
+            return self.by_arch[arch]
+        return fallback if self.default is _UNSPECIFIED else self.default
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ByTarget) and (self.default, self.by_arch) == (other.default, other.by_arch)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.by_arch.items())))
+
+    def __repr__(self) -> str:
+        items = [f"{k}={v!r}" for k, v in self.by_arch.items()]
+        if self.default is not _UNSPECIFIED:
+            items.append(f"default={self.default!r}")
+        return f"ByTarget({', '.join(items)})"
+
+
+_OPTION_CHECKS: dict[str, tuple[Any, Callable[[Any], bool], str]] = {
+    "num_ctas": (None, lambda v: v is None or (isinstance(v, int) and v in (1, 2, 4, 8, 16)),
+                 "a power of two in [1, 16]"),
+    "occupancy": (None, lambda v: v is None or (isinstance(v, int) and 1 <= v <= 32), "an int in [1, 32]"),
+    "opt_level": (3, lambda v: isinstance(v, int) and 0 <= v <= 3, "an int in [0, 3]"),
+    "num_worker_warps": (None, lambda v: v is None or v in (4, 8), "4 or 8"),
+}
+
+
+def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
+    out = {k: default for k, (default, _, _) in _OPTION_CHECKS.items()}
+    for key, value in opts.items():
+        if key not in _OPTION_CHECKS:
+            raise TypeError(f"Unknown kernel option {key!r}; expected one of {sorted(_OPTION_CHECKS)}")
+        _, ok, what = _OPTION_CHECKS[key]
+        values = list(value.by_arch.values()) + ([] if value.default is _UNSPECIFIED else [value.default]) \
+            if isinstance(value, ByTarget) else [value]
+        for v in values:
+            if not ok(v):
+                raise ValueError(f"Kernel option {key}={v!r} is invalid: it must be {what}")
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class VariantKey:
+    """Everything a compiled variant depends on besides the kernel itself."""
+
+    specs: tuple[ArgSpec, ...]
+    facts: tuple[ArrayFacts, ...]
+    backend: BackendKind
+    arch: str | None
+
+
+@dataclass
+class Variant:
+    ir: Function
+    compiled: CompiledKernel
+    compile_seconds: float
+
+
+@dataclass
+class Kernel:
+    """A compiled-on-demand tile kernel. Launch it with `ct.launch`; it is not callable."""
+
+    fn: Callable[..., Any]
+    options: dict[str, Any]
+    params: list[ParamInfo] = field(init=False)
+    variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        self.params = param_infos(self.fn)
+        self.__name__ = self.fn.__name__
+        self.__doc__ = self.fn.__doc__
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(f"Tile kernel {self.fn.__name__} cannot be called directly; use tilecraft.launch()")
+
+    def replace_hints(self, **opts: Any) -> "Kernel":
+        """A new kernel (with its own cache) whose options are replaced by `opts`."""
+        merged = {k: v for k, v in self.options.items() if v != _OPTION_CHECKS[k][0]}
+        merged.update(opts)
+        return Kernel(self.fn, _check_options(merged))
+
+    def resolved_options(self, arch: str | None) -> dict[str, Any]:
+        return {k: v.resolve(arch, _OPTION_CHECKS[k][0]) if isinstance(v, ByTarget) else v
+                for k, v in self.options.items()}
+
+    def lower(self, specs: tuple[ArgSpec, ...], arch: str | None = None) -> Function:
+        """Front end + passes for one specialization (no backend)."""
+        fn = optimize(compile_kernel(self.fn, specs, self.resolved_options(arch)))
+        if knobs.DUMP_IR.get() == "1":
+            print(format_function(fn), file=sys.stderr)
+        return fn
+
+    def variant(self, key: VariantKey, backend: Any) -> Variant:
+        v = self.variants.get(key)
+        if v is None:
+            start = time.perf_counter()
+            ir = self.lower(key.specs, key.arch)
+            compiled = backend.compile(ir, _param_facts(ir, key))
+            v = Variant(ir, compiled, time.perf_counter() - start)
+            self.variants[key] = v
+        return v
+
+    def ir(self, *args: Any) -> str:
+        """The Tile IR text this kernel compiles to for these launch arguments."""
+        specs, _, _ = describe_args(self.params, args)
+        return format_function(self.lower(specs))
+
+
+def _param_facts(ir: Function, key: VariantKey) -> list[ArrayFacts | None]:
+    """Facts per IR parameter (arrays get theirs in order, scalars None)."""
+    facts = iter(key.facts)
+    return [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+
+
+def kernel(fn: Callable[..., Any] | None = None, /, **opts: Any) -> Any:
+    """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(num_ctas=2, occupancy=2)`."""
+    checked = _check_options(opts)
+
+    def wrap(f: Callable[..., Any]) -> Kernel:
+        if not callable(f) or not hasattr(f, "__code__"):
+            raise TypeError(f"@kernel decorates a Python function, got {type(f).__name__}")
+        return Kernel(f, checked)
+    return wrap(fn) if fn is not None else wrap

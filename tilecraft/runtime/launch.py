@@ -1,0 +1,86 @@
+"""`ct.launch(stream, grid, kernel, args)`: validate, pick a backend, compile once, run.
+
+Every check happens before anything runs, so a bad launch writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import knobs
+from ..backends.base import BackendKind
+from .args import CPU, CUDA, ArrayArg, describe_args
+from .backends import backend_for, convert_arrays, device_arch
+from .kernel import Kernel, VariantKey
+
+_GRID_LIMIT = 2**24 - 1
+
+
+def check_grid(grid: Any) -> tuple[int, int, int]:
+    if not isinstance(grid, tuple):
+        raise TypeError(f"grid must be a tuple of 1 to 3 ints, got {type(grid).__name__}")
+    if not grid:
+        raise ValueError("grid is empty: give 1 to 3 block counts, e.g. (n,)")
+    if len(grid) > 3:
+        raise ValueError(f"grid has {len(grid)} dimensions; at most 3 are allowed")
+    for i, g in enumerate(grid):
+        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 0:
+            raise TypeError(f"grid[{i}] = {g!r} must be a non-negative int")
+        if g > _GRID_LIMIT:
+            raise ValueError(f"grid[{i}] = {g} exceeds 24-bit limit ({_GRID_LIMIT})")
+    padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    return padded  # type: ignore[return-value]
+
+
+def _parse_backend(value: Any, source: str) -> BackendKind | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, BackendKind):
+        return value
+    try:
+        return BackendKind(value)
+    except ValueError:
+        choices = ", ".join(k.value for k in BackendKind)
+        raise ValueError(f"{source} = {value!r} is not a backend; choose one of {choices}") from None
+
+
+def choose_backend(arrays: list[ArrayArg], requested: Any) -> BackendKind:
+    """From the launch option, else TILECRAFT_BACKEND, else where the arrays live."""
+    devices = {a.device for a in arrays}
+    if len(devices) > 1:
+        where = ", ".join(f"an array on {a.device}" for a in arrays[:4])
+        raise ValueError(f"Arrays are on different devices ({where}); all arrays of a launch must be on "
+                         f"one device")
+    device = devices.pop() if devices else CPU
+    kind = _parse_backend(requested, "backend") or _parse_backend(knobs.BACKEND.get(), knobs.BACKEND.name)
+    if kind is None:
+        return BackendKind.TRITON if device == CUDA else BackendKind.INTERPRETER
+    if kind == BackendKind.TRITON and device != CUDA:
+        raise ValueError("The triton backend needs CUDA arrays; these arrays are on the CPU "
+                         "(use backend='triton-interpret' to run the Triton code on the CPU)")
+    if kind != BackendKind.TRITON and device == CUDA:
+        raise ValueError(f"The {kind.value} backend runs on the CPU but the arrays are on CUDA")
+    return kind
+
+
+def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
+           backend: Any = None) -> None:
+    """Run `kernel` on `grid` blocks with `kernel_args` on `stream`.
+
+    `backend` (a tilecraft extension) forces 'interpreter', 'triton' or 'triton-interpret'.
+    """
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
+    grid3 = check_grid(grid)
+    specs, arrays, flat = describe_args(kernel.params, kernel_args)
+    kind = choose_backend(arrays, backend)
+    if kind == BackendKind.TRITON and stream is None:
+        raise TypeError("Stream is required for CUDA launches (pass 0 for the default stream)")
+    arch = device_arch(arrays) if kind == BackendKind.TRITON else None
+    key = VariantKey(specs, tuple(a.facts for a in arrays), kind, arch)
+    variant = kernel.variant(key, backend_for(kind))
+    if 0 in grid3:
+        return
+    variant.compiled.launch(grid3, convert_arrays(flat, kind), stream)
