@@ -3,7 +3,7 @@
 Write `import tilecraft as ct` where cuTile code says `import cuda.tile as ct`.
 """
 
-from .errors import (TileCompilerExecutionError, TileCompilerTimeoutError, TileError, TileInternalError,
+from .errors import (TileArgumentError, TileCompilerExecutionError, TileCompilerTimeoutError, TileError, TileInternalError,
                      TileRecursionError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError,
                      TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .language.annotations import (ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
@@ -28,7 +28,7 @@ from .runtime.launch import launch
 __version__ = "0.1.0"
 
 __all__ = [
-    "TileCompilerExecutionError", "TileCompilerTimeoutError", "TileError", "TileInternalError",
+    "TileArgumentError", "TileCompilerExecutionError", "TileCompilerTimeoutError", "TileError", "TileInternalError",
     "TileRecursionError", "TileStaticAssertionError", "TileStaticEvalError", "TileSyntaxError", "TileTypeError",
     "TileUnsupportedFeatureError", "TileValueError",
     "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ScalarAnnotation", "ScalarInt64",

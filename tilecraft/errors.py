@@ -72,6 +72,10 @@ class TileUnsupportedFeatureError(TileError):
     """A feature the chosen target or tilecraft does not support."""
 
 
+class TileArgumentError(TileTypeError, TypeError):
+    """Launch arguments that do not fit the kernel's parameters (also a TypeError, as in cuTile)."""
+
+
 class TileRecursionError(TileError):
     """Inlining of helper functions went too deep."""
 

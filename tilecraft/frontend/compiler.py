@@ -37,7 +37,11 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
     cached = _PARSE_CACHE.get(code)
     if cached is not None:
         return cached
-    lines, first = inspect.getsourcelines(fn)
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise TileSyntaxError(f"Cannot read the source of {fn.__qualname__}: tile code must be defined in a "
+                              f"file ({exc})") from None
     src = "".join(lines)
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip())

@@ -24,6 +24,17 @@ def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> An
     return v
 
 
+def param_location(fn: Callable[..., Any], name: str | None = None) -> Location:
+    """Where parameter `name` (or the whole kernel when None) is declared in the source."""
+    parsed = parse_function(fn)
+    fdef = parsed.fdef
+    node: ast.AST = fdef
+    for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs:
+        if a.arg == name:
+            node = a
+    return Location(parsed.filename, node.lineno, node.col_offset + parsed.col_offset, fdef.name)
+
+
 def compile_kernel(fn: Callable[..., Any], specs: Sequence[ArgSpec], options: dict[str, Any]) -> Function:
     """Compile `fn` for arguments described by `specs` (one per parameter, in order)."""
     parsed = parse_function(fn)

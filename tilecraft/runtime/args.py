@@ -18,6 +18,15 @@ from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ScalarAn
 CPU, CUDA = "cpu", "cuda"
 
 
+class ArgumentError(Exception):
+    """Raised by classification; the launcher adds the kernel location (TileArgumentError)."""
+
+    def __init__(self, param: str | None, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+        self.message = message
+
+
 @dataclass(frozen=True)
 class ParamInfo:
     """What a kernel parameter's annotation says."""
@@ -113,8 +122,9 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg],
     if info.constant:
         if isinstance(value, np.ndarray) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
                 or hasattr(value, "__cuda_array_interface__"):
-            raise TypeError(f"Argument `{path}` is a Constant parameter but was given an array; "
-                            f"Constant parameters take compile-time values (int, float, bool, tuples)")
+            raise ArgumentError(info.name, f"Argument `{path}` is a Constant parameter but was given an array "
+                                f"({type(value).__name__}); Constant parameters take compile-time values "
+                                f"(int, float, bool, tuples)")
         return ConstSpec.of(value)
     if isinstance(value, bool):
         flat.append(value)
@@ -148,7 +158,7 @@ def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple
     if not isinstance(args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
     if len(args) != len(params):
-        raise TypeError(f"Kernel expects {len(params)} arguments but {len(args)} were given")
+        raise ArgumentError(None, f"Kernel expects {len(params)} arguments but {len(args)} were given")
     arrays: list[ArrayArg] = []
     flat: list[Any] = []
     specs = tuple(classify(v, p, p.name, arrays, flat) for v, p in zip(args, params))

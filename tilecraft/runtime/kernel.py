@@ -10,10 +10,11 @@ from typing import Any, Callable
 
 from .. import knobs
 from ..backends.base import ArrayFacts, BackendKind, CompiledKernel
-from ..frontend import ArgSpec, compile_kernel
+from ..errors import TileArgumentError
+from ..frontend import ArgSpec, compile_kernel, param_location
 from ..ir import ArrayType, Function, format_function
 from ..passes import optimize
-from .args import ParamInfo, describe_args, param_infos
+from .args import ArgumentError, ArrayArg, ParamInfo, describe_args, param_infos
 
 _UNSPECIFIED = object()
 
@@ -104,6 +105,13 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(f"Tile kernel {self.fn.__name__} cannot be called directly; use tilecraft.launch()")
 
+    def describe(self, args: Any) -> tuple[tuple[ArgSpec, ...], list[ArrayArg], list[Any]]:
+        """Classify launch arguments; mismatches become TileArgumentError at the kernel's source."""
+        try:
+            return describe_args(self.params, args)
+        except ArgumentError as exc:
+            raise TileArgumentError(exc.message, param_location(self.fn, exc.param)) from None
+
     def replace_hints(self, **opts: Any) -> "Kernel":
         """A new kernel (with its own cache) whose options are replaced by `opts`."""
         merged = {k: v for k, v in self.options.items() if v != _OPTION_CHECKS[k][0]}
@@ -133,7 +141,7 @@ class Kernel:
 
     def ir(self, *args: Any) -> str:
         """The Tile IR text this kernel compiles to for these launch arguments."""
-        specs, _, _ = describe_args(self.params, args)
+        specs, _, _ = self.describe(args)
         return format_function(self.lower(specs))
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import knobs
 from ..backends.base import BackendKind
-from .args import CPU, CUDA, ArrayArg, describe_args
+from .args import CPU, CUDA, ArrayArg
 from .backends import backend_for, convert_arrays, device_arch
 from .kernel import Kernel, VariantKey
 
@@ -74,7 +74,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
     grid3 = check_grid(grid)
-    specs, arrays, flat = describe_args(kernel.params, kernel_args)
+    specs, arrays, flat = kernel.describe(kernel_args)
     kind = choose_backend(arrays, backend)
     if kind == BackendKind.TRITON and stream is None:
         raise TypeError("Stream is required for CUDA launches (pass 0 for the default stream)")

@@ -1,0 +1,312 @@
+"""Compile and launch errors: type, message, and the kernel's file/line/column with a caret."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+
+ConstInt = ct.Constant[int]
+
+
+def line_of(fn, marker: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + i for i, text in enumerate(lines) if marker in text)
+
+
+def launch(kernel, args, grid=(1,)):
+    ct.launch(None, grid, kernel, args)
+
+
+def check_error(excinfo, fn, marker: str, *, col_text: str | None = None) -> None:
+    """The message names this file and the marked line, shows it, and puts a caret under it."""
+    err = excinfo.value
+    line = line_of(fn, marker)
+    assert isinstance(err, ct.TileError)
+    assert err.loc is not None and err.loc.line == line, (err.loc, line)
+    assert err.loc.file == __file__
+    text = str(err)
+    assert f"{__file__}" in text and f"line {line}" in text
+    rendered = text.splitlines()
+    caret_row = next(i for i, r in enumerate(rendered) if r.strip() == "^")
+    assert marker in rendered[caret_row - 1]
+    if col_text is not None:
+        code_row = rendered[caret_row - 1]
+        assert code_row[rendered[caret_row].index("^"):].startswith(col_text), (code_row, rendered[caret_row])
+
+
+@ct.kernel
+def non_pow2_tile(a):
+    t = ct.load(a, index=(0,), shape=(3,))  # ERR
+    ct.store(a, index=(0,), tile=t)
+
+
+def test_non_power_of_two_tile():
+    with pytest.raises(ct.TileTypeError, match="power-of-two") as ei:
+        launch(non_pow2_tile, (np.zeros(8, np.float32),))
+    check_error(ei, non_pow2_tile.fn, "# ERR", col_text="ct.load")
+
+
+@ct.kernel
+def mma_shape_mismatch(a, b, c):
+    x = ct.load(a, index=(0, 0), shape=(16, 8))
+    y = ct.load(b, index=(0, 0), shape=(16, 16))
+    acc = ct.mma(x, y, ct.zeros((16, 16), ct.float32))  # ERR
+    ct.store(c, index=(0, 0), tile=acc)
+
+
+@ct.kernel
+def mma_dtype_mismatch(a, b, c):
+    x = ct.load(a, index=(0, 0), shape=(16, 16))
+    y = ct.load(b, index=(0, 0), shape=(16, 16))
+    acc = ct.mma(x, y, ct.zeros((16, 16), ct.float32))  # ERR
+    ct.store(c, index=(0, 0), tile=acc)
+
+
+def test_mma_shape_mismatch():
+    z = np.zeros((16, 16), np.float16)
+    with pytest.raises(ct.TileTypeError, match="do not match") as ei:
+        launch(mma_shape_mismatch, (z, z, np.zeros((16, 16), np.float32)))
+    check_error(ei, mma_shape_mismatch.fn, "# ERR", col_text="ct.mma")
+
+
+def test_mma_dtype_mismatch():
+    with pytest.raises(ct.TileTypeError, match="one dtype, got float16 and float32") as ei:
+        launch(mma_dtype_mismatch, (np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float32),
+                                    np.zeros((16, 16), np.float32)))
+    check_error(ei, mma_dtype_mismatch.fn, "# ERR")
+
+
+@ct.kernel
+def mma_acc_dtype(a, c):
+    x = ct.load(a, index=(0, 0), shape=(16, 16))
+    acc = ct.mma(x, x, ct.zeros((16, 16), ct.int32))  # ERR
+    ct.store(c, index=(0, 0), tile=acc)
+
+
+def test_mma_accumulator_dtype():
+    with pytest.raises(ct.TileTypeError, match="accumulator") as ei:
+        launch(mma_acc_dtype, (np.zeros((16, 16), np.float16), np.zeros((16, 16), np.int32)))
+    check_error(ei, mma_acc_dtype.fn, "# ERR")
+
+
+@ct.kernel
+def store_wrong_rank(a):
+    t = ct.zeros((4,), ct.float32)
+    ct.store(a, index=(0, 0), tile=t)  # ERR
+
+
+def test_store_wrong_shape():
+    with pytest.raises(ct.TileTypeError, match="tile rank must equal the array rank") as ei:
+        launch(store_wrong_rank, (np.zeros((4, 4), np.float32),))
+    check_error(ei, store_wrong_rank.fn, "# ERR", col_text="ct.store")
+
+
+@ct.kernel
+def store_narrowing(a):
+    ct.store(a, index=(0,), tile=ct.zeros((4,), ct.float32))  # ERR
+
+
+def test_store_implicit_narrowing():
+    with pytest.raises(ct.TileTypeError, match="Cannot implicitly cast") as ei:
+        launch(store_narrowing, (np.zeros(4, np.float16),))
+    check_error(ei, store_narrowing.fn, "# ERR")
+
+
+@ct.kernel
+def index_rank(a):
+    t = ct.load(a, index=(0,), shape=(4, 4))  # ERR
+    ct.store(a, index=(0, 0), tile=t)
+
+
+def test_index_rank_mismatch():
+    with pytest.raises(ct.TileTypeError, match="Index size 1 does not match the array rank 2") as ei:
+        launch(index_rank, (np.zeros((4, 4), np.float32),))
+    check_error(ei, index_rank.fn, "# ERR")
+
+
+@ct.kernel
+def load_shape_rank(a):
+    t = ct.load(a, index=(0, 0), shape=(4,))  # ERR
+    ct.store(a, index=(0, 0), tile=t)
+
+
+def test_shape_rank_mismatch():
+    with pytest.raises(ct.TileTypeError, match="Expected shape length to be 2"):
+        launch(load_shape_rank, (np.zeros((4, 4), np.float32),))
+
+
+@ct.kernel
+def uses_try(a):
+    try:  # ERR
+        pass
+    except Exception:
+        pass
+
+
+@ct.kernel
+def uses_list_comp(a):
+    x = [i for i in range(3)]  # ERR
+    del x
+
+
+@ct.kernel
+def uses_assert(a):
+    assert a is not None  # ERR
+
+
+@ct.kernel
+def uses_for_else(a):
+    for i in range(3):  # ERR
+        pass
+    else:
+        pass
+
+
+@pytest.mark.parametrize("kernel,match", [
+    (uses_try, "try/except is not supported"),
+    (uses_list_comp, "list comprehension is not supported"),
+    (uses_assert, "assert statement is not supported"),
+    (uses_for_else, "for-else is not supported"),
+])
+def test_unsupported_python(kernel, match):
+    with pytest.raises(ct.TileSyntaxError, match=match) as ei:
+        launch(kernel, (np.zeros(4, np.float32),))
+    check_error(ei, kernel.fn, "# ERR")
+
+
+@ct.kernel
+def const_param(a, TILE: ConstInt):  # ERR
+    ct.store(a, index=(0,), tile=ct.zeros((TILE,), ct.float32))
+
+
+def test_constant_given_a_tensor():
+    a = np.full(4, 7.0, np.float32)
+    with pytest.raises(ct.TileArgumentError, match="`TILE` is a Constant parameter but was given an array") as ei:
+        launch(const_param, (a, np.zeros(4, np.int32)))
+    assert isinstance(ei.value, TypeError)
+    check_error(ei, const_param.fn, "# ERR", col_text="TILE")
+    assert (a == 7.0).all()
+
+
+def test_wrong_number_of_arguments():
+    a = np.full(4, 7.0, np.float32)
+    with pytest.raises(ct.TileArgumentError, match="Kernel expects 2 arguments but 3 were given") as ei:
+        launch(const_param, (a, 4, 5))
+    assert isinstance(ei.value, TypeError)
+    check_error(ei, const_param.fn, "# ERR")
+    assert (a == 7.0).all()
+
+
+@ct.kernel
+def returns_value(a):
+    return 1  # ERR
+
+
+def test_kernel_cannot_return_value():
+    with pytest.raises(ct.TileTypeError, match="cannot return values") as ei:
+        launch(returns_value, (np.zeros(1),))
+    check_error(ei, returns_value.fn, "# ERR")
+
+
+@ct.kernel
+def path_dependent(a, n):
+    if n > 0:
+        x = ct.zeros((4,), ct.float32)
+    else:
+        x = ct.zeros((4,), ct.int32)
+    ct.store(a, index=(0,), tile=x)  # ERR
+
+
+def test_type_depends_on_path():
+    with pytest.raises(ct.TileTypeError, match="Type of `x` depends on path taken") as ei:
+        launch(path_dependent, (np.zeros(4, np.float32), 1))
+    check_error(ei, path_dependent.fn, "# ERR")
+
+
+@ct.kernel
+def in_helper_error(a):
+    ct.store(a, index=(0,), tile=bad_helper(a))  # CALL
+
+
+def bad_helper(a):
+    return ct.load(a, index=(0,), shape=(5,))  # ERR
+
+
+def test_error_in_helper_shows_call_chain():
+    with pytest.raises(ct.TileTypeError) as ei:
+        launch(in_helper_error, (np.zeros(8, np.float32),))
+    err = ei.value
+    assert err.loc.line == line_of(bad_helper, "# ERR")
+    assert err.loc.caller is not None and err.loc.caller.line == line_of(in_helper_error.fn, "# CALL")
+    assert "in bad_helper" in str(err) and "in in_helper_error" in str(err)
+
+
+@ct.kernel
+def static_fail(a, N: ConstInt):
+    ct.static_assert(N % 2 == 0, f"N must be even, got {N}")  # ERR
+
+
+def test_static_assert():
+    with pytest.raises(ct.TileStaticAssertionError, match="Static assertion failed: N must be even, got 3") as ei:
+        launch(static_fail, (np.zeros(1), 3))
+    check_error(ei, static_fail.fn, "# ERR")
+    launch(static_fail, (np.zeros(1), 4))
+
+
+def copy_kernel_fn(a, b):
+    ct.store(b, index=(ct.bid(0),), tile=ct.load(a, index=(ct.bid(0),), shape=(4,)))
+
+
+copy_kernel = ct.kernel(copy_kernel_fn)
+
+
+@pytest.mark.parametrize("grid,exc,match", [
+    ((), ValueError, "grid is empty"),
+    ((1, 1, 1, 1), ValueError, "at most 3"),
+    ([1], TypeError, "grid must be a tuple"),
+    ((-1,), TypeError, "non-negative"),
+    ((2**24,), ValueError, "24-bit limit"),
+])
+def test_bad_grid_writes_nothing(grid, exc, match):
+    a = np.arange(8, dtype=np.float32)
+    b = np.full(8, -1.0, np.float32)
+    with pytest.raises(exc, match=match):
+        ct.launch(None, grid, copy_kernel, (a, b))
+    assert (b == -1.0).all()
+
+
+def test_non_array_argument_named():
+    b = np.full(8, -1.0, np.float32)
+    with pytest.raises(TypeError, match="Argument `a`: expected an array"):
+        ct.launch(None, (2,), copy_kernel, ("not an array", b))
+    assert (b == -1.0).all()
+
+
+def test_scalar_where_array_expected_points_at_use():
+    b = np.full(8, -1.0, np.float32)
+    with pytest.raises(ct.TileTypeError, match="load\\(\\) expects an array"):
+        ct.launch(None, (2,), copy_kernel, (5, b))
+    assert (b == -1.0).all()
+
+
+def test_mixed_devices_rejected():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device to mix devices")
+    b = np.full(8, -1.0, np.float32)
+    with pytest.raises(ValueError, match="different devices"):
+        ct.launch(0, (2,), copy_kernel, (torch.zeros(8, device="cuda"), b))
+    assert (b == -1.0).all()
+
+
+def test_kernel_not_callable_and_options_checked():
+    with pytest.raises(TypeError, match="launch"):
+        copy_kernel(1, 2)
+    with pytest.raises(ValueError, match="num_ctas"):
+        ct.kernel(num_ctas=3)(copy_kernel_fn)
+    with pytest.raises(TypeError):
+        ct.kernel(42)
