@@ -1,0 +1,73 @@
+"""The interpreter backend: executes Tile IR with NumPy, one block of the grid after another.
+
+`compile` turns the function body into runners once (see `registry`); `launch` binds the
+arguments into an environment list and runs the body for every block, x fastest, with NumPy
+floating-point and integer warnings silenced (integer arithmetic wraps by definition).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...ir import Function, TileType
+from ..base import ArrayFacts, BackendKind
+from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
+from .numerics import scalar
+from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
+
+_MISSING = missing_rules()
+if _MISSING:
+    raise ImportError(f"interpreter rules missing for {[op.name for op in _MISSING]}")
+
+_I32 = np.int32
+
+
+class InterpretedKernel:
+    """A compiled IR function; `launch` runs it on NumPy arrays (written in place)."""
+
+    def __init__(self, fn: Function) -> None:
+        c = Compiler()
+        self.name = fn.name
+        self._params = [(c.slot(p), p.type.dtype if isinstance(p.type, TileType) else None)
+                        for p in fn.params]
+        ops, _ = c.block(fn.body)
+        self._ops: tuple[Runner, ...] = ops
+        self._size = c.size
+
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: Any = None) -> None:
+        """Run every block of `grid` (missing trailing dims are 1); `args` follow the params:
+        NumPy arrays for arrays, Python numbers for scalars."""
+        if len(args) != len(self._params):
+            raise TypeError(f"kernel {self.name} takes {len(self._params)} arguments, "
+                            f"got {len(args)}")
+        gx, gy, gz = (tuple(int(g) for g in grid) + (1, 1, 1))[:3]
+        env: list[Any] = [None] * self._size
+        for (s, dtype), arg in zip(self._params, args):
+            env[s] = arg if dtype is None else scalar(arg, dtype)
+        env[NUM_BLOCKS_SLOT:NUM_BLOCKS_SLOT + 3] = [_I32(gx), _I32(gy), _I32(gz)]
+        ops = self._ops
+        with np.errstate(all="ignore"):
+            for z in range(gz):
+                env[BID_SLOT + 2] = _I32(z)
+                for y in range(gy):
+                    env[BID_SLOT + 1] = _I32(y)
+                    for x in range(gx):
+                        env[BID_SLOT] = _I32(x)
+                        try:
+                            for f in ops:
+                                f(env)
+                        except Exception as e:
+                            e.add_note(f"in kernel {self.name}, block ({x}, {y}, {z})")
+                            raise
+
+
+class InterpreterBackend:
+    """Runs kernels on the CPU with NumPy: the reference semantics of the language."""
+
+    kind = BackendKind.INTERPRETER
+
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel:
+        """Compile `fn` into an `InterpretedKernel` (array facts do not matter here)."""
+        return InterpretedKernel(fn)
