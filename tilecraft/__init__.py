@@ -24,8 +24,8 @@ from .language.ops import (abs, add, arange, argmax, argmin, assert_, assume_div
                            tan, tanh, transpose, truediv, where, zeros)
 from .runtime.kernel import ByTarget, Kernel, kernel
 from .runtime.launch import launch
+from .version import __version__
 
-__version__ = "0.1.0"
 
 __all__ = [
     "TileArgumentError", "TileCompilerExecutionError", "TileCompilerTimeoutError", "TileError", "TileInternalError",

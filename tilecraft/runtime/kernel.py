@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import sys
 import time
@@ -14,7 +15,9 @@ from ..errors import TileArgumentError
 from ..frontend import ArgSpec, compile_kernel, param_location
 from ..ir import ArrayType, Function, format_function
 from ..passes import optimize
+from ..version import __version__
 from .args import ArgumentError, ArrayArg, ParamInfo, describe_args, param_infos
+from .cache import default_cache, entry_key
 
 _UNSPECIFIED = object()
 
@@ -129,11 +132,22 @@ class Kernel:
             print(format_function(fn), file=sys.stderr)
         return fn
 
+    def cached_lower(self, key: VariantKey) -> Function:
+        """`lower`, through the on-disk cache shared by processes."""
+        versions = (__version__, key.backend.value) + ((_triton_version(),) if key.backend != BackendKind.INTERPRETER else ())
+        entry = entry_key(self.fn, (key, sorted(self.resolved_options(key.arch).items())), versions)
+        cache = default_cache()
+        ir = cache.get(entry)
+        if ir is None:
+            ir = self.lower(key.specs, key.arch)
+            cache.put(entry, ir)
+        return ir
+
     def variant(self, key: VariantKey, backend: Any) -> Variant:
         v = self.variants.get(key)
         if v is None:
             start = time.perf_counter()
-            ir = self.lower(key.specs, key.arch)
+            ir = self.cached_lower(key)
             compiled = backend.compile(ir, _param_facts(ir, key))
             v = Variant(ir, compiled, time.perf_counter() - start)
             self.variants[key] = v
@@ -149,6 +163,13 @@ def _param_facts(ir: Function, key: VariantKey) -> list[ArrayFacts | None]:
     """Facts per IR parameter (arrays get theirs in order, scalars None)."""
     facts = iter(key.facts)
     return [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+
+
+def _triton_version() -> str:
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **opts: Any) -> Any:

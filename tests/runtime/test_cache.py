@@ -1,0 +1,81 @@
+"""The on-disk IR cache: hits across kernel objects, distinct keys per specialization, and safe
+concurrent writers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.runtime.kernel import Kernel
+
+
+def scale_fn(a, b, F: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(b, index=(i,), tile=ct.load(a, index=(i,), shape=(8,), padding_mode=ct.PaddingMode.ZERO) * F)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def run(kernel: Kernel, factor: int) -> np.ndarray:
+    a = np.random.default_rng(0).standard_normal(20).astype(np.float32)
+    b = np.full(20, np.nan, np.float32)
+    ct.launch(None, (3,), kernel, (a, b, factor))
+    np.testing.assert_allclose(b, a * factor, rtol=1e-6)
+    return b
+
+
+def test_second_kernel_object_loads_ir_from_disk(cache_dir, monkeypatch):
+    run(ct.kernel(scale_fn), 3)
+    entries = list(cache_dir.rglob("*.pkl"))
+    assert len(entries) == 1
+    fresh = ct.kernel(scale_fn)
+    monkeypatch.setattr(Kernel, "lower", lambda *a, **k: pytest.fail("front end ran despite a disk hit"))
+    run(fresh, 3)
+
+
+def test_each_constant_value_is_its_own_entry(cache_dir):
+    k = ct.kernel(scale_fn)
+    run(k, 2)
+    run(k, 5)
+    assert len(list(cache_dir.rglob("*.pkl"))) == 2
+
+
+def test_cache_disabled(monkeypatch):
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", "off")
+    run(ct.kernel(scale_fn), 4)
+
+
+def test_concurrent_processes_share_one_valid_entry(cache_dir, tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import sys
+        import numpy as np
+        import tilecraft as ct
+
+        @ct.kernel
+        def twice(a, b):
+            i = ct.bid(0)
+            ct.store(b, index=(i,), tile=ct.load(a, index=(i,), shape=(4,)) * 2)
+
+        a = np.arange(8, dtype=np.float32)
+        b = np.zeros(8, np.float32)
+        ct.launch(None, (2,), twice, (a, b))
+        assert (b == 2 * a).all()
+        print("ok")
+    """))
+    procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs) and all("ok" in o for o in outs)
+    entries = [p for p in cache_dir.rglob("*") if p.is_file()]
+    assert len(entries) == 1 and entries[0].suffix == ".pkl"
+    again = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr

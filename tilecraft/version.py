@@ -1,0 +1,3 @@
+"""The tilecraft version: part of every cache key."""
+
+__version__ = "0.1.0"
