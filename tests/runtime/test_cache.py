@@ -21,8 +21,9 @@ def scale_fn(a, b, F: ct.Constant[int]):
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
-    return tmp_path
+    root = tmp_path / "cache"
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(root))
+    return root
 
 
 def run(kernel: Kernel, factor: int) -> np.ndarray:
