@@ -80,3 +80,21 @@ def test_concurrent_processes_share_one_valid_entry(cache_dir, tmp_path):
     assert len(entries) == 1 and entries[0].suffix == ".pkl"
     again = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
+
+
+def reduce_factory(op, kw):
+    """Kernels of one source that differ only in closure values (a public op, a kwargs dict)."""
+    @ct.kernel
+    def k(a, b):
+        ct.store(b, index=(0,), tile=op(ct.load(a, index=(0, 0), shape=(4, 8)), **kw))
+    return k
+
+
+def test_closure_functions_and_dicts_are_part_of_the_key(cache_dir):
+    a = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
+    for op, kw, want in ((ct.sum, {"axis": 1}, a.sum(1)), (ct.max, {"axis": 1}, a.max(1)),
+                         (ct.sum, {"axis": 0}, a.sum(0)), (ct.min, {"axis": 0}, a.min(0))):
+        b = np.full(want.shape, np.nan, np.float32)
+        ct.launch(None, (1,), reduce_factory(op, kw), (a, b))
+        np.testing.assert_allclose(b, want, rtol=1e-5, err_msg=f"{op.__name__} {kw}")
+    assert len(list(cache_dir.rglob("*.pkl"))) == 4

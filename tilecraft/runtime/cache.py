@@ -44,12 +44,26 @@ def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
         if target.__closure__:
             values += [c.cell_contents for c in target.__closure__ if _has_contents(c)]
         for v in values:
-            if isinstance(v, types.FunctionType) or hasattr(v, "__tile_function__"):
-                visit(v)
-            elif isinstance(v, (int, float, bool, str, tuple)):
-                out.append(repr(v))
-            elif hasattr(v, "fn") and isinstance(getattr(v, "fn"), types.FunctionType):
-                visit(v.fn)
+            constant(v)
+
+    def constant(v: Any) -> None:
+        """Every value a kernel can see counts, including functions and containers in closures:
+        kernels made by one factory share their source and differ only in these."""
+        if isinstance(v, types.FunctionType) or hasattr(v, "__tile_function__"):
+            out.append(f"{v.__module__}.{v.__qualname__}")  # the public stubs share one source
+            visit(v)
+        elif isinstance(v, (tuple, list)):
+            out.append(type(v).__name__)
+            for x in v:
+                constant(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                out.append(repr(k))
+                constant(x)
+        elif hasattr(v, "fn") and isinstance(getattr(v, "fn"), types.FunctionType):
+            visit(v.fn)
+        elif not isinstance(v, types.ModuleType):
+            out.append(f"{type(v).__qualname__}:{v!r}")
 
     visit(fn)
     return out
