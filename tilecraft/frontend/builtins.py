@@ -320,9 +320,12 @@ def _reduction(fn: ReduceFn, stub: Any) -> None:
         is_arg = fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN)
         if ndim == 0:
             return fc.sema.const(0, dt.int32) if is_arg else t
+        nan_wins = propagate_nan and fn not in (ReduceFn.SUM, ReduceFn.PROD) and t.tile.dtype.is_float
         if axis is None and is_arg:
             flat = fc.sema.reshape(t, (math.prod(t.tile.shape),))
             r = _reduce_axis(fc, flat, fn, 0, False)
+            if nan_wins:
+                r = _nan_wins(fc, flat, fn, [0], False, r)
             return fc.sema.reshape(r, (1,) * ndim) if keepdims else r
         if is_arg and isinstance(axis, tuple):
             raise fc.sema.type_error(f"{stub.__name__}() does not support a tuple of axes")
@@ -330,11 +333,26 @@ def _reduction(fn: ReduceFn, stub: Any) -> None:
         norm = sorted({norm_axis(fc, a, ndim) for a in axes}, reverse=True)
         if len(norm) != len(axes):
             raise fc.sema.type_error(f"Repeated axis in {axes}")
+        r = t
         for a in norm:
-            t = _reduce_axis(fc, t, fn, a, keepdims)
-        return t
+            r = _reduce_axis(fc, r, fn, a, keepdims)
+        return _nan_wins(fc, t, fn, norm, keepdims, r) if nan_wins else r
     handler.__name__ = stub.__name__
     HANDLERS[stub] = handler
+
+
+def _nan_wins(fc: Any, t: Value, fn: ReduceFn, axes: list[int], keepdims: bool, r: Value) -> Value:
+    """propagate_nan=True, composed from plain reductions: where a reduced slice of `t` holds a
+    NaN, max/min give NaN and argmax/argmin the index of its first NaN instead of `r`."""
+    s = fc.sema
+    nan = s.cast(s.unary(UnaryFn.ISNAN, t), dt.int32)
+    has = nan
+    for a in axes:
+        has = _reduce_axis(fc, has, ReduceFn.MAX, a, keepdims)
+    has = s.compare(CompareFn.NE, has, 0)
+    if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN):
+        return s.where(has, _reduce_axis(fc, nan, ReduceFn.ARGMAX, axes[0], keepdims), r)
+    return s.where(has, float("nan"), r)
 
 
 for _rfn, _stub in ((ReduceFn.SUM, L.sum), (ReduceFn.PROD, L.prod), (ReduceFn.MAX, L.max),
