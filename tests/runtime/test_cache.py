@@ -98,3 +98,25 @@ def test_closure_functions_and_dicts_are_part_of_the_key(cache_dir):
         ct.launch(None, (1,), reduce_factory(op, kw), (a, b))
         np.testing.assert_allclose(b, want, rtol=1e-5, err_msg=f"{op.__name__} {kw}")
     assert len(list(cache_dir.rglob("*.pkl"))) == 4
+
+
+def test_repeat_launches_take_the_fast_path_and_respecialize(cache_dir, monkeypatch):
+    k = ct.kernel(scale_fn)
+    run(k, 3)
+    assert len(k.fast) == 1 and len(k.variants) == 1
+    monkeypatch.setattr(Kernel, "describe", lambda *a: pytest.fail("slow path taken on a repeat launch"))
+    run(k, 3)
+    monkeypatch.undo()
+    run(k, 4)                                   # a new Constant value: a new variant
+    b = np.zeros(40, np.float32)[::2]           # strided output: new facts, new fast key
+    a = np.arange(20, dtype=np.float32)
+    ct.launch(None, (3,), k, (a, b, 3))
+    np.testing.assert_allclose(b, a * 3)
+    assert len(k.variants) == 3 and len(k.fast) == 3
+
+
+def test_fast_path_keeps_argument_errors(cache_dir):
+    k = ct.kernel(scale_fn)
+    run(k, 3)
+    with pytest.raises(TypeError, match="Constant parameter"):
+        ct.launch(None, (3,), k, (np.zeros(20, np.float32), np.zeros(20, np.float32), np.zeros(2)))

@@ -20,6 +20,7 @@ from .args import ArgumentError, ArrayArg, ParamInfo, describe_args, param_infos
 from .cache import default_cache, entry_key
 
 _UNSPECIFIED = object()
+_FAST_LIMIT = 4096
 
 
 class ByTarget:
@@ -99,6 +100,7 @@ class Kernel:
     options: dict[str, Any]
     params: list[ParamInfo] = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
+    fast: dict[Any, tuple[CompiledKernel, BackendKind]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.params = param_infos(self.fn)
@@ -142,6 +144,12 @@ class Kernel:
             ir = self.lower(key.specs, key.arch)
             cache.put(entry, ir)
         return ir
+
+    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendKind]) -> None:
+        """Map a fast-path key to its compiled kernel (bounded: cleared when it grows large)."""
+        if len(self.fast) >= _FAST_LIMIT:
+            self.fast.clear()
+        self.fast[key] = hit
 
     def variant(self, key: VariantKey, backend: Any) -> Variant:
         v = self.variants.get(key)

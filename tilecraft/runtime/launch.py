@@ -13,6 +13,7 @@ from .. import knobs
 from ..backends.base import BackendKind
 from .args import CPU, CUDA, ArrayArg
 from .backends import backend_for, convert_arrays, device_arch
+from .fastpath import fast_key
 from .kernel import Kernel, VariantKey
 
 _GRID_LIMIT = 2**24 - 1
@@ -73,6 +74,20 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
+    fast = fast_key(kernel.params, kernel_args)
+    if fast is not None:
+        hit = kernel.fast.get((fast[0], backend, knobs.BACKEND.get()))
+        if hit is not None:
+            compiled, kind = hit
+            flat = fast[1] if kind == BackendKind.TRITON else convert_arrays(fast[1], kind)
+            g = grid
+            if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
+                compiled.launch((g[0], 1, 1), flat, stream)
+            else:
+                grid3 = check_grid(grid)
+                if 0 not in grid3:
+                    compiled.launch(grid3, flat, stream)
+            return
     grid3 = check_grid(grid)
     specs, arrays, flat = kernel.describe(kernel_args)
     kind = choose_backend(arrays, backend)
@@ -81,6 +96,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     arch = device_arch(arrays) if kind == BackendKind.TRITON else None
     key = VariantKey(specs, tuple(a.facts for a in arrays), kind, arch)
     variant = kernel.variant(key, backend_for(kind))
+    if fast is not None:
+        kernel.remember_fast((fast[0], backend, knobs.BACKEND.get()), (variant.compiled, kind))
     if 0 in grid3:
         return
     variant.compiled.launch(grid3, convert_arrays(flat, kind), stream)
