@@ -202,8 +202,15 @@ class FunctionCompiler:
         if node.decorator_list:
             raise self.syntax_error("Decorators on nested functions are not supported", node)
         rewrite_function(node, self.parsed.filename)
+        self.scope[node.name] = self.local_function(node, node.name)
+
+    def local_function(self, node: ast.FunctionDef | ast.Lambda, name: str) -> LocalFunction:
+        """A nested def or lambda; its default values are evaluated now, in this scope."""
+        defaults = [self.expr(d) for d in node.args.defaults]
+        kw_defaults = [self.expr(d) if d is not None else inspect.Parameter.empty for d in node.args.kw_defaults]
         parsed = ParsedFunction(node, self.parsed.filename, self.parsed.col_offset)
-        self.scope[node.name] = LocalFunction(parsed, dict(self.scope), self.globals, node.name)
+        return LocalFunction(parsed, dict(self.scope), self.globals, name,
+                             _signature_of_ast(node, defaults, kw_defaults))
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         raise self.syntax_error("The assert statement is not supported; use ct.assert_() or "
@@ -580,8 +587,7 @@ class FunctionCompiler:
         return self.sema.where(cond, self.expr(node.body), self.expr(node.orelse))
 
     def expr_Lambda(self, node: ast.Lambda) -> Any:
-        return LocalFunction(ParsedFunction(node, self.parsed.filename, self.parsed.col_offset),
-                             dict(self.scope), self.globals, "<lambda>")
+        return self.local_function(node, "<lambda>")
 
     def expr_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
         """Compile-time generator (for `tuple(e for x in <static> if <static>)`)."""
@@ -645,7 +651,7 @@ class FunctionCompiler:
         """Compile a call of a plain Python function (or nested def) into the current block."""
         if isinstance(fn, LocalFunction):
             parsed, scope, globals_, name = fn.parsed, dict(fn.scope), fn.globals, fn.name
-            sig = _signature_of_ast(parsed.fdef)
+            sig = fn.signature
         else:
             parsed = parse_function(fn)
             scope, globals_, name = closure_vars(fn), fn.__globals__, fn.__name__
@@ -752,13 +758,19 @@ def _pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[
     return None
 
 
-def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda) -> inspect.Signature:
+def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda, defaults: list[Any],
+                      kw_defaults: list[Any]) -> inspect.Signature:
+    """The signature of a nested def/lambda given its evaluated default values."""
+    P = inspect.Parameter
     args = fdef.args
-    params = []
-    defaults = [None] * (len(args.args) - len(args.defaults)) + list(args.defaults)
-    for a, d in zip(args.args, defaults):
-        default = ast.literal_eval(d) if d is not None else inspect.Parameter.empty
-        params.append(inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default))
+    positional = [(a, P.POSITIONAL_ONLY) for a in args.posonlyargs] + [(a, P.POSITIONAL_OR_KEYWORD) for a in args.args]
+    padded = [P.empty] * (len(positional) - len(defaults)) + list(defaults)
+    params = [P(a.arg, kind, default=d) for (a, kind), d in zip(positional, padded)]
+    if args.vararg:
+        params.append(P(args.vararg.arg, P.VAR_POSITIONAL))
+    params += [P(a.arg, P.KEYWORD_ONLY, default=d) for a, d in zip(args.kwonlyargs, kw_defaults)]
+    if args.kwarg:
+        params.append(P(args.kwarg.arg, P.VAR_KEYWORD))
     return inspect.Signature(params)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -23,12 +24,14 @@ class ParsedFunction:
 
 @dataclass
 class LocalFunction:
-    """A nested `def` or `lambda` in tile code, with the scope it closed over."""
+    """A nested `def` or `lambda` in tile code, with the scope it closed over and its signature
+    (defaults evaluated when the definition ran, as in Python)."""
 
     parsed: ParsedFunction
     scope: dict[str, Any]
     globals: dict[str, Any]
     name: str
+    signature: inspect.Signature
 
 
 @dataclass
