@@ -35,7 +35,7 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     target = getattr(fn, "__tile_function__", fn)
     if isinstance(target, types.FunctionType):
         return fc.inline(target, args, kwargs, node)
-    if fn is range:
+    if fn is range and any(isinstance(a, Value) for a in args):
         raise fc.type_error("range() can only be used as the iterable of a for loop", node)
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
         name = getattr(fn, "__name__", type(fn).__name__)
