@@ -48,7 +48,8 @@ class Opcode(enum.Enum):
     REDUCE = "reduce"            # (x) attrs: fn: ReduceFn, axis, keepdims
     SCAN = "scan"                # (x) attrs: fn: ScanFn, axis, reverse
     MMA = "mma"                  # (a, b, acc)
-    PRINT = "print"              # (*tiles) attrs: pieces (str segments between tiles)
+    PRINT = "print"              # (*tiles) attrs: pieces (str segments between tiles), formats
+                                 #   (per tile: '{:<py spec>}', C '%..' specifier or None)
     ASSERT = "assert"            # (cond) attrs: message
     FOR = "for"                  # (lb, ub, step, *init) blocks: [body(iv, *carried)]
     IF = "if"                    # (cond) blocks: [then, else]

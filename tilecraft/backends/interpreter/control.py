@@ -106,9 +106,14 @@ def _while(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-def format_value(value: Any, dtype: DType) -> str:
-    """A tile as nested lists `[1, 2]` (floats with 6 decimals, bools as 0/1); a scalar plain."""
-    if is_floating(dtype):
+def format_value(value: Any, dtype: DType, spec: str | None = None) -> str:
+    """A tile as nested lists `[1, 2]` (floats with 6 decimals, bools as 0/1); a scalar plain.
+    `spec` formats each element instead: '{:<python spec>}' or a C '%' specifier."""
+    to_py = float if is_floating(dtype) else int
+    if spec is not None:
+        def item(x: Any) -> str:
+            return spec.format(to_py(x)) if spec.startswith("{") else spec % to_py(x)
+    elif is_floating(dtype):
         def item(x: Any) -> str:
             return f"{float(x):.6f}"
     else:
@@ -128,11 +133,12 @@ def _print(op: Operation, c: Compiler) -> Runner:
     pieces = list(op.attrs["pieces"])
     slots = c.slots(op.operands)
     dtypes = [v.tile.dtype for v in op.operands]
+    formats = list(op.attrs.get("formats") or [None] * len(slots))
 
     def run(env: Env) -> None:
         out = [pieces[0]]
-        for s, dt, piece in zip(slots, dtypes, pieces[1:]):
-            out.append(format_value(env[s], dt))
+        for s, dt, fmt, piece in zip(slots, dtypes, formats, pieces[1:]):
+            out.append(format_value(env[s], dt, fmt))
             out.append(piece)
         print("".join(out), end="", flush=True)
     return run
