@@ -1,0 +1,713 @@
+"""The Triton backend on hand-built Tile IR, run by Triton's CPU interpreter (TRITON_INTERPRET
+kind) on CPU torch tensors and checked against NumPy; outputs are poisoned before each launch.
+GPU-only code (tensor descriptors, libdevice) is also compiled for sm_90 without a GPU."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from tilecraft.backends.base import ArrayFacts, BackendKind  # noqa: E402
+from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
+from tilecraft.backends.triton.heuristics import choose_config  # noqa: E402
+from tilecraft.errors import Location, TileCompilerExecutionError  # noqa: E402
+from tilecraft.ir import (AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Opcode,  # noqa: E402
+                          ReduceFn, ScanFn, UnaryFn, Value, verify)
+from tilecraft.ir.types import ArrayType, TileType, scalar  # noqa: E402
+from tilecraft.language import dtypes as D  # noqa: E402
+from tilecraft.language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode  # noqa: E402
+
+INTERP = TritonBackend(BackendKind.TRITON_INTERPRET)
+INTERP_DESC = TritonBackend(BackendKind.TRITON_INTERPRET, descriptors=True)
+GPU = TritonBackend(BackendKind.TRITON, descriptors=True)  # compile_for only: no GPU here
+RNG = np.random.default_rng(0)
+
+I32, F32 = scalar(D.int32), scalar(D.float32)
+
+
+class K:
+    """A tiny IR builder for tests: each op records the test line that created it."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.b, self.params, self.names = name, Builder(), [], []
+        self.body = Block()
+        self.b._blocks.append(self.body)
+
+    def array(self, name: str, dtype, ndim: int) -> Value:
+        v = Value(ArrayType(dtype, ndim), name)
+        self.params.append(v)
+        self.names.append(name)
+        return v
+
+    def scalar_param(self, name: str, dtype) -> Value:
+        v = Value(scalar(dtype), name)
+        self.params.append(v)
+        self.names.append(name)
+        return v
+
+    def op(self, opcode, operands, rtype=None, blocks=None, **attrs):
+        frame = sys._getframe(1)
+        while isinstance(frame.f_locals.get("self"), K):
+            frame = frame.f_back
+        self.b.loc = Location(frame.f_code.co_filename, frame.f_lineno, 4)
+        types = [] if rtype is None else (rtype if isinstance(rtype, list) else [rtype])
+        op = self.b.emit(opcode, operands, types, blocks=blocks, **attrs)
+        return op.results[0] if len(op.results) == 1 else op.results
+
+    # -- value helpers
+    def const(self, value, dtype=D.int32):
+        return self.op(Opcode.CONST, [], scalar(dtype), value=value)
+
+    def full(self, shape, value, dtype):
+        c = self.const(value, dtype)
+        r = self.op(Opcode.RESHAPE, [c], TileType(dtype, (1,) * len(shape)), shape=(1,) * len(shape))
+        return self.op(Opcode.BROADCAST, [r], TileType(dtype, tuple(shape)), shape=tuple(shape))
+
+    def bid(self, axis=0):
+        return self.op(Opcode.BID, [], I32, axis=axis)
+
+    def arange(self, n):
+        return self.op(Opcode.ARANGE, [], TileType(D.int32, (n,)), size=n)
+
+    def load(self, arr, idx, shape, order=None, padding=PaddingMode.ZERO, allow_tma=None):
+        res = TileType(arr.type.dtype, tuple(shape))
+        return self.op(Opcode.LOAD, [arr, *idx], res, shape=tuple(shape), order=order, padding=padding,
+                       latency=None, allow_tma=allow_tma)
+
+    def store(self, arr, idx, tile, order=None):
+        self.op(Opcode.STORE, [arr, *idx, tile], order=order, latency=None, allow_tma=None)
+
+    def binary(self, fn, x, y):
+        return self.op(Opcode.BINARY, [x, y], x.type, fn=fn)
+
+    def unary(self, fn, x):
+        t = x.tile.with_dtype(D.bool_) if fn is UnaryFn.ISNAN else x.type
+        return self.op(Opcode.UNARY, [x], t, fn=fn)
+
+    def compare(self, fn, x, y):
+        return self.op(Opcode.COMPARE, [x, y], x.tile.with_dtype(D.bool_), fn=fn)
+
+    def cast(self, x, dtype, rounding=None):
+        return self.op(Opcode.CAST, [x], x.tile.with_dtype(dtype), dtype=dtype, rounding=rounding)
+
+    def reduce(self, fn, x, axis, keepdims=False):
+        shape = list(x.tile.shape)
+        if keepdims:
+            shape[axis] = 1
+        else:
+            del shape[axis]
+        dtype = D.int32 if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN) else x.tile.dtype
+        return self.op(Opcode.REDUCE, [x], TileType(dtype, tuple(shape)), fn=fn, axis=axis, keepdims=keepdims)
+
+    def for_(self, lb, ub, step, inits, body):
+        blk = Block([Value(lb.type, "k")] + [Value(v.type) for v in inits])
+        with self.b.inside(blk):
+            self.op(Opcode.YIELD, body(*blk.args))
+        return self.op(Opcode.FOR, [lb, ub, step, *inits], [v.type for v in inits], blocks=[blk])
+
+    def fn(self) -> Function:
+        return verify(Function(self.name, self.params, self.names, self.body, Location(__file__, 1, 0)))
+
+
+def facts_of(t) -> ArrayFacts | None:
+    if not isinstance(t, torch.Tensor):
+        return None
+    size = t.element_size()
+    return ArrayFacts(aligned16=t.data_ptr() % 16 == 0, unit_last=t.ndim > 0 and t.stride(-1) == 1,
+                      strides16=all(s * size % 16 == 0 for s in t.stride()[:-1]))
+
+
+def run(k: K, grid, args, mode=INTERP):
+    kernel = mode.compile(k.fn(), [facts_of(a) for a in args])
+    kernel.launch(tuple(grid) + (1,) * (3 - len(grid)), args, None)
+    return kernel
+
+
+def poison(shape, dtype=torch.float32):
+    shape = (shape,) if isinstance(shape, int) else shape
+    if dtype.is_floating_point:
+        return torch.full(shape, float("nan"), dtype=dtype)
+    return torch.full(shape, -77, dtype=dtype)
+
+
+def randn(*shape, dtype=torch.float32):
+    return torch.from_numpy(RNG.standard_normal(shape)).to(dtype)
+
+
+# ---- basics ---------------------------------------------------------------------------------
+
+def test_every_opcode_has_a_rule():
+    assert missing_rules() == []
+
+
+def _vector_add(tile=16):
+    k = K("vector_add")
+    a, b, c = k.array("a", D.float32, 1), k.array("b", D.float32, 1), k.array("c", D.float32, 1)
+    i = k.bid()
+    x = k.load(a, [i], (tile,))
+    y = k.load(b, [i], (tile,))
+    k.store(c, [i], k.binary(BinaryFn.ADD, x, y))
+    return k
+
+
+def test_vector_add_partial_last_tile():
+    a, b, c = randn(37), randn(37), poison(37)
+    run(_vector_add(), (3,), [a, b, c])
+    assert torch.equal(c, a + b)
+
+
+def test_source_has_kernel_line_comments_and_modes_coexist():
+    a, b, c = randn(20), randn(20), poison(20)
+    kernel = run(_vector_add(), (2,), [a, b, c])
+    body = kernel.source.split("def vector_add(", 1)[1].splitlines()[1:]
+    assert body and all("# test_triton_ir.py:" in line for line in body if line.strip())
+    load_line = _vector_add.__code__.co_firstlineno + 4
+    assert f"# test_triton_ir.py:{load_line}" in kernel.source
+    assert kernel.path.read_text() == kernel.source
+    gpu_kernel = GPU.compile(_vector_add().fn(), [facts_of(a)] * 3)
+    assert type(kernel._fn).__name__ == "InterpretedFunction"
+    assert type(gpu_kernel._fn).__name__ == "JITFunction"
+
+
+# ---- tile loads and stores ------------------------------------------------------------------
+
+PAD_VALUES = {PaddingMode.ZERO: 0.0, PaddingMode.NEG_ZERO: -0.0, PaddingMode.NAN: float("nan"),
+              PaddingMode.POS_INF: float("inf"), PaddingMode.NEG_INF: float("-inf")}
+
+
+@pytest.mark.parametrize("mode", [INTERP, INTERP_DESC], ids=["pointers", "descriptors"])
+@pytest.mark.parametrize("padding", list(PaddingMode))
+def test_permuted_load_pads_partial_tiles(padding, mode):
+    # V = A^T (10 x 13) cut into 4x8 tiles; O holds the 3x2 tile grid with the padding.
+    k = K("permuted_load")
+    a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    t = k.load(a, [i, j], (4, 8), order=(1, 0), padding=padding)
+    k.store(o, [i, j], t)
+    a_t = randn(13, 12)[:, :10]  # row stride 48 bytes: descriptor-eligible
+    out = poison((12, 16))
+    kernel = run(k, (3, 2), [a_t, out], mode)
+    got = out.numpy()
+    np.testing.assert_array_equal(got[:10, :13], a_t.numpy().T)
+    if padding is not PaddingMode.UNDETERMINED:
+        pad = np.full((12, 16), PAD_VALUES[padding], np.float32)
+        pad[:10, :13] = 0
+        rest = got.copy()
+        rest[:10, :13] = 0
+        np.testing.assert_array_equal(rest, pad)
+        assert np.array_equal(np.signbit(rest), np.signbit(pad))
+    uses_desc = mode is INTERP_DESC and padding in (PaddingMode.ZERO, PaddingMode.UNDETERMINED,
+                                                      PaddingMode.NAN)
+    assert ("A_desc.load(" in kernel.source) == uses_desc
+    if uses_desc:
+        assert "tl.permute(" in kernel.source
+
+
+@pytest.mark.parametrize("mode", [INTERP, INTERP_DESC], ids=["pointers", "descriptors"])
+def test_permuted_store_drops_out_of_bounds_lanes(mode):
+    k = K("transpose")
+    a, b = k.array("A", D.float32, 2), k.array("B", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    k.store(b, [i, j], k.load(a, [i, j], (8, 4)), order=(1, 0))
+    a_t = randn(13, 12)
+    b_t = poison((12, 16))[:, :13]
+    run(k, (2, 3), [a_t, b_t], mode)
+    np.testing.assert_array_equal(b_t.numpy(), a_t.numpy().T)
+
+
+# ---- matrix multiply ------------------------------------------------------------------------
+
+def _matmul(in_dtype, acc_dtype, out_dtype, tk=16, mma_dtype=None, tm=16, tn=16):
+    k = K("matmul")
+    a, b, c = k.array("A", in_dtype, 2), k.array("B", in_dtype, 2), k.array("C", out_dtype, 2)
+    bm, bn = k.bid(0), k.bid(1)
+    acc0 = k.full((tm, tn), 0.0, acc_dtype)
+    kdim = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=1)
+    nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, kdim, k.const(tk - 1)), k.const(tk))
+
+    def body(kk, acc):
+        x = k.load(a, [bm, kk], (tm, tk))
+        y = k.load(b, [kk, bn], (tk, tn))
+        if mma_dtype is not None:
+            x, y = k.cast(x, mma_dtype), k.cast(y, mma_dtype)
+        return [k.op(Opcode.MMA, [x, y, acc], acc.type)]
+
+    acc = k.for_(k.const(0), nk, k.const(1), [acc0], body)
+    k.store(c, [bm, bn], k.cast(acc, out_dtype) if out_dtype is not acc_dtype else acc)
+    return k
+
+
+@pytest.mark.parametrize("case", ["tf32", "f16-f32acc", "f16-f16acc", "f32-fma-k8"])
+def test_matmul_with_k_loop_and_odd_sizes(case):
+    in_dtype, acc_dtype, out_dtype, tk, mma_dtype, tol = {
+        "tf32": (D.float32, D.float32, D.float32, 16, D.tfloat32, 1e-4),
+        "f16-f32acc": (D.float16, D.float32, D.float32, 16, None, 1e-4),
+        "f16-f16acc": (D.float16, D.float16, D.float16, 16, None, 3e-2),
+        "f32-fma-k8": (D.float32, D.float32, D.float32, 8, None, 1e-4),
+    }[case]
+    tdt = {D.float32: torch.float32, D.float16: torch.float16}
+    m, n, kk = 37, 29, 45
+    a, b = randn(m, kk, dtype=tdt[in_dtype]), randn(kk, n, dtype=tdt[in_dtype])
+    c = poison((m, n), tdt[out_dtype])
+    kernel = run(_matmul(in_dtype, acc_dtype, out_dtype, tk, mma_dtype), (3, 2), [a, b, c])
+    ref = a.double().numpy() @ b.double().numpy()
+    np.testing.assert_allclose(c.double().numpy(), ref, rtol=tol, atol=tol * 10)
+    if tk == 16:
+        assert "tl.dot(" in kernel.source and "tl.range(" in kernel.source
+        assert ('input_precision="tf32"' in kernel.source) == (mma_dtype is D.tfloat32)
+    else:
+        assert "tl.dot(" not in kernel.source
+
+
+# ---- reductions and scans -------------------------------------------------------------------
+
+@pytest.mark.parametrize("fn", list(ReduceFn))
+@pytest.mark.parametrize("axis,keepdims", [(1, True), (0, False)])
+def test_reductions_ignore_nan(fn, axis, keepdims):
+    x = randn(8, 16)
+    if fn is ReduceFn.PROD:
+        x = 1.0 + 0.1 * x
+    elif fn is not ReduceFn.SUM:
+        x[2, 3] = x[5, 0] = x[0, 7] = float("nan")
+    k = K("reduce")
+    xa = k.array("X", D.float32, 2)
+    r = k.reduce(fn, k.load(xa, [k.const(0), k.const(0)], (8, 16)), axis, keepdims)
+    out_shape = tuple(r.tile.shape)
+    oa = k.array("O", r.tile.dtype, len(out_shape))
+    k.store(oa, [k.const(0)] * len(out_shape), r)
+    out = poison(out_shape, torch.int32 if r.tile.dtype is D.int32 else torch.float32)
+    run(k, (1,), [x, out])
+    xn = x.numpy().astype(np.float64)
+    ref = {ReduceFn.SUM: np.sum, ReduceFn.PROD: np.prod, ReduceFn.MAX: np.nanmax,
+           ReduceFn.MIN: np.nanmin, ReduceFn.ARGMAX: np.nanargmax, ReduceFn.ARGMIN: np.nanargmin}[fn]
+    want = ref(xn, axis=axis)
+    if keepdims:
+        want = np.expand_dims(want, axis)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
+
+def test_small_int_reductions_keep_dtype_and_wrap():
+    x = torch.from_numpy(RNG.integers(-30000, 30000, (4, 16)).astype(np.int16))
+    k = K("reduce_int16")
+    xa, oa, ma = k.array("X", D.int16, 2), k.array("O", D.int16, 1), k.array("M", D.int16, 1)
+    t = k.load(xa, [k.const(0), k.const(0)], (4, 16))
+    k.store(oa, [k.const(0)], k.reduce(ReduceFn.SUM, t, 1))
+    k.store(ma, [k.const(0)], k.reduce(ReduceFn.MAX, t, 1))
+    out, mx = poison(4, torch.int16), poison(4, torch.int16)
+    run(k, (1,), [x, out, mx])
+    np.testing.assert_array_equal(out.numpy(), x.numpy().sum(axis=1, dtype=np.int16))
+    np.testing.assert_array_equal(mx.numpy(), x.numpy().max(axis=1))
+
+
+@pytest.mark.parametrize("fn", list(ScanFn))
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("dtype", [D.float32, D.int32])
+def test_scans(fn, reverse, dtype):
+    tdt = torch.float32 if dtype is D.float32 else torch.int32
+    x = (1.0 + 0.1 * randn(4, 8)).to(tdt) if dtype is D.float32 else \
+        torch.from_numpy(RNG.integers(-3, 4, (4, 8)).astype(np.int32))
+    k = K("scan")
+    xa, oa = k.array("X", dtype, 2), k.array("O", dtype, 2)
+    t = k.load(xa, [k.const(0), k.const(0)], (4, 8))
+    s = k.op(Opcode.SCAN, [t], t.type, fn=fn, axis=1, reverse=reverse)
+    k.store(oa, [k.const(0), k.const(0)], s)
+    out = poison((4, 8), tdt)
+    run(k, (1,), [x, out])
+    xn = x.numpy()[:, ::-1] if reverse else x.numpy()
+    want = (np.cumsum if fn is ScanFn.CUMSUM else np.cumprod)(xn, axis=1)
+    want = want[:, ::-1] if reverse else want
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+
+
+# ---- gather, scatter, atomics ---------------------------------------------------------------
+
+def _lane_indices(k: K, n: int, scale: int, shift: int):
+    """idx = arange(n) * scale - shift, so some lanes are negative and some too large."""
+    return k.binary(BinaryFn.SUB, k.binary(BinaryFn.MUL, k.arange(n), k.full((n,), scale, D.int32)),
+                    k.full((n,), shift, D.int32))
+
+
+def test_gather_scatter_bounds_and_masks():
+    k = K("gather_scatter")
+    xa, ga, ya = k.array("X", D.float32, 1), k.array("G", D.float32, 1), k.array("Y", D.float32, 1)
+    idx = _lane_indices(k, 16, 3, 5)
+    mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 7, D.int32))
+    g = k.op(Opcode.GATHER, [xa, idx, k.const(-1.0, D.float32), mask], TileType(D.float32, (16,)),
+             has_mask=True, check_bounds=True)
+    k.store(ga, [k.const(0)], g)
+    vals = k.cast(k.arange(16), D.float32)
+    k.op(Opcode.SCATTER, [ya, idx, vals, mask], has_mask=True, check_bounds=True)
+    x, gout, y = randn(20), poison(16), torch.full((20,), 0.5)
+    run(k, (1,), [x, gout, y])
+    lane = np.arange(16)
+    ids = lane * 3 - 5
+    ok = (ids >= 0) & (ids < 20) & (lane != 7)
+    want = np.where(ok, x.numpy()[np.clip(ids, 0, 19)], -1.0)
+    np.testing.assert_array_equal(gout.numpy(), want.astype(np.float32))
+    ywant = np.full(20, 0.5, np.float32)
+    ywant[ids[ok]] = lane[ok]
+    np.testing.assert_array_equal(y.numpy(), ywant)
+
+
+def test_gather_2d_with_unsigned_indices_never_wraps():
+    k = K("gather2d")
+    za, ga = k.array("Z", D.int32, 2), k.array("G", D.int32, 1)
+    rows = _lane_indices(k, 16, 1, 6)  # -6 .. 9 (5 rows)
+    cols = k.cast(_lane_indices(k, 16, 2, 9), D.uint32)  # negatives become huge unsigned
+    g = k.op(Opcode.GATHER, [za, rows, cols, k.const(-1)], TileType(D.int32, (16,)),
+             has_mask=False, check_bounds=True)
+    k.store(ga, [k.const(0)], g)
+    z = torch.arange(35, dtype=torch.int32).reshape(5, 7)
+    gout = poison(16, torch.int32)
+    run(k, (1,), [z, gout])
+    r, c = np.arange(16) - 6, np.arange(16) * 2 - 9
+    ok = (r >= 0) & (r < 5) & (c >= 0) & (c < 7)
+    np.testing.assert_array_equal(gout.numpy(), np.where(ok, r * 7 + c, -1))
+
+
+def test_atomic_add_returns_old_values():
+    k = K("atomic_add")
+    ca, oa = k.array("C", D.int32, 1), k.array("O", D.int32, 1)
+    idx = _lane_indices(k, 16, 1, 4)  # -4 .. 11 over 8 counters
+    mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 6, D.int32))
+    old = k.op(Opcode.ATOMIC, [ca, idx, k.full((16,), 5, D.int32), mask], TileType(D.int32, (16,)),
+               fn=AtomicFn.ADD, order=MemoryOrder.ACQ_REL, scope=MemoryScope.DEVICE, has_mask=True)
+    k.store(oa, [k.const(0)], old)
+    counters = torch.arange(8, dtype=torch.int32) * 10
+    out = poison(16, torch.int32)
+    run(k, (1,), [counters, out])
+    lane = np.arange(16)
+    ids = lane - 4
+    ok = (ids >= 0) & (ids < 8) & (lane != 6)
+    np.testing.assert_array_equal(out.numpy()[ok], ids[ok] * 10)
+    want = np.arange(8) * 10
+    want[ids[ok]] += 5
+    np.testing.assert_array_equal(counters.numpy(), want)
+
+
+def test_atomic_cas_masked_and_out_of_bounds_lanes_return_expected():
+    k = K("atomic_cas")
+    fa, ea, da, oa = (k.array(n, D.float32, 1) for n in ("F", "E", "Dsr", "O"))
+    idx = _lane_indices(k, 16, 1, 4)
+    expected = k.load(ea, [k.const(0)], (16,))
+    desired = k.load(da, [k.const(0)], (16,))
+    mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 9, D.int32))
+    old = k.op(Opcode.ATOMIC, [fa, idx, expected, desired, mask], TileType(D.float32, (16,)),
+               fn=AtomicFn.CAS, order=MemoryOrder.ACQ_REL, scope=MemoryScope.DEVICE, has_mask=True)
+    k.store(oa, [k.const(0)], old)
+    f0 = np.arange(8, dtype=np.float32)
+    lane = np.arange(16)
+    ids = lane - 4
+    exp = np.where(lane % 2 == 0, np.clip(ids, 0, 7), 99).astype(np.float32)  # even lanes match
+    f, e, d, out = torch.tensor(f0), torch.tensor(exp), torch.tensor(100.0 + lane, dtype=torch.float32), poison(16)
+    run(k, (1,), [f, e, d, out])
+    ok = (ids >= 0) & (ids < 8) & (lane != 9)
+    np.testing.assert_array_equal(out.numpy(), np.where(ok, f0[np.clip(ids, 0, 7)], exp))
+    want = f0.copy()
+    hit = ok & (lane % 2 == 0)
+    want[ids[hit]] = 100.0 + lane[hit]
+    np.testing.assert_array_equal(f.numpy(), want)
+
+
+# ---- control flow ---------------------------------------------------------------------------
+
+def test_if_with_results_and_scalar_stores():
+    k = K("branch")
+    xa, oa = k.array("X", D.float32, 1), k.array("O", D.float32, 1)
+    i = k.bid()
+    x = k.load(xa, [i], ())
+    then, other = Block(), Block()
+    with k.b.inside(then):
+        k.op(Opcode.YIELD, [k.const(10.0, D.float32), k.const(1)])
+    with k.b.inside(other):
+        k.op(Opcode.YIELD, [k.binary(BinaryFn.MUL, x, x), i])
+    r, n = k.op(Opcode.IF, [k.compare(CompareFn.EQ, i, k.const(1))], [F32, I32], blocks=[then, other])
+    k.store(oa, [i], k.binary(BinaryFn.ADD, r, k.cast(n, D.float32)))
+    x_t, out = randn(4), poison(4)
+    run(k, (4,), [x_t, out])
+    want = x_t.numpy() ** 2 + np.arange(4)
+    want[1] = 11.0
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+
+
+def test_while_loop_counts_collatz_steps():
+    k = K("collatz")
+    na, sa = k.array("N", D.int32, 1), k.array("S", D.int32, 1)
+    i = k.bid()
+    before, after = Block([Value(I32, "n"), Value(I32, "steps")]), Block([Value(I32), Value(I32)])
+    with k.b.inside(before):
+        n, steps = before.args
+        k.op(Opcode.CONDITION, [k.compare(CompareFn.NE, n, k.const(1)), n, steps])
+    with k.b.inside(after):
+        n, steps = after.args
+        even = k.compare(CompareFn.EQ, k.binary(BinaryFn.MOD, n, k.const(2)), k.const(0))
+        half = k.binary(BinaryFn.FLOORDIV, n, k.const(2))
+        triple = k.binary(BinaryFn.ADD, k.binary(BinaryFn.MUL, n, k.const(3)), k.const(1))
+        nxt = k.op(Opcode.WHERE, [even, half, triple], I32)
+        k.op(Opcode.YIELD, [nxt, k.binary(BinaryFn.ADD, steps, k.const(1))])
+    _, steps = k.op(Opcode.WHILE, [k.load(na, [i], ()), k.const(0)], [I32, I32], blocks=[before, after])
+    k.store(sa, [i], steps)
+    starts = torch.tensor([1, 6, 7, 27], dtype=torch.int32)
+    out = poison(4, torch.int32)
+    run(k, (4,), [starts, out])
+    np.testing.assert_array_equal(out.numpy(), [0, 8, 16, 111])
+
+
+def test_for_loop_with_int64_carry_and_swapped_yield():
+    k = K("int64_loop")
+    oa = k.array("O", D.int64, 1)
+    i64 = scalar(D.int64)
+
+    def body(iv, total, a, b):
+        sq = k.cast(k.binary(BinaryFn.MUL, iv, iv), D.int64)
+        return [k.binary(BinaryFn.ADD, total, k.binary(BinaryFn.MUL, sq, k.const(3_000_000_000, D.int64))), b, a]
+
+    total, a, b = k.for_(k.const(0), k.const(5), k.const(1),
+                         [k.const(0, D.int64), k.const(1, D.int64), k.const(2, D.int64)], body)
+    k.store(oa, [k.const(0)], total)
+    k.store(oa, [k.const(1)], a)
+    k.store(oa, [k.const(2)], b)
+    assert total.type == i64
+    out = poison(3, torch.int64)
+    run(k, (1,), [out])
+    np.testing.assert_array_equal(out.numpy(), [30 * 3_000_000_000, 2, 1])
+
+
+# ---- casts and elementwise math -------------------------------------------------------------
+
+def test_casts():
+    k = K("casts")
+    xa = k.array("X", D.float32, 1)
+    ia, ba, ha, za, wa, ca = (k.array(n, dt, 1) for n, dt in (
+        ("I", D.int32), ("Bo", D.bool_), ("H", D.float16), ("Hz", D.float16), ("W", D.int8), ("Cb", D.int32)))
+    x = k.load(xa, [k.const(0)], (16,))
+    xi = k.cast(x, D.int32)
+    k.store(ia, [k.const(0)], xi)
+    k.store(ba, [k.const(0)], k.cast(xi, D.bool_))
+    k.store(ha, [k.const(0)], k.cast(x, D.float16))
+    k.store(za, [k.const(0)], k.cast(x, D.float16, RoundingMode.RZ))
+    big = k.binary(BinaryFn.MUL, xi, k.full((16,), 100, D.int32))
+    k.store(wa, [k.const(0)], k.cast(big, D.int8))
+    k.store(ca, [k.const(0)], k.op(Opcode.BITCAST, [x], TileType(D.int32, (16,)), dtype=D.int32))
+    x_t = torch.tensor([-2.7, -1.0, -0.5, 0.0, 0.4, 1.5, 2.99, 3.3333, -3.3333, 7.1, -9.9, 100.7,
+                        1e-3, -1e-3, 65.123, 12345.678], dtype=torch.float32)
+    outs = [poison(16, torch.int32), poison(16, torch.bool), poison(16, torch.float16),
+            poison(16, torch.float16), poison(16, torch.int8), poison(16, torch.int32)]
+    outs[1].fill_(True)
+    run(k, (1,), [x_t, *outs])
+    xn = x_t.numpy()
+    trunc = np.trunc(xn).astype(np.int32)
+    np.testing.assert_array_equal(outs[0].numpy(), trunc)
+    np.testing.assert_array_equal(outs[1].numpy(), trunc != 0)
+    np.testing.assert_array_equal(outs[2].numpy(), xn.astype(np.float16))
+    rn = xn.astype(np.float16)
+    rz = np.where(np.abs(rn.astype(np.float32)) > np.abs(xn), np.nextafter(rn, np.float16(0)), rn)
+    np.testing.assert_array_equal(outs[3].numpy(), rz)
+    np.testing.assert_array_equal(outs[4].numpy(), (trunc * 100).astype(np.int8))
+    np.testing.assert_array_equal(outs[5].numpy(), xn.view(np.int32))
+
+
+def _elementwise(fn_apply, dtype, n_in, xs):
+    """Run one elementwise op over 1-D inputs `xs` (torch tensors) and return the output."""
+    k = K("elementwise")
+    ins = [k.array(f"X{i}", dtype, 1) for i in range(n_in)]
+    vals = [k.load(a, [k.const(0)], (16,)) for a in ins]
+    r = fn_apply(k, *vals)
+    oa = k.array("O", r.tile.dtype, 1)
+    k.store(oa, [k.const(0)], r)
+    out = poison(16, {D.bool_: torch.bool, D.float16: torch.float16, D.bfloat16: torch.bfloat16,
+                      D.int32: torch.int32, D.uint32: torch.uint32}.get(r.tile.dtype, torch.float32))
+    kernel = run(k, (1,), [*xs, out])
+    return out, kernel
+
+
+@pytest.mark.parametrize("fn", [BinaryFn.FLOORDIV, BinaryFn.MOD])
+@pytest.mark.parametrize("dtype", [D.int32, D.float32])
+def test_floordiv_and_mod_follow_python(fn, dtype):
+    tdt = torch.int32 if dtype is D.int32 else torch.float32
+    x = torch.tensor([7, -7, 7, -7, 0, 1, -1, 13, -13, 5, -5, 100, -100, 3, -3, 9], dtype=tdt)
+    y = torch.tensor([2, 2, -2, -2, 3, 3, 3, -4, -4, 5, 5, 7, 7, -1, -1, 10], dtype=tdt)
+    if dtype is D.float32:
+        x, y = x * 1.25, y * 0.5
+    out, _ = _elementwise(lambda k, a, b: k.binary(fn, a, b), dtype, 2, [x, y])
+    ref = (np.floor_divide if fn is BinaryFn.FLOORDIV else np.mod)(x.numpy(), y.numpy())
+    np.testing.assert_array_equal(out.numpy(), ref)
+
+
+def test_min_max_nan_and_shifts():
+    x = torch.tensor([1.0, float("nan"), 3.0, float("nan")] * 4)
+    y = torch.tensor([2.0, 5.0, float("nan"), float("nan")] * 4)
+    for fn, ref in ((BinaryFn.MIN, np.fmin), (BinaryFn.MAX, np.fmax),
+                    (BinaryFn.MIN_NAN, np.minimum), (BinaryFn.MAX_NAN, np.maximum)):
+        out, _ = _elementwise(lambda k, a, b: k.binary(fn, a, b), D.float32, 2, [x, y])
+        np.testing.assert_array_equal(out.numpy(), ref(x.numpy(), y.numpy()))
+    sx = torch.tensor([-64, 64, -1, 7] * 4, dtype=torch.int32)
+    sy = torch.tensor([1, 2, 3, 4] * 4, dtype=torch.int32)
+    out, _ = _elementwise(lambda k, a, b: k.binary(BinaryFn.SHR, a, b), D.int32, 2, [sx, sy])
+    np.testing.assert_array_equal(out.numpy(), sx.numpy() >> sy.numpy())
+    ux = sx.to(torch.uint32)
+    out, _ = _elementwise(lambda k, a, b: k.binary(BinaryFn.SHR, a, b), D.uint32, 2,
+                          [ux, sy.to(torch.uint32)])
+    np.testing.assert_array_equal(out.numpy(), sx.numpy().view(np.uint32) >> sy.numpy().view(np.uint32))
+
+
+@pytest.mark.parametrize("fn", [UnaryFn.EXP, UnaryFn.LOG, UnaryFn.SQRT, UnaryFn.TAN, UnaryFn.SINH,
+                                UnaryFn.COSH, UnaryFn.TANH, UnaryFn.FLOOR, UnaryFn.ISNAN, UnaryFn.NEG])
+def test_unary_math(fn):
+    x = torch.abs(randn(16)) + 0.05
+    x[3] = 1e-4
+    out, _ = _elementwise(lambda k, a: k.unary(fn, a), D.float32, 1, [x])
+    ref = {UnaryFn.EXP: np.exp, UnaryFn.LOG: np.log, UnaryFn.SQRT: np.sqrt, UnaryFn.TAN: np.tan,
+           UnaryFn.SINH: np.sinh, UnaryFn.COSH: np.cosh, UnaryFn.TANH: np.tanh,
+           UnaryFn.FLOOR: np.floor, UnaryFn.ISNAN: np.isnan, UnaryFn.NEG: np.negative}[fn]
+    np.testing.assert_allclose(out.numpy(), ref(x.double().numpy()), rtol=2e-6)
+
+
+def test_pow_atan2_and_half_precision_math():
+    x = torch.tensor([2.0, -2.0, -2.0, 0.0, 0.0, 1.5, -1.5, 3.0, 1.0, -0.5, 4.0, 10.0, 0.3, -3.0, 2.5, 7.0])
+    y = torch.tensor([3.0, 3.0, 2.0, 2.0, 0.0, -1.0, 0.5, 0.5, 9.0, -3.0, -0.5, 0.25, 2.0, -2.0, -1.0, 0.0])
+    out, _ = _elementwise(lambda k, a, b: k.binary(BinaryFn.POW, a, b), D.float32, 2, [x, y])
+    np.testing.assert_allclose(out.numpy(), np.power(x.double().numpy(), y.double().numpy()), rtol=1e-6)
+    out, _ = _elementwise(lambda k, a, b: k.binary(BinaryFn.ATAN2, a, b), D.float32, 2, [x, y])
+    np.testing.assert_allclose(out.numpy(), np.arctan2(x.double().numpy(), y.double().numpy()),
+                               rtol=1e-6, atol=1e-7)
+    h = randn(16, dtype=torch.float16)
+    out, kernel = _elementwise(lambda k, a: k.unary(UnaryFn.EXP, a), D.float16, 1, [h])
+    assert "tl.cast(" in kernel.source and out.dtype == torch.float16
+    np.testing.assert_allclose(out.double().numpy(), np.exp(h.double().numpy()), rtol=1e-3)
+    bx, by = randn(16, dtype=torch.bfloat16), randn(16, dtype=torch.bfloat16)
+    out, _ = _elementwise(lambda k, a, b: k.binary(BinaryFn.SUB, a, b), D.bfloat16, 2, [bx, by])
+    np.testing.assert_array_equal(out.float().numpy(), (bx - by).float().numpy())
+    out, _ = _elementwise(lambda k, a, b: k.compare(CompareFn.LT, a, b), D.bfloat16, 2, [bx, by])
+    np.testing.assert_array_equal(out.numpy(), (bx < by).numpy())
+
+
+# ---- shape manipulation ---------------------------------------------------------------------
+
+def test_broadcast_reshape_permute_cat():
+    k = K("shapes")
+    xa, oa, ca = k.array("X", D.float32, 2), k.array("O", D.float32, 2), k.array("C", D.float32, 2)
+    row = k.load(xa, [k.const(0), k.const(0)], (1, 8))
+    b = k.op(Opcode.BROADCAST, [row], TileType(D.float32, (4, 8)), shape=(4, 8))
+    flat = k.op(Opcode.RESHAPE, [b], TileType(D.float32, (32,)), shape=(32,))
+    sq = k.op(Opcode.RESHAPE, [flat], TileType(D.float32, (8, 4)), shape=(8, 4))
+    t = k.op(Opcode.PERMUTE, [sq], TileType(D.float32, (4, 8)), axes=(1, 0))
+    k.store(oa, [k.const(0), k.const(0)], t)
+    both = k.op(Opcode.CAT, [b, t], TileType(D.float32, (4, 16)), axis=1)
+    k.store(ca, [k.const(0), k.const(0)], both)
+    x, out, cat = randn(1, 8), poison((4, 8)), poison((4, 16))
+    run(k, (1,), [x, out, cat])
+    bx = np.broadcast_to(x.numpy(), (4, 8))
+    want = bx.reshape(8, 4).T
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(cat.numpy(), np.concatenate([bx, want], axis=1))
+
+
+@pytest.mark.parametrize("dtype", [D.float32, D.int16])
+def test_cat_axis0_and_extract_at_runtime_index(dtype):
+    tdt = torch.float32 if dtype is D.float32 else torch.int16
+    k = K("extract")
+    xa, ea, ca = k.array("X", dtype, 2), k.array("E", dtype, 2), k.array("C", dtype, 2)
+    i = k.bid()
+    x = k.load(xa, [k.const(0), k.const(0)], (8, 8))
+    j = k.binary(BinaryFn.AND, i, k.const(1))
+    sub = k.op(Opcode.EXTRACT, [x, i, j], TileType(dtype, (2, 4)), shape=(2, 4))
+    k.store(ea, [i, k.const(0)], sub)
+    k.store(ca, [k.const(0), k.const(0)], k.op(Opcode.CAT, [x, x], TileType(dtype, (16, 8)), axis=0))
+    x_t = randn(8, 8).to(tdt) if dtype is D.float32 else torch.arange(64, dtype=tdt).reshape(8, 8) - 30
+    x_t[2, 5] = -0.0 if dtype is D.float32 else 0
+    e, c = poison((8, 4), tdt), poison((16, 8), tdt)
+    run(k, (4,), [x_t, e, c])
+    xn = x_t.numpy()
+    for i in range(4):
+        j = i % 2
+        np.testing.assert_array_equal(e.numpy()[2 * i:2 * i + 2], xn[2 * i:2 * i + 2, 4 * j:4 * j + 4])
+    if dtype is D.float32:
+        assert np.signbit(e.numpy()[2, 1])
+    np.testing.assert_array_equal(c.numpy(), np.concatenate([xn, xn]))
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def _broken():
+    k = K("broken")
+    xa, oa = k.array("X", D.float32, 1), k.array("O", D.float32, 1)
+    x = k.load(xa, [k.const(0)], (16,))
+    bad = k.binary(BinaryFn.AND, x, x)  # bitwise and of floats: Triton rejects it
+    k.store(oa, [k.const(0)], bad)
+    return k, _broken.__code__.co_firstlineno + 4
+
+
+def test_rejected_code_reports_the_kernel_location():
+    k, line = _broken()
+    with pytest.raises(TileCompilerExecutionError) as info:
+        run(k, (1,), [randn(16), poison(16)])
+    assert info.value.loc is not None and info.value.loc.line == line
+    assert "Triton rejected" in str(info.value)
+    k, line = _broken()
+    kernel = GPU.compile(k.fn(), [None, None])
+    with pytest.raises(TileCompilerExecutionError) as info:
+        kernel.compile_for(90)
+    assert info.value.loc.line == line
+    assert "float32" in str(info.value)
+
+
+def test_device_assert_fires_under_the_interpreter():
+    k = K("asserting")
+    xa = k.array("X", D.int32, 1)
+    x = k.load(xa, [k.const(0)], (16,))
+    k.op(Opcode.ASSERT, [k.compare(CompareFn.LT, x, k.full((16,), 10, D.int32))], message="x < 10")
+    run(k, (1,), [torch.arange(16, dtype=torch.int32) % 10])
+    with pytest.raises(AssertionError, match="x < 10"):
+        run(k, (1,), [torch.arange(16, dtype=torch.int32)])
+
+
+# ---- the GPU variant, compiled for sm_90 without a GPU --------------------------------------
+
+def test_gpu_matmul_uses_tma_descriptors_and_wgmma():
+    k = _matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64)
+    a = torch.empty(64, 64, dtype=torch.float16)
+    kernel = GPU.compile(k.fn(), [facts_of(a), facts_of(a), facts_of(a.float())])
+    assert kernel.source.count("tl.make_tensor_descriptor(") == 3
+    ptx = kernel.compile_for(90).asm["ptx"]
+    assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
+
+
+def test_gpu_math_atomics_and_loops_compile_for_sm90():
+    k = K("mixed")
+    xa, ca = k.array("X", D.float32, 1), k.array("C", D.int32, 1)
+    x = k.load(xa, [k.bid()], (32,))
+    y = k.binary(BinaryFn.ATAN2, k.unary(UnaryFn.TANH, x), k.binary(BinaryFn.POW, x, x))
+    k.store(xa, [k.bid()], y)
+    k.op(Opcode.ATOMIC, [ca, k.arange(32), k.cast(k.unary(UnaryFn.ISNAN, y), D.int32)],
+         TileType(D.int32, (32,)), fn=AtomicFn.ADD, order=MemoryOrder.RELAXED,
+         scope=MemoryScope.DEVICE, has_mask=False)
+    kernel = GPU.compile(k.fn(), [None, None])
+    assert "libdevice.atan2(" in kernel.source and "libdevice.tanh(" in kernel.source
+    assert "atom" in kernel.compile_for(90).asm["ptx"]
+
+
+def test_launch_config_heuristics():
+    def mma_kernel(m, n, kk, dtype):
+        k = K("mma")
+        a = k.full((m, kk), 1.0, dtype)
+        b = k.full((kk, n), 1.0, dtype)
+        k.op(Opcode.MMA, [a, b, k.full((m, n), 0.0, D.float32)], TileType(D.float32, (m, n)))
+        return k.fn()
+
+    cfg = choose_config(mma_kernel(128, 256, 64, D.float16))
+    assert (cfg.num_warps, cfg.num_stages) == (8, 3)
+    cfg = choose_config(mma_kernel(128, 128, 64, D.float16))
+    assert (cfg.num_warps, cfg.num_stages) == (4, 4)
+    cfg = choose_config(mma_kernel(32, 32, 32, D.float32))
+    assert (cfg.num_warps, cfg.num_stages) == (4, 3)
+    assert choose_config(_vector_add(1024).fn()).num_warps == 4
+    fn = _vector_add(64).fn()
+    fn.options.update(num_ctas=2, occupancy=2)
+    cfg = choose_config(fn)
+    assert cfg.options["num_ctas"] == 2 and cfg.ignored == {"occupancy": 2}

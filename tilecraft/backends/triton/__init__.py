@@ -1,0 +1,55 @@
+"""The Triton backend: Tile IR -> readable Triton source -> Triton JIT (GPU) or interpreter (CPU).
+
+    backend = TritonBackend(BackendKind.TRITON_INTERPRET)   # or BackendKind.TRITON on a GPU
+    kernel = backend.compile(fn, facts)                      # verified IR + ArrayFacts per param
+    print(kernel.source)                                     # the generated Triton module
+    kernel.launch((blocks_x, blocks_y, blocks_z), [tensor_a, tensor_b, 256], stream=None)
+
+Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ...ir import Function
+from ..base import ArrayFacts, BackendKind
+from .compile import TritonKernel
+from .emitter import Target
+from .lower import lower, missing_rules
+
+__all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
+
+
+class TritonBackend:
+    """Compiles Tile IR functions through Triton.
+
+    `descriptors` forces tensor descriptors (TMA) on or off for eligible tile loads/stores; by
+    default they are used on a GPU of compute capability 9.0 or newer and never under the
+    interpreter (where they work, but only slowly; tests turn them on to check the lowering).
+    """
+
+    def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None) -> None:
+        if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
+            raise ValueError(f"TritonBackend cannot run as {kind}")
+        self.kind = kind
+        self._descriptors = descriptors
+
+    @property
+    def interpret(self) -> bool:
+        return self.kind is BackendKind.TRITON_INTERPRET
+
+    def _use_descriptors(self) -> bool:
+        if self._descriptors is None:
+            if self.interpret:
+                self._descriptors = False
+            else:
+                import torch
+                self._descriptors = torch.cuda.get_device_capability()[0] >= 9
+        return self._descriptors
+
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel:
+        """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
+        descriptors = self._use_descriptors()
+        lowered = lower(fn, list(facts), Target(interpret=self.interpret, descriptors=descriptors))
+        return TritonKernel(lowered, self.interpret)

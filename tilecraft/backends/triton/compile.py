@@ -1,0 +1,201 @@
+"""From generated source to a launchable kernel: write, import, wrap, launch, report errors.
+
+The source goes to `<cache>/triton-src/<kernel>_<hash>.py` (written atomically) and is imported
+as its own module once per mode. Its `@triton.jit` functions are re-wrapped for the mode asked
+for, whatever `TRITON_INTERPRET` says: `JITFunction` for the GPU, `InterpretedFunction` for
+Triton's CPU interpreter, so both can live in one process. Launching only flattens the
+arguments (arrays to pointer, shapes, strides) and calls the Triton function's `run`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+import tempfile
+import threading
+import traceback
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Sequence
+
+import triton
+from triton.compiler.errors import CompilationError
+from triton.runtime import interpreter as triton_interpreter
+from triton.runtime.errors import InterpreterError, OutOfResources
+from triton.runtime.interpreter import InterpretedFunction
+from triton.runtime.jit import JITFunction
+
+from ... import knobs
+from ...errors import Location, TileCompilerExecutionError
+from .lower import LoweredKernel
+
+_lock = threading.Lock()
+_modules: dict[tuple[Path, bool], ModuleType] = {}
+_scratch_dir: list[Path] = []
+_thread = threading.local()
+
+
+def source_dir() -> Path:
+    """Where generated sources live: `<cache dir>/triton-src`, or a private temporary directory
+    when the on-disk cache is off (Triton needs the source in a file either way)."""
+    root = knobs.cache_dir()
+    if root is None:
+        with _lock:
+            if not _scratch_dir:
+                _scratch_dir.append(Path(tempfile.mkdtemp(prefix="tilecraft-triton-src-")))
+        return _scratch_dir[0]
+    path = root / "triton-src"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_source(name: str, source: str) -> Path:
+    """Write `source` under a name derived from its hash (temp file + rename: readers never see
+    a partial file); an existing file of that name already holds the same text."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    path = source_dir() / f"{name}_{digest}.py"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    return path
+
+
+def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
+    """Import the module at `path` (once per mode) and return its kernel, wrapped for the mode."""
+    key = (path, interpret)
+    with _lock:
+        module = _modules.get(key)
+        if module is None:
+            modname = f"tilecraft_triton_{path.stem}_{'interp' if interpret else 'gpu'}"
+            spec = importlib.util.spec_from_file_location(modname, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            wrap = InterpretedFunction if interpret else JITFunction
+            for name in (*lowered.helpers, lowered.name):
+                setattr(module, name, wrap(getattr(module, name).fn))
+            sys.modules[modname] = module
+            _modules[key] = module
+    return getattr(module, lowered.name)
+
+
+def _torch_alloc(size: int, alignment: int, stream: int | None):
+    import torch
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _ensure_allocator() -> None:
+    """Tensor descriptors built in a kernel need global scratch memory: give Triton a torch
+    allocator, once per thread (Triton keeps the allocator in a context variable)."""
+    if not getattr(_thread, "allocator", False):
+        triton.set_allocator(_torch_alloc)
+        _thread.allocator = True
+
+
+def _stream_context(stream: Any):
+    """Make `stream` (torch stream, object with `.cuda_stream`, or raw handle) current."""
+    import torch
+    if isinstance(stream, torch.cuda.Stream):
+        return torch.cuda.stream(stream)
+    handle = int(getattr(stream, "cuda_stream", stream))
+    if handle == torch.cuda.current_stream().cuda_stream:
+        return contextlib.nullcontext()
+    return torch.cuda.stream(torch.cuda.ExternalStream(handle))
+
+
+@contextlib.contextmanager
+def _interpreter_asserts():
+    """Under the interpreter, `tl.device_assert` only fires when its options say debug: switch
+    that on (with integer overflow checks off: tile integers wrap) for one launch."""
+    builder = triton_interpreter.interpreter_builder
+    saved = builder.options
+    builder.options = replace(saved, debug=True, sanitize_overflow=False)
+    try:
+        yield
+    finally:
+        builder.options = saved
+
+
+class TritonKernel:
+    """A compiled tile kernel: `launch(grid, args, stream)`; `source` is the generated code."""
+
+    def __init__(self, lowered: LoweredKernel, interpret: bool) -> None:
+        self.lowered = lowered
+        self.source = lowered.source
+        self.path = write_source(lowered.name, lowered.source)
+        self.interpret = interpret
+        self.config = lowered.config
+        self._fn = _load(self.path, lowered, interpret)
+        self._flatten = eval(lowered.flatten)  # noqa: S307 - our own generated lambda
+        self._options = dict(lowered.config.options, sanitize_overflow=False)
+        if lowered.has_assert:
+            self._options["debug"] = True
+        self._descriptors = lowered.uses_descriptors and not interpret
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
+        """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers)."""
+        flat = self._flatten(*args)
+        try:
+            if self.interpret:
+                ctx = _interpreter_asserts() if self.lowered.has_assert else contextlib.nullcontext()
+                with ctx:
+                    self._fn.run(*flat, grid=grid, warmup=False)
+                return
+            if self._descriptors:
+                _ensure_allocator()
+            if stream is None:
+                self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+            else:
+                with _stream_context(stream):
+                    self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+        except (CompilationError, InterpreterError, OutOfResources) as exc:
+            raise self._translate(exc) from exc
+
+    def compile_for(self, capability: int = 90) -> Any:
+        """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
+        launch: a check of the generated code, or ahead-of-time use. Returns Triton's compiled
+        kernel (its `.asm` holds ttir/ttgir/ptx/cubin)."""
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import ASTSource
+        fn = self._fn if not self.interpret else _load(self.path, self.lowered, interpret=False)
+        attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
+        src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
+        try:
+            return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
+        except (CompilationError, OutOfResources) as exc:
+            raise self._translate(exc) from exc
+
+    # ---- errors --------------------------------------------------------------------------------
+    def _generated_line(self, exc: BaseException) -> int | None:
+        """The line of the generated source where `exc` arose, if it can be told."""
+        if isinstance(exc, CompilationError) and hasattr(exc.node, "lineno"):
+            return self.lowered.def_line + exc.node.lineno - 1
+        seen: int | None = None
+        chain: BaseException | None = exc
+        while chain is not None:
+            for frame in traceback.extract_tb(chain.__traceback__):
+                if frame.filename == str(self.path) and frame.lineno in self.lowered.line_locs:
+                    seen = frame.lineno
+            chain = chain.__cause__
+        if seen is None:
+            match = re.search(re.escape(str(self.path)) + r'":?(\d+)', str(exc))
+            seen = int(match.group(1)) if match else None
+        return seen
+
+    def _translate(self, exc: BaseException) -> Exception:
+        line = self._generated_line(exc)
+        loc: Location | None = self.lowered.line_locs.get(line) if line else None
+        cause = exc.__cause__ if isinstance(exc, InterpreterError) and exc.__cause__ else exc
+        where = f"{self.path}:{line}" if line else str(self.path)
+        if isinstance(cause, AssertionError):
+            return AssertionError(f"Device assertion failed in kernel `{self.lowered.name}` "
+                                  f"({where}): {cause}" + (f"\n{loc.render()}" if loc else ""))
+        message = (f"Triton rejected the code generated for kernel `{self.lowered.name}` "
+                   f"({where}):\n{type(cause).__name__}: {cause}")
+        return TileCompilerExecutionError(message, loc or self.lowered.loc)
