@@ -1,0 +1,278 @@
+"""Shared test fixtures: the `backend` parameter and device helpers.
+
+Every test that takes the `backend` argument (directly or through `dev`, `to_device`,
+`from_device`, `launch`) runs once per selected backend:
+
+  interpreter       NumPy arrays, the reference NumPy executor of the IR
+  triton-interpret  CPU torch tensors, the generated Triton code under Triton's CPU interpreter
+  triton            CUDA torch tensors, the generated Triton code on a real GPU
+
+Choose the backends with `--backend=a,b` or `TILECRAFT_TEST_BACKENDS=a,b` (the option wins;
+default: interpreter,triton-interpret). A selected backend that cannot run here (Triton backend
+not importable yet, no CUDA device) is skipped with the reason.
+
+Test markers (registered below):
+  @pytest.mark.only_backends("interpreter", ...)          run only on these backends
+  @pytest.mark.xfail_backend("triton-interpret", reason=..., params=[{"dtype": "bfloat16"}])
+      strict xfail on that backend, for the parametrizations matching one of `params`
+      (dicts of parameter values; a tuple value lists alternatives; omitted: all)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+ALL_BACKENDS = ("interpreter", "triton-interpret", "triton")
+DEFAULT_BACKENDS = ("interpreter", "triton-interpret")
+ENV_VAR = "TILECRAFT_TEST_BACKENDS"
+_session_cache: list[str] = []   # the temporary compile cache this process made, if any
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--backend", action="store", default=None,
+                     help=f"comma-separated backends to test ({', '.join(ALL_BACKENDS)}); "
+                          f"default: ${ENV_VAR} or {','.join(DEFAULT_BACKENDS)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # A fresh compile cache per session (unless one is chosen): the on-disk IR cache is keyed by
+    # tilecraft's version, not its source, so IR cached by an older working tree would be reused.
+    if "TILECRAFT_CACHE_DIR" not in os.environ:
+        _session_cache.append(tempfile.mkdtemp(prefix="tilecraft-test-cache-"))
+        os.environ["TILECRAFT_CACHE_DIR"] = _session_cache[0]
+    config.addinivalue_line("markers", "only_backends(*names): run the test only on these backends")
+    config.addinivalue_line("markers", "xfail_backend(*names, reason, params=None): strict xfail on these "
+                                       "backends (for matching parametrizations)")
+    config.addinivalue_line("markers", "slow: long-running tests")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _session_cache:
+        os.environ.pop("TILECRAFT_CACHE_DIR", None)
+        shutil.rmtree(_session_cache.pop(), ignore_errors=True)
+
+
+def selected_backends(config: pytest.Config) -> tuple[str, ...]:
+    raw = config.getoption("--backend") or os.environ.get(ENV_VAR) or ",".join(DEFAULT_BACKENDS)
+    names = tuple(n.strip() for n in raw.split(",") if n.strip())
+    bad = [n for n in names if n not in ALL_BACKENDS]
+    if bad:
+        raise pytest.UsageError(f"unknown backend(s) {bad}; choose from {', '.join(ALL_BACKENDS)}")
+    return names
+
+
+@functools.lru_cache(maxsize=None)
+def unavailable_reason(name: str) -> str | None:
+    """Why `name` cannot run in this environment, or None when it can."""
+    if name == "interpreter":
+        return None
+    try:
+        import tilecraft.backends.triton  # noqa: F401
+    except Exception as exc:  # not written yet, or triton missing
+        return (f"{name}: tilecraft.backends.triton cannot be imported yet "
+                f"({type(exc).__name__}: {exc})")
+    try:
+        import torch
+    except Exception as exc:
+        return f"{name}: torch is not available ({exc})"
+    if name == "triton" and not torch.cuda.is_available():
+        return "triton: no CUDA device (torch.cuda.is_available() is False)"
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" not in metafunc.fixturenames:
+        return
+    names = selected_backends(metafunc.config)
+    only = metafunc.definition.get_closest_marker("only_backends")
+    params = []
+    for name in names:
+        marks: list[Any] = []
+        reason = unavailable_reason(name)
+        if reason is not None:
+            marks.append(pytest.mark.skip(reason=reason))
+        elif only is not None and name not in only.args:
+            marks.append(pytest.mark.skip(reason=f"test runs only on {', '.join(only.args)}"))
+        params.append(pytest.param(name, id=name, marks=marks))
+    metafunc.parametrize("backend", params)
+
+
+def _matches(params: dict[str, Any], want: Any) -> bool:
+    """Whether a test's parameters match one `params=` entry of an xfail_backend marker: a dict
+    whose values must equal the test's (a tuple value lists alternatives)."""
+    for key, value in want.items():
+        options = value if isinstance(value, tuple) else (value,)
+        if params.get(key, object()) not in options:
+            return False
+    return True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Turn `xfail_backend(*backends, reason=..., params=[{...}, ...])` markers into strict
+    xfails of the matching parametrizations (all of the test's, when params is omitted)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "backend" not in callspec.params:
+            continue
+        for m in item.iter_markers("xfail_backend"):
+            if callspec.params["backend"] not in m.args:
+                continue
+            wanted = m.kwargs.get("params")
+            if wanted is None or any(_matches(callspec.params, w) for w in wanted):
+                item.add_marker(pytest.mark.xfail(strict=True, reason=m.kwargs.get("reason", "")))
+                break
+
+
+# ---- converting arrays ---------------------------------------------------------------------------------
+_BITS_VIEW = {"bfloat16": np.int16, "float8_e4m3fn": np.uint8, "float8_e5m2": np.uint8,
+              "float8_e8m0fnu": np.uint8}
+
+
+def _torch_dtype_of(np_dtype: np.dtype) -> Any:
+    import torch
+    return getattr(torch, np.dtype(np_dtype).name)
+
+
+def numpy_to_torch(a: np.ndarray, device: str = "cpu") -> Any:
+    """A torch tensor with the same values, dtype and shape as `a` (a contiguous copy)."""
+    import torch
+    a = np.array(a, order="C")   # (np.ascontiguousarray would turn 0-d into 1-d)
+    name = a.dtype.name
+    if name in _BITS_VIEW:
+        t = torch.from_numpy(a.view(_BITS_VIEW[name]).copy()).view(_torch_dtype_of(a.dtype))
+    else:
+        t = torch.from_numpy(a.copy())
+    return t.to(device)
+
+
+def torch_to_numpy(t: Any) -> np.ndarray:
+    """A NumPy copy of a torch tensor (bfloat16 / float8 through ml_dtypes)."""
+    import torch
+    t = t.detach().cpu()
+    name = str(t.dtype).removeprefix("torch.")
+    if name in _BITS_VIEW:
+        bits = {np.int16: torch.int16, np.uint8: torch.uint8}[_BITS_VIEW[name]]
+        return t.view(bits).numpy().view(getattr(ml_dtypes, name)).copy()
+    return t.numpy().copy()
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    if isinstance(x, np.ndarray):
+        return x.copy()
+    return torch_to_numpy(x)
+
+
+@dataclass(frozen=True)
+class Device:
+    """What a test needs to know about the backend it runs on."""
+
+    name: str
+    launched: list = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def is_torch(self) -> bool:
+        return self.name != "interpreter"
+
+    @property
+    def torch_device(self) -> str:
+        return "cuda" if self.name == "triton" else "cpu"
+
+    def put(self, a: Any) -> Any:
+        """NumPy array → the backend's array type (NumPy, CPU torch, CUDA torch); a copy."""
+        a = np.asarray(a)
+        if not self.is_torch:
+            return a.copy()
+        return numpy_to_torch(a, self.torch_device)
+
+    def get(self, x: Any) -> np.ndarray:
+        """Backend array → NumPy copy."""
+        return to_numpy(x)
+
+    def poison(self, shape: Any, dtype: Any, value: Any = None) -> Any:
+        """A fresh device array filled with NaN (floats) or a sentinel (ints, bool: True)."""
+        return self.put(poisoned(shape, dtype, value))
+
+    def permute(self, x: Any, axes: tuple[int, ...]) -> Any:
+        """A transposed view (no copy) of a device array."""
+        return x.transpose(axes) if not self.is_torch else x.permute(*axes)
+
+    def launch(self, grid: tuple[int, ...], kernel: Any, args: tuple[Any, ...]) -> None:
+        import tilecraft as ct
+        if kernel not in self.launched:
+            self.launched.append(kernel)
+        if self.name == "triton":
+            import torch
+            stream = torch.cuda.current_stream()
+            ct.launch(stream, grid, kernel, args, backend=self.name)
+            torch.cuda.synchronize()
+        else:
+            ct.launch(None, grid, kernel, args, backend=self.name)
+
+
+SENTINEL = 0x5A
+
+
+def poisoned(shape: Any, dtype: Any, value: Any = None) -> np.ndarray:
+    """A NumPy array filled with NaN (float dtypes) or a sentinel (0x5A for ints, True for bool)."""
+    d = np.dtype(dtype)
+    if value is None:
+        if d.kind == "b":
+            value = True
+        elif d.kind in "iu":
+            value = SENTINEL
+        else:
+            value = np.nan
+    return np.full(shape, value, dtype=d)
+
+
+@pytest.fixture
+def dev(backend: str) -> Device:
+    return Device(backend)
+
+
+def generated_sources(dev: Device) -> str:
+    """The Triton source of every kernel variant the test launched on `dev`."""
+    out = []
+    for kernel in dev.launched:
+        for key, variant in getattr(kernel, "variants", {}).items():
+            source = getattr(variant.compiled, "source", None)
+            if source and getattr(key, "backend", None) is not None and key.backend.value == dev.name:
+                out.append(source)
+    return "\n".join(out)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """On a failure under a Triton backend, show the generated source in the report."""
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call" and rep.failed:
+        dev = getattr(item, "funcargs", {}).get("dev")
+        if isinstance(dev, Device) and dev.is_torch:
+            source = generated_sources(dev)
+            if source:
+                rep.sections.append(("generated Triton source", source))
+
+
+@pytest.fixture
+def to_device(dev: Device) -> Callable[[np.ndarray], Any]:
+    return dev.put
+
+
+@pytest.fixture
+def from_device(dev: Device) -> Callable[[Any], np.ndarray]:
+    return dev.get
+
+
+@pytest.fixture
+def launch(dev: Device) -> Callable[..., None]:
+    return dev.launch
