@@ -1,0 +1,769 @@
+"""Elementwise ops through the whole stack (front end → IR → backend), against NumPy references.
+
+Every kernel loads (possibly partial) tiles of a 7x19 array with 4x8 tiles, applies one op and
+stores the result into a poisoned output; `ct.static_assert` checks the result dtype (the
+promotion rule) at compile time.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from optest_utils import (BF16, F8E4M3, F8E5M2, assert_bits_equal, assert_close, is_float, np_dtype,
+                          random_array, rng, round_tf32, wrap)
+
+SHAPE = (7, 19)
+TILE = (4, 8)
+GRID = (2, 3)
+ZERO = ct.PaddingMode.ZERO
+
+
+def unary_kernel(fn: Callable[[Any], Any]) -> Any:
+    @ct.kernel
+    def k(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+        bm, bn = ct.bid(0), ct.bid(1)
+        t = ct.load(x, (bm, bn), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        r = fn(t)
+        ct.static_assert(r.dtype == out.dtype, "result dtype")
+        ct.store(out, (bm, bn), r)
+    return k
+
+
+def binary_kernel(fn: Callable[[Any, Any], Any]) -> Any:
+    @ct.kernel
+    def k(x, y, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+        bm, bn = ct.bid(0), ct.bid(1)
+        a = ct.load(x, (bm, bn), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(y, (bm, bn), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        r = fn(a, b)
+        ct.static_assert(r.dtype == out.dtype, "result dtype")
+        ct.store(out, (bm, bn), r)
+    return k
+
+
+def run_unary(dev: Any, fn: Callable, x: np.ndarray, out_dtype: Any) -> np.ndarray:
+    out = dev.poison(x.shape, out_dtype)
+    dev.launch(GRID, unary_kernel(fn), (dev.put(x), out, *TILE))
+    return dev.get(out)
+
+
+def run_binary(dev: Any, fn: Callable, x: np.ndarray, y: np.ndarray, out_dtype: Any) -> np.ndarray:
+    out = dev.poison(x.shape, out_dtype)
+    dev.launch(GRID, binary_kernel(fn), (dev.put(x), dev.put(y), out, *TILE))
+    return dev.get(out)
+
+
+# ---- binary arithmetic -----------------------------------------------------------------------------------
+# Operator and function forms of every binary op (module-level: tile code needs their source).
+def op_add(x, y): return x + y
+def op_sub(x, y): return x - y
+def op_mul(x, y): return x * y
+def op_truediv(x, y): return x / y
+def op_floordiv(x, y): return x // y
+def op_mod(x, y): return x % y
+def op_pow(x, y): return x ** y
+def op_and(x, y): return x & y
+def op_or(x, y): return x | y
+def op_xor(x, y): return x ^ y
+def op_lshift(x, y): return x << y
+def op_rshift(x, y): return x >> y
+def op_min(x, y): return min(x, y)
+def op_max(x, y): return max(x, y)
+
+
+def fn_add(x, y): return ct.add(x, y)
+def fn_sub(x, y): return ct.sub(x, y)
+def fn_mul(x, y): return ct.mul(x, y)
+def fn_truediv(x, y): return ct.truediv(x, y)
+def fn_floordiv(x, y): return ct.floordiv(x, y)
+def fn_mod(x, y): return ct.mod(x, y)
+def fn_pow(x, y): return ct.pow(x, y)
+def fn_and(x, y): return ct.bitwise_and(x, y)
+def fn_or(x, y): return ct.bitwise_or(x, y)
+def fn_xor(x, y): return ct.bitwise_xor(x, y)
+def fn_lshift(x, y): return ct.bitwise_lshift(x, y)
+def fn_rshift(x, y): return ct.bitwise_rshift(x, y)
+def fn_min(x, y): return ct.minimum(x, y)
+def fn_max(x, y): return ct.maximum(x, y)
+def fn_atan2(x, y): return ct.atan2(x, y)
+
+
+def _py_floordiv(a: int, b: int) -> int:
+    return a // b
+
+
+BINARY = {
+    # name: (operator form, function form, exact reference on Python ints / float64 values)
+    "add": (op_add, fn_add, operator.add),
+    "sub": (op_sub, fn_sub, operator.sub),
+    "mul": (op_mul, fn_mul, operator.mul),
+    "truediv": (op_truediv, fn_truediv, operator.truediv),
+    "floordiv": (op_floordiv, fn_floordiv, None),
+    "mod": (op_mod, fn_mod, None),
+    "pow": (op_pow, fn_pow, None),
+    "minimum": (op_min, fn_min, None),
+    "maximum": (op_max, fn_max, None),
+    "atan2": (None, fn_atan2, None),
+    "and": (op_and, fn_and, operator.and_),
+    "or": (op_or, fn_or, operator.or_),
+    "xor": (op_xor, fn_xor, operator.xor),
+    "lshift": (op_lshift, fn_lshift, operator.lshift),
+    "rshift": (op_rshift, fn_rshift, operator.rshift),
+}
+FLOAT_OPS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "minimum", "maximum", "atan2"]
+INT_OPS = ["add", "sub", "mul", "truediv", "floordiv", "mod", "minimum", "maximum",
+           "and", "or", "xor", "lshift", "rshift"]
+FLOAT_DTYPES = ["float32", "float16", "bfloat16", "float64"]
+INT_DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint32", "uint64"]
+
+
+def _float_inputs(name: str, d: np.dtype, seed: tuple) -> tuple[np.ndarray, np.ndarray]:
+    g = rng(*seed)
+    if name in ("floordiv", "mod"):
+        # x = (q + f) * y with f in [0.1, 0.9]: the quotient is never near an integer, so
+        # floor(x / y) is the same in every precision.
+        y = (g.uniform(0.5, 3.0, SHAPE) * g.choice([-1, 1], SHAPE)).astype(d)
+        q = g.integers(-6, 6, SHAPE)
+        f = g.uniform(0.1, 0.9, SHAPE)
+        x = ((q + f) * y.astype(np.float64)).astype(d)
+        return x, y
+    if name == "pow":
+        return g.uniform(0.1, 3.0, SHAPE).astype(d), g.uniform(-2.0, 2.0, SHAPE).astype(d)
+    if name == "truediv":
+        y = (g.uniform(0.25, 4.0, SHAPE) * g.choice([-1, 1], SHAPE)).astype(d)
+        return g.uniform(-4, 4, SHAPE).astype(d), y
+    x, y = g.uniform(-4, 4, SHAPE).astype(d), g.uniform(-4, 4, SHAPE).astype(d)
+    y[0, :5] = x[0, :5]                  # equal operands (min/max ties, exact zeros of sub)
+    return x, y
+
+
+def _float_reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    if name == "floordiv":
+        return np.floor(a / b)
+    if name == "mod":
+        return a - np.floor(a / b) * b
+    return {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
+            "pow": np.power, "minimum": np.minimum, "maximum": np.maximum,
+            "atan2": np.arctan2}[name](a, b)
+
+
+@pytest.mark.parametrize("form", ["op", "fn"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", FLOAT_OPS)
+def test_binary_float(dev, name: str, dtype: str, form: str) -> None:
+    f = BINARY[name][0 if form == "op" else 1]
+    if f is None:
+        pytest.skip(f"{name} has no operator form")
+    d = np_dtype(dtype)
+    x, y = _float_inputs(name, d, seed=(name, dtype))
+    got = run_binary(dev, f, x, y, d)
+    want = _float_reference(name, x, y)
+    if name == "mod":
+        # the remainder of a float division carries the absolute error of |y|
+        tol = {"float64": 1e-12, "float32": 1e-5, "float16": 4e-3, "bfloat16": 3e-2}[dtype]
+        assert_close(got, want.astype(d), d, rtol=0, atol=tol * 8, msg=f"{name} {dtype}")
+        assert (np.sign(got.astype(np.float64)) * np.sign(y.astype(np.float64)) >= 0).all(), \
+            "mod result must take the sign of the divisor"
+    else:
+        assert_close(got, want.astype(d), d, msg=f"{name} {dtype}")
+
+
+def _int_inputs(name: str, d: np.dtype, seed: tuple) -> tuple[np.ndarray, np.ndarray]:
+    g = rng(*seed)
+    info = np.iinfo(d)
+    big_lo = max(int(info.min), -2**40)
+    big_hi = min(int(info.max), 2**40)
+    if name in ("lshift", "rshift"):
+        x = random_array(g, SHAPE, d, info.min, info.max)
+        y = g.integers(0, 8 * d.itemsize - 1, SHAPE, endpoint=True).astype(d)
+        return x, y
+    if name in ("floordiv", "mod", "truediv"):
+        lim = min(int(info.max), 2**20)  # |x| < 2**24: exact in float32 for truediv
+        x = random_array(g, SHAPE, d, max(int(info.min), -lim), lim)
+        y = random_array(g, SHAPE, d, max(int(info.min), -9), 9)
+        y[y == 0] = 3
+        if d.kind == "i":
+            y[0, :4] = [-1, -2, -3, -7]
+            x[0, :4] = [7, -7, 7, -7]
+        return x, y
+    x = random_array(g, SHAPE, d, info.min if d.itemsize < 8 else big_lo, info.max if d.itemsize < 8 else big_hi)
+    y = random_array(g, SHAPE, d, info.min if d.itemsize < 8 else big_lo, info.max if d.itemsize < 8 else big_hi)
+    y[0, :5] = x[0, :5]
+    return x, y
+
+
+@pytest.mark.parametrize("form", ["op", "fn"])
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("name", INT_OPS)
+def test_binary_int(dev, name: str, dtype: str, form: str) -> None:
+    """Integer arithmetic wraps; `//` and `%` follow Python's sign rules; `>>` is arithmetic
+    for signed and logical for unsigned types; `/` gives float32."""
+    f = BINARY[name][0 if form == "op" else 1]
+    d = np.dtype(dtype)
+    x, y = _int_inputs(name, d, seed=(name, dtype))
+    if name == "truediv":
+        got = run_binary(dev, f, x, y, np.float32)
+        assert_close(got, (x.astype(np.float64) / y.astype(np.float64)).astype(np.float32), np.float32)
+        return
+    xs, ys = x.astype(object), y.astype(object)
+    if name in ("minimum", "maximum"):
+        want = np.minimum(x, y) if name == "minimum" else np.maximum(x, y)
+    elif name == "floordiv":
+        want = wrap(np.vectorize(_py_floordiv, otypes=[object])(xs, ys), d)
+    elif name == "mod":
+        want = wrap(np.vectorize(operator.mod, otypes=[object])(xs, ys), d)
+    else:
+        want = wrap(np.vectorize(BINARY[name][2], otypes=[object])(xs, ys), d)
+    got = run_binary(dev, f, x, y, d)
+    np.testing.assert_array_equal(got, want, err_msg=f"{name} {dtype}")
+
+
+@pytest.mark.parametrize("name", ["and", "or", "xor"])
+def test_bitwise_bool(dev, name: str) -> None:
+    g = rng(5)
+    x, y = g.random(SHAPE) < 0.5, g.random(SHAPE) < 0.5
+    got = run_binary(dev, BINARY[name][0], x, y, np.bool_)
+    np.testing.assert_array_equal(got, BINARY[name][2](x, y))
+
+
+# ---- Python semantics of // and % on negative operands --------------------------------------------------
+def test_floordiv_mod_python_signs_int(dev) -> None:
+    vals = [7, -7, 7, -7, 0, 1, -1, 6, -6, 100, -100, 13, -13, 2147483647, -2147483647]
+    divs = [2, 2, -2, -2, 3, -3, -3, 3, -3, 7, -7, -5, 5, 2, -2]
+    n = len(vals)
+    x = np.zeros(SHAPE, np.int32)
+    y = np.ones(SHAPE, np.int32)
+    x.flat[:n], y.flat[:n] = vals, divs
+    q = run_binary(dev, op_floordiv, x, y, np.int32)
+    r = run_binary(dev, op_mod, x, y, np.int32)
+    np.testing.assert_array_equal(q, [[int(a) // int(b) for a, b in zip(u, v)] for u, v in zip(x, y)])
+    np.testing.assert_array_equal(r, [[int(a) % int(b) for a, b in zip(u, v)] for u, v in zip(x, y)])
+
+
+def test_floordiv_mod_python_signs_float(dev) -> None:
+    vals = [7.5, -7.5, 7.5, -7.5, 0.0, 1.0, -1.0, 6.0, -6.0, 5.25, -5.25]
+    divs = [2.0, 2.0, -2.0, -2.0, 3.0, -3.0, -3.0, 3.0, -3.0, 0.5, -0.5]
+    n = len(vals)
+    x = np.zeros(SHAPE, np.float32)
+    y = np.ones(SHAPE, np.float32)
+    x.flat[:n], y.flat[:n] = vals, divs
+    q = run_binary(dev, op_floordiv, x, y, np.float32)
+    r = run_binary(dev, op_mod, x, y, np.float32)
+    np.testing.assert_array_equal(q, [[float(a) // float(b) for a, b in zip(u, v)] for u, v in zip(x, y)])
+    np.testing.assert_array_equal(r, [[float(a) % float(b) for a, b in zip(u, v)] for u, v in zip(x, y)])
+
+
+# ---- minimum / maximum with NaN ---------------------------------------------------------------------------
+def min_nan(x, y): return ct.minimum(x, y, propagate_nan=True)
+def max_nan(x, y): return ct.maximum(x, y, propagate_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_minimum_maximum_nan(dev, dtype: str) -> None:
+    g = rng(11)
+    d = np_dtype(dtype)
+    x, y = g.standard_normal(SHAPE).astype(d), g.standard_normal(SHAPE).astype(d)
+    x[g.random(SHAPE) < 0.3] = np.nan
+    y[g.random(SHAPE) < 0.3] = np.nan
+    x[0, 0] = y[0, 0] = np.nan
+    for f, want in ((fn_min, np.fmin(x, y)), (fn_max, np.fmax(x, y)), (op_min, np.fmin(x, y)),
+                    (min_nan, np.minimum(x, y)), (max_nan, np.maximum(x, y))):
+        assert_bits_equal(run_binary(dev, f, x, y, d), want, msg=f.__name__)
+
+
+# ---- promotion rules ------------------------------------------------------------------------------------
+def mul3(x): return x * 3
+def mul_half(x): return x * 2.5
+def sub_float(x): return x - 20.5
+def add_1(x): return x + 1
+def neg_i(x): return -x
+def div_2(x): return x / 2
+def floordiv_neg3(x): return x // -3
+def mod_neg3(x): return x % -3
+def pow2(x): return x ** 2
+def rpow(x): return 2.0 ** x
+def rsub(x): return 10 - x
+def rdiv(x): return 1 / x
+
+
+@pytest.mark.parametrize("fn, in_dtype, out_dtype", [
+    (mul3, "float16", "float16"),          # f16 tile * 3 stays f16
+    (mul_half, "float16", "float16"),
+    (mul3, "bfloat16", "bfloat16"),
+    (sub_float, "int8", "float32"),        # int tile with a loose float -> float32
+    (add_1, "int8", "int8"),
+    (add_1, "uint8", "uint8"),
+    (mul3, "int64", "int64"),
+    (div_2, "int32", "float32"),
+    (div_2, "int16", "float32"),
+    (div_2, "float16", "float16"),
+    (floordiv_neg3, "int32", "int32"),
+    (mod_neg3, "int32", "int32"),
+    (floordiv_neg3, "float32", "float32"),
+    (pow2, "float32", "float32"),
+    (pow2, "float16", "float16"),
+    (rpow, "float32", "float32"),
+    (rsub, "int16", "int16"),
+    (rdiv, "float64", "float64"),
+    (neg_i, "int8", "int8"),
+])
+def test_promotion_with_constants(dev, fn: Callable, in_dtype: str, out_dtype: str) -> None:
+    g = rng(3)
+    di, do = np_dtype(in_dtype), np_dtype(out_dtype)
+    x = random_array(g, SHAPE, di, -100, 100) if not is_float(di) else g.uniform(0.5, 3, SHAPE).astype(di)
+    if di.kind == "i":
+        x[0, :3] = [np.iinfo(di).min, np.iinfo(di).max, -1]
+    got = run_unary(dev, fn, x, do)
+    if is_float(do) or not np.issubdtype(di, np.integer):
+        want = np.vectorize(lambda v: fn(float(v)), otypes=[np.float64])(x.astype(np.float64))
+        assert_close(got, want.astype(do), do)
+    else:
+        want = wrap(np.vectorize(lambda v: fn(int(v)), otypes=[object])(x.astype(object)), do)
+        np.testing.assert_array_equal(got, want)
+
+
+def _same_dtype_pairs():
+    return [("int8", "int8", "int8"), ("int8", "int16", "int16"), ("int16", "int64", "int64"),
+            ("uint8", "uint32", "uint32"), ("float16", "float32", "float32"),
+            ("bfloat16", "float32", "float32"), ("int32", "float16", "float16"),
+            ("uint8", "bfloat16", "bfloat16"), ("int64", "float32", "float32"),
+            ("bool_", "int8", "int8"), ("bool_", "float16", "float16"), ("float32", "float64", "float64")]
+
+
+@pytest.mark.parametrize("dx, dy, dout", _same_dtype_pairs())
+def test_promotion_table_add(dev, dx: str, dy: str, dout: str) -> None:
+    """The result dtype of tile + tile follows the promotion table; ints wrap in the result."""
+    g = rng(4)
+    ax, ay, ao = np_dtype(dx), np_dtype(dy), np_dtype(dout)
+    x = random_array(g, SHAPE, ax, -128, 127)
+    y = random_array(g, SHAPE, ay, -128, 127)
+    got = run_binary(dev, op_add, x, y, ao)
+    if is_float(ao):
+        want = (x.astype(np.float64) + y.astype(np.float64)).astype(ao)
+        assert_close(got, want, ao)
+    else:
+        want = wrap(x.astype(object) + y.astype(object), ao)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_int8_add_wraps(dev) -> None:
+    x = np.full(SHAPE, 100, np.int8)
+    y = np.full(SHAPE, 100, np.int8)
+    got = run_binary(dev, op_add, x, y, np.int8)
+    assert (got == -56).all()
+    got = run_binary(dev, op_mul, x, y, np.int8)
+    assert (got == wrap(10000, np.int8)).all()
+
+
+@ct.kernel
+def scalar_arg_kernel(x, out_f, out_i, s, n, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """Runtime scalar args are strict float32/int32: f16 tile * float arg -> f32;
+    int8 tile // int arg -> int32."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    t = ct.load(x, (bm, bn), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    r = t * s
+    ct.static_assert(r.dtype == ct.float32)
+    ct.store(out_f, (bm, bn), r)
+    q = t.astype(ct.int8) // n
+    ct.static_assert(q.dtype == ct.int32)
+    ct.store(out_i, (bm, bn), q)
+
+
+def test_runtime_scalar_operands(dev) -> None:
+    g = rng(6)
+    x = g.uniform(-50, 50, SHAPE).astype(np.float16)
+    of, oi = dev.poison(SHAPE, np.float32), dev.poison(SHAPE, np.int32)
+    dev.launch(GRID, scalar_arg_kernel, (dev.put(x), of, oi, 1.5, -3, *TILE))
+    assert_close(dev.get(of), (x.astype(np.float64) * 1.5).astype(np.float32), np.float32)
+    xi = np.trunc(x.astype(np.float64)).astype(np.int64)
+    np.testing.assert_array_equal(dev.get(oi), xi // -3)
+
+
+@ct.kernel
+def broadcast_kernel(x, y, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """(TM, 1) op (1, TN) broadcasts to (TM, TN)."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    col = ct.load(x, (bm, 0), (TM, 1), padding_mode=ct.PaddingMode.ZERO)
+    row = ct.load(y, (0, bn), (1, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (bm, bn), col * 10.0 - row)
+
+
+def test_broadcasting_operands(dev) -> None:
+    g = rng(7)
+    x = g.standard_normal((SHAPE[0], 1)).astype(np.float32)
+    y = g.standard_normal((1, SHAPE[1])).astype(np.float32)
+    out = dev.poison(SHAPE, np.float32)
+    dev.launch(GRID, broadcast_kernel, (dev.put(x), dev.put(y), out, *TILE))
+    assert_close(dev.get(out), (x.astype(np.float64) * 10 - y).astype(np.float32), np.float32)
+
+
+# ---- unary math -------------------------------------------------------------------------------------------
+def u_exp(x): return ct.exp(x)
+def u_exp2(x): return ct.exp2(x)
+def u_log(x): return ct.log(x)
+def u_log2(x): return ct.log2(x)
+def u_sqrt(x): return ct.sqrt(x)
+def u_rsqrt(x): return ct.rsqrt(x)
+def u_sin(x): return ct.sin(x)
+def u_cos(x): return ct.cos(x)
+def u_tan(x): return ct.tan(x)
+def u_sinh(x): return ct.sinh(x)
+def u_cosh(x): return ct.cosh(x)
+def u_tanh(x): return ct.tanh(x)
+def u_floor(x): return ct.floor(x)
+def u_ceil(x): return ct.ceil(x)
+def u_negative(x): return ct.negative(x)
+def u_neg_op(x): return -x
+def u_abs(x): return ct.abs(x)
+def u_abs_builtin(x): return abs(x)
+def u_isnan(x): return ct.isnan(x)
+def u_not(x): return ct.bitwise_not(x)
+def u_invert(x): return ~x
+
+
+UNARY_FLOAT = {
+    # name: (function, reference on float64, (lo, hi) input domain)
+    "exp": (u_exp, np.exp, (-4, 4)), "exp2": (u_exp2, np.exp2, (-4, 4)),
+    "log": (u_log, np.log, (0.05, 8)), "log2": (u_log2, np.log2, (0.05, 8)),
+    "sqrt": (u_sqrt, np.sqrt, (0, 8)), "rsqrt": (u_rsqrt, lambda v: 1 / np.sqrt(v), (0.05, 8)),
+    "sin": (u_sin, np.sin, (-3, 3)), "cos": (u_cos, np.cos, (-3, 3)), "tan": (u_tan, np.tan, (-1.2, 1.2)),
+    "sinh": (u_sinh, np.sinh, (-3, 3)), "cosh": (u_cosh, np.cosh, (-3, 3)),
+    "tanh": (u_tanh, np.tanh, (-3, 3)), "floor": (u_floor, np.floor, (-5, 5)),
+    "ceil": (u_ceil, np.ceil, (-5, 5)), "negative": (u_negative, np.negative, (-5, 5)),
+    "neg_op": (u_neg_op, np.negative, (-5, 5)), "abs": (u_abs, np.abs, (-5, 5)),
+    "abs_builtin": (u_abs_builtin, np.abs, (-5, 5)),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", list(UNARY_FLOAT))
+def test_unary_float(dev, name: str, dtype: str) -> None:
+    fn, ref, (lo, hi) = UNARY_FLOAT[name]
+    d = np_dtype(dtype)
+    g = rng(name, dtype)
+    x = g.uniform(lo, hi, SHAPE).astype(d)
+    if name in ("floor", "ceil"):
+        x[0, :4] = [-2.0, 2.0, -0.5, 0.5]    # exact integers and halves
+    got = run_unary(dev, fn, x, d)
+    want = ref(x.astype(np.float64)).astype(d)
+    rtol = {"float64": 1e-12, "float32": 2e-5}.get(dtype)
+    assert_close(got, want, d, rtol=rtol, msg=f"{name} {dtype}")
+    if name in ("negative", "neg_op", "abs", "abs_builtin", "floor", "ceil"):
+        assert_bits_equal(got, want, msg=name)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "tanh"])
+@pytest.mark.parametrize("dtype", ["int32", "int8", "bool_"])
+def test_unary_math_int_promotes_to_float32(dev, name: str, dtype: str) -> None:
+    fn, ref, _ = UNARY_FLOAT[name]
+    d = np_dtype(dtype)
+    x = random_array(rng(8), SHAPE, d, 1, 9)
+    got = run_unary(dev, fn, x, np.float32)
+    assert_close(got, ref(x.astype(np.float64)).astype(np.float32), np.float32, rtol=2e-5)
+
+
+@pytest.mark.parametrize("fn", [u_negative, u_neg_op, u_abs, u_abs_builtin])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64"])
+def test_unary_int_negative_abs_wrap(dev, fn: Callable, dtype: str) -> None:
+    d = np.dtype(dtype)
+    x = random_array(rng(9), SHAPE, d, -1000, 1000)
+    x[0, :3] = [np.iinfo(d).min, np.iinfo(d).max, 0]
+    got = run_unary(dev, fn, x, d)
+    op = operator.neg if fn in (u_negative, u_neg_op) else abs
+    np.testing.assert_array_equal(got, wrap(np.vectorize(op, otypes=[object])(x.astype(object)), d))
+
+
+def test_negative_bool_gives_int32(dev) -> None:
+    x = rng(1).random(SHAPE) < 0.5
+    got = run_unary(dev, u_negative, x, np.int32)
+    np.testing.assert_array_equal(got, -x.astype(np.int32))
+
+
+@pytest.mark.parametrize("fn", [u_not, u_invert])
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint8", "uint32", "int64", "bool_"])
+def test_bitwise_not(dev, fn: Callable, dtype: str) -> None:
+    d = np.dtype(dtype)
+    x = random_array(rng(10), SHAPE, d, -2**31, 2**31)
+    got = run_unary(dev, fn, x, d)
+    np.testing.assert_array_equal(got, ~x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_isnan(dev, dtype: str) -> None:
+    d = np_dtype(dtype)
+    g = rng(12)
+    x = g.standard_normal(SHAPE).astype(d)
+    x[g.random(SHAPE) < 0.4] = np.nan
+    x[0, :2] = [np.inf, -np.inf]
+    got = run_unary(dev, u_isnan, x, np.bool_)
+    np.testing.assert_array_equal(got, np.isnan(x.astype(np.float64)))
+
+
+# ---- comparisons ------------------------------------------------------------------------------------------
+def c_eq(x, y): return x == y
+def c_ne(x, y): return x != y
+def c_lt(x, y): return x < y
+def c_le(x, y): return x <= y
+def c_gt(x, y): return x > y
+def c_ge(x, y): return x >= y
+def cf_eq(x, y): return ct.equal(x, y)
+def cf_ne(x, y): return ct.not_equal(x, y)
+def cf_lt(x, y): return ct.less(x, y)
+def cf_le(x, y): return ct.less_equal(x, y)
+def cf_gt(x, y): return ct.greater(x, y)
+def cf_ge(x, y): return ct.greater_equal(x, y)
+
+
+COMPARE = {"eq": (c_eq, cf_eq, np.equal), "ne": (c_ne, cf_ne, np.not_equal), "lt": (c_lt, cf_lt, np.less),
+           "le": (c_le, cf_le, np.less_equal), "gt": (c_gt, cf_gt, np.greater),
+           "ge": (c_ge, cf_ge, np.greater_equal)}
+
+
+@pytest.mark.parametrize("form", ["op", "fn"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "int8", "int32", "uint32", "int64", "bool_"])
+@pytest.mark.parametrize("name", list(COMPARE))
+def test_compare(dev, name: str, dtype: str, form: str) -> None:
+    """Comparisons give bool tiles; floats compare ordered except != (NaN != NaN is True)."""
+    d = np_dtype(dtype)
+    g = rng(name, dtype)
+    x = random_array(g, SHAPE, d, 0, 4)      # few distinct values: many ties
+    y = random_array(g, SHAPE, d, 0, 4)
+    if is_float(d):
+        x, y = np.round(x.astype(np.float64)).astype(d), np.round(y.astype(np.float64)).astype(d)
+        x[g.random(SHAPE) < 0.2] = np.nan
+        y[g.random(SHAPE) < 0.2] = np.nan
+    f = COMPARE[name][0 if form == "op" else 1]
+    got = run_binary(dev, f, x, y, np.bool_)
+    want = COMPARE[name][2](x.astype(np.float64) if is_float(d) else x, y.astype(np.float64) if is_float(d) else y)
+    np.testing.assert_array_equal(got, want)
+
+
+def cmp_mixed(x, y): return x.astype(ct.int8) < y
+
+
+def test_compare_promotes_operands(dev) -> None:
+    """int8 tile < float32 tile compares in float32."""
+    g = rng(13)
+    x = g.integers(-5, 5, SHAPE).astype(np.float32)
+    y = g.uniform(-5, 5, SHAPE).astype(np.float32)
+    got = run_binary(dev, cmp_mixed, x, y, np.bool_)
+    np.testing.assert_array_equal(got, x < y)
+
+
+# ---- where --------------------------------------------------------------------------------------------------
+def where_tiles(x, y): return ct.where(x > y, x, y)
+def where_scalar(x, y): return ct.where(x > 0, x, 0.0)
+def where_mixed(x, y): return ct.where(y > 0, x.astype(ct.int8), y)
+def where_int_cond(x, y): return ct.where(x.astype(ct.int32), y, -y)
+
+
+def test_where(dev) -> None:
+    g = rng(14)
+    x = g.uniform(-4, 4, SHAPE).astype(np.float32)
+    y = g.uniform(-4, 4, SHAPE).astype(np.float32)
+    assert_bits_equal(run_binary(dev, where_tiles, x, y, np.float32), np.where(x > y, x, y))
+    assert_bits_equal(run_binary(dev, where_scalar, x, y, np.float32), np.where(x > 0, x, np.float32(0)))
+    want = np.where(y > 0, np.trunc(x).astype(np.int8), y).astype(np.float32)
+    assert_bits_equal(run_binary(dev, where_mixed, x, y, np.float32), want)
+    want = np.where(np.trunc(x) != 0, y, -y).astype(np.float32)
+    assert_bits_equal(run_binary(dev, where_int_cond, x, y, np.float32), want)
+
+
+@ct.kernel
+def where_broadcast_kernel(c, x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    bm, bn = ct.bid(0), ct.bid(1)
+    cond = ct.load(c, (bm, 0), (TM, 1), padding_mode=ct.PaddingMode.ZERO)
+    t = ct.load(x, (bm, bn), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (bm, bn), ct.where(cond, t, -1))
+
+
+def test_where_broadcast_condition(dev) -> None:
+    g = rng(15)
+    c = g.random((SHAPE[0], 1)) < 0.5
+    x = g.integers(0, 100, SHAPE).astype(np.int16)
+    out = dev.poison(SHAPE, np.int16)
+    dev.launch(GRID, where_broadcast_kernel, (dev.put(c), dev.put(x), out, *TILE))
+    np.testing.assert_array_equal(dev.get(out), np.where(c, x, np.int16(-1)))
+
+
+# ---- astype -----------------------------------------------------------------------------------------------
+def to_f16(x): return x.astype(ct.float16)
+def to_bf16(x): return x.astype(ct.bfloat16)
+def to_f32(x): return ct.astype(x, ct.float32)
+def to_f64(x): return x.astype(ct.float64)
+def to_i8(x): return x.astype(ct.int8)
+def to_i16(x): return x.astype(ct.int16)
+def to_i32(x): return x.astype(ct.int32)
+def to_i64(x): return x.astype(ct.int64)
+def to_u8(x): return x.astype(ct.uint8)
+def to_u32(x): return x.astype(ct.uint32)
+def to_bool(x): return x.astype(ct.bool_)
+def to_e4m3(x): return x.astype(ct.float8_e4m3fn)
+def to_e5m2(x): return x.astype(ct.float8_e5m2)
+def via_tf32(x): return x.astype(ct.tfloat32).astype(ct.float32)
+def dtype_ctor_f16(x): return ct.float16(x)
+
+
+CASTS = {"float16": to_f16, "bfloat16": to_bf16, "float32": to_f32, "float64": to_f64, "int8": to_i8,
+         "int16": to_i16, "int32": to_i32, "int64": to_i64, "uint8": to_u8, "uint32": to_u32,
+         "bool_": to_bool, "float8_e4m3fn": to_e4m3, "float8_e5m2": to_e5m2}
+
+
+def _random_bits_f32(g: np.random.Generator, shape: Any, emin: int = -20, emax: int = 20) -> np.ndarray:
+    """Random normal float32 values with random low mantissa bits (so rounding matters)."""
+    m = g.integers(0, 2**23, shape, dtype=np.uint32)
+    e = g.integers(127 + emin, 127 + emax, shape, dtype=np.uint32)
+    s = g.integers(0, 2, shape, dtype=np.uint32)
+    return ((s << 31) | (e << 23) | m).view(np.float32)
+
+
+@pytest.mark.parametrize("src", ["float32", "float64"])
+@pytest.mark.parametrize("dst", ["float16", "bfloat16", "float32"])
+def test_astype_float_round_nearest_even(dev, src: str, dst: str) -> None:
+    g = rng(20)
+    x = _random_bits_f32(g, SHAPE, -12, 12).astype(src)
+    if src == "float64":
+        x = x * (1 + g.uniform(-1e-9, 1e-9, SHAPE))
+    # exact ties of the destination format: 1 + half an ulp -> rounds to even (1.0), 1 + 3 half
+    # ulps -> rounds up
+    half = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-24}[dst]
+    x.flat[:4] = [1 + half, 1 + 3 * half, -(1 + half), 2 + 2 * half]
+    d = np_dtype(dst)
+    got = run_unary(dev, CASTS[dst], x, d)
+    want = x.astype(np.float64).astype(np.float32).astype(d) if src == "float32" else x.astype(d)
+    if not (src == "float64" and dst == "bfloat16"):   # ml_dtypes may double-round from f64
+        assert_bits_equal(got, want)
+    assert got.flat[0] == 1.0 and got.flat[1] == np.float64(1 + 4 * half).astype(d)
+
+
+@pytest.mark.parametrize("dst, half", [("float16", 2.0**-11), ("bfloat16", 2.0**-8)])
+def test_astype_from_float64_no_double_rounding(dev, dst: str, half: float) -> None:
+    """1 + half-ulp + tiny is above the tie: it must round up, not to even via float32."""
+    x = np.full(SHAPE, 1 + half + 2.0**-40, np.float64)
+    x[1] = -(1 + half + 2.0**-40)
+    got = run_unary(dev, CASTS[dst], x, np_dtype(dst)).astype(np.float64)
+    assert (got[0] == 1 + 2 * half).all() and (got[1] == -(1 + 2 * half)).all()
+
+
+@pytest.mark.parametrize("dst", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("src", ["float32", "float16", "bfloat16"])
+def test_astype_to_fp8(dev, src: str, dst: str) -> None:
+    g = rng(21)
+    lim = 400.0 if dst == "float8_e4m3fn" else 50000.0
+    s = np_dtype(src)
+    x = (g.uniform(-1, 1, SHAPE) * np.exp2(g.uniform(-8, np.log2(lim), SHAPE))).astype(s)
+    x[0, :3] = [0.0, 1.0, -2.0]
+    d = np_dtype(dst)
+    got = run_unary(dev, CASTS[dst], x, d)
+    assert_bits_equal(got, x.astype(np.float32).astype(d))
+
+
+@pytest.mark.parametrize("src", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16"])
+def test_astype_from_fp8(dev, src: str, dst: str) -> None:
+    s = np_dtype(src)
+    bits = rng(22).integers(0, 256, SHAPE, dtype=np.uint8)
+    x = bits.view(s)
+    x = np.where(np.isfinite(x.astype(np.float32)), x, s.type(1.5))   # NaN/inf handling is not tested
+    d = np_dtype(dst)
+    got = run_unary(dev, CASTS[dst], x, d)
+    assert_bits_equal(got, x.astype(np.float32).astype(d))
+
+
+def test_astype_tfloat32_rounds(dev) -> None:
+    """float32 → tfloat32 keeps 10 mantissa bits, rounding to nearest (not truncating)."""
+    g = rng(23)
+    x = _random_bits_f32(g, SHAPE)
+    low = x.view(np.uint32) & 0x1FFF
+    x = np.where(low == 0x1000, np.nextafter(x, np.float32(np.inf)), x)  # no exact ties
+    got = run_unary(dev, via_tf32, x, np.float32)
+    assert_bits_equal(got, round_tf32(x))
+
+
+@pytest.mark.parametrize("src", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("dst", ["int8", "int16", "int32", "int64", "uint8", "uint32"])
+def test_astype_float_to_int_truncates(dev, src: str, dst: str) -> None:
+    g = rng(24)
+    d = np.dtype(dst)
+    hi = min(float(np.iinfo(d).max), 1000.0)
+    lo = -hi if d.kind == "i" else 0.0
+    s = np_dtype(src)
+    x = g.uniform(lo, hi, SHAPE).astype(s)
+    x[0, :4] = [0.0, 0.999, 2.5, 3.5] if d.kind == "u" else [-0.999, -2.5, -3.5, 2.5]
+    got = run_unary(dev, CASTS[dst], x, d)
+    np.testing.assert_array_equal(got, np.trunc(x.astype(np.float64)).astype(d))
+
+
+@pytest.mark.parametrize("src, dst", [("int32", "int8"), ("int32", "uint8"), ("int64", "int32"),
+                                      ("uint32", "int32"), ("int8", "uint32"), ("int16", "int64"),
+                                      ("uint8", "int16"), ("int64", "uint32")])
+def test_astype_int_wraps(dev, src: str, dst: str) -> None:
+    g = rng(25)
+    s, d = np.dtype(src), np.dtype(dst)
+    x = random_array(g, SHAPE, s, np.iinfo(s).min, np.iinfo(s).max)
+    got = run_unary(dev, CASTS[dst], x, d)
+    np.testing.assert_array_equal(got, wrap(x.astype(object), d))
+
+
+@pytest.mark.parametrize("src, dst", [("int32", "float32"), ("int64", "float64"), ("int32", "float16"),
+                                      ("int16", "bfloat16"), ("uint32", "float32"), ("int64", "float32"),
+                                      ("bool_", "float32"), ("bool_", "int32"), ("int8", "float16")])
+def test_astype_int_to_float_rounds(dev, src: str, dst: str) -> None:
+    g = rng(26)
+    s, d = np_dtype(src), np_dtype(dst)
+    lim = 60000 if dst == "float16" else 2**40
+    x = random_array(g, SHAPE, s, -lim, lim)
+    got = run_unary(dev, CASTS[dst], x, d)
+    want = np.array([float(int(v)) for v in x.flat]).reshape(SHAPE)   # float64 is exact here
+    assert_bits_equal(got, want.astype(np.float32).astype(d) if dst in ("bfloat16", "float16")
+                      and s.itemsize <= 2 else want.astype(d))
+
+
+@pytest.mark.parametrize("src", ["int32", "int8", "float32", "float16", "uint8"])
+def test_astype_to_bool(dev, src: str) -> None:
+    g = rng(27)
+    s = np_dtype(src)
+    x = random_array(g, SHAPE, s, -2, 2)
+    if is_float(s):
+        x = np.round(x.astype(np.float64)).astype(s)
+        x[0, :3] = [0.25, -0.0, np.nan]
+    got = run_unary(dev, to_bool, x, np.bool_)
+    np.testing.assert_array_equal(got, x.astype(np.float64) != 0)
+
+
+def test_dtype_constructor_casts_tiles(dev) -> None:
+    x = rng(28).uniform(-3, 3, SHAPE).astype(np.float32)
+    got = run_unary(dev, dtype_ctor_f16, x, np.float16)
+    assert_bits_equal(got, x.astype(np.float16))
+
+
+# ---- bitcast ------------------------------------------------------------------------------------------------
+def bc_i32(x): return ct.bitcast(x, ct.int32)
+def bc_u32(x): return ct.bitcast(x, ct.uint32)
+def bc_f32(x): return ct.bitcast(x, ct.float32)
+def bc_i16(x): return ct.bitcast(x, ct.int16)
+def bc_f16(x): return ct.bitcast(x, ct.float16)
+def bc_bf16(x): return ct.bitcast(x, ct.bfloat16)
+def bc_u8(x): return ct.bitcast(x, ct.uint8)
+def bc_i64(x): return x.bitcast(ct.int64)
+
+
+@pytest.mark.parametrize("src, fn, dst", [
+    ("float32", bc_i32, "int32"), ("float32", bc_u32, "uint32"), ("int32", bc_f32, "float32"),
+    ("float16", bc_i16, "int16"), ("int16", bc_f16, "float16"), ("float16", bc_bf16, "bfloat16"),
+    ("int8", bc_u8, "uint8"), ("float64", bc_i64, "int64"), ("float8_e4m3fn", bc_u8, "uint8"),
+])
+def test_bitcast(dev, src: str, fn: Callable, dst: str) -> None:
+    s, d = np_dtype(src), np_dtype(dst)
+    bits = rng(29).integers(0, 256, SHAPE + (s.itemsize,), dtype=np.uint8)
+    x = bits.view(s).reshape(SHAPE)
+    if is_float(s):   # keep NaNs out of the float input (their payload may be canonicalized)
+        x = np.where(np.isnan(x.astype(np.float64)), s.type(1), x)
+    got = run_unary(dev, fn, x, d)
+    np.testing.assert_array_equal(got.view(np.uint8), x.view(d).view(np.uint8))

@@ -1,0 +1,229 @@
+"""mma and matmul/@ for every input/accumulator pairing, K loops over partial tiles, batching,
+1-D promotion. References: inputs rounded to the operand dtype, products summed in float64;
+the error bound is tol * (|A| @ |B| + |acc|) per element.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from optest_utils import cdiv, np_dtype, rng, round_tf32, wrap
+
+ZERO = ct.PaddingMode.ZERO
+M, N, K = 19, 21, 37
+TM = TN = TK = 16
+
+
+def to_operand(x: np.ndarray, name: str) -> np.ndarray:
+    """x (float64 / int) rounded to the operand dtype `name`, as float64 (ints as int64)."""
+    if name == "tfloat32":
+        return round_tf32(x.astype(np.float32)).astype(np.float64)
+    d = np_dtype(name)
+    if d.kind in "iu":
+        return x.astype(d).astype(np.int64)
+    return x.astype(np.float32).astype(d).astype(np.float64)
+
+
+def assert_mma_close(got: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray, tol: float) -> None:
+    want = np.matmul(a, b) + c
+    bound = tol * (np.matmul(np.abs(a), np.abs(b)) + np.abs(c)) + 1e-30
+    err = np.abs(got.astype(np.float64) - want)
+    assert not np.isnan(got.astype(np.float64)).any(), "unwritten (NaN) output elements"
+    assert (err <= bound).all(), f"max error/bound {float((err / bound).max()):.3g} (tol {tol})"
+
+
+@functools.lru_cache(maxsize=None)
+def mma_kernel(op_dtype: Any, acc_dtype: Any) -> Any:
+    """D = A @ B + C over a K loop of partial tiles; operands cast to op_dtype in the kernel."""
+    @ct.kernel
+    def k(A, B, C, D, tm: ct.Constant[int], tn: ct.Constant[int], tk: ct.Constant[int]):
+        bm, bn = ct.bid(0), ct.bid(1)
+        acc = ct.load(C, (bm, bn), (tm, tn), padding_mode=ct.PaddingMode.ZERO).astype(acc_dtype)
+        for kk in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+            a = ct.load(A, (bm, kk), (tm, tk), padding_mode=ct.PaddingMode.ZERO).astype(op_dtype)
+            b = ct.load(B, (kk, bn), (tk, tn), padding_mode=ct.PaddingMode.ZERO).astype(op_dtype)
+            acc = ct.mma(a, b, acc)
+        ct.static_assert(acc.dtype == acc_dtype)
+        ct.store(D, (bm, bn), acc)
+    return k
+
+
+MMA_CASES = [
+    # (array dtype, operand dtype, accumulator dtype, tolerance)
+    ("float16", "float16", "float32", 1e-5),
+    ("float16", "float16", "float16", 1e-2),
+    ("bfloat16", "bfloat16", "float32", 1e-5),
+    ("float32", "tfloat32", "float32", 1e-3),
+    ("float32", "float32", "float32", 1e-5),
+    ("float64", "float64", "float64", 1e-12),
+    ("float8_e4m3fn", "float8_e4m3fn", "float32", 1e-5),
+    ("float8_e5m2", "float8_e5m2", "float32", 1e-5),
+    ("float8_e4m3fn", "float8_e4m3fn", "float16", 1e-2),
+    ("int8", "int8", "int32", 0),
+    ("uint8", "uint8", "int32", 0),
+]
+
+
+@pytest.mark.parametrize("arr, op, acc, tol", MMA_CASES)
+def test_mma_k_loop_partial_tiles(dev, arr: str, op: str, acc: str, tol: float) -> None:
+    g = rng("mma", arr, op, acc)
+    da, dacc = np_dtype(arr), np_dtype(acc)
+    if da.kind in "iu":
+        lo = -128 if da.kind == "i" else 0
+        a = g.integers(lo, 128, (M, K)).astype(da)
+        b = g.integers(lo, 128, (K, N)).astype(da)
+        c = g.integers(-2**20, 2**20, (M, N)).astype(dacc)
+    else:
+        a = g.uniform(-2, 2, (M, K)).astype(np.float32).astype(da)
+        b = g.uniform(-2, 2, (K, N)).astype(np.float32).astype(da)
+        c = g.uniform(-2, 2, (M, N)).astype(dacc)
+    d = dev.poison((M, N), dacc)
+    dev.launch((cdiv(M, TM), cdiv(N, TN)), mma_kernel(getattr(ct, op), getattr(ct, acc)),
+               (dev.put(a), dev.put(b), dev.put(c), d, TM, TN, TK))
+    got = dev.get(d)
+    if da.kind in "iu":
+        want = a.astype(np.int64) @ b.astype(np.int64) + c
+        np.testing.assert_array_equal(got, wrap(want, dacc))
+    else:
+        aa, bb = to_operand(a.astype(np.float64), op), to_operand(b.astype(np.float64), op)
+        assert_mma_close(got, aa, bb, c.astype(np.float64), tol)
+
+
+@ct.kernel
+def mma_mixed_int8_kernel(A, B, C):
+    a = ct.load(A, (0, 0), (16, 32), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(B, (0, 0), (32, 16), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(C, (0, 0), ct.mma(a, b, ct.zeros((16, 16), ct.int32)))
+
+
+def test_mma_int8_uint8_mixed(dev) -> None:
+    g = rng("mixed")
+    a = g.integers(-128, 128, (13, 30)).astype(np.int8)
+    b = g.integers(0, 256, (30, 11)).astype(np.uint8)
+    c = dev.poison((13, 11), np.int32)
+    dev.launch((1,), mma_mixed_int8_kernel, (dev.put(a), dev.put(b), c))
+    np.testing.assert_array_equal(dev.get(c), a.astype(np.int64) @ b.astype(np.int64))
+
+
+@ct.kernel
+def mma_batched_kernel(A, B, C, D, tb: ct.Constant[int], tm: ct.Constant[int], tn: ct.Constant[int],
+                       tk: ct.Constant[int]):
+    """3-D batched mma with a K loop; the batch dim is tiled too (partial last batch tile)."""
+    bb, bm, bn = ct.bid(2), ct.bid(0), ct.bid(1)
+    acc = ct.load(C, (bb, bm, bn), (tb, tm, tn), padding_mode=ct.PaddingMode.ZERO)
+    for kk in range(ct.num_tiles(A, 2, (tb, tm, tk))):
+        a = ct.load(A, (bb, bm, kk), (tb, tm, tk), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, (bb, kk, bn), (tb, tk, tn), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(D, (bb, bm, bn), acc)
+
+
+@pytest.mark.parametrize("dtype, acc, tol", [("float32", "float32", 1e-5), ("float16", "float32", 1e-5)])
+def test_mma_batched_3d(dev, dtype: str, acc: str, tol: float) -> None:
+    g = rng("batched", dtype)
+    nb = 3
+    a = g.uniform(-2, 2, (nb, M, K)).astype(dtype)
+    b = g.uniform(-2, 2, (nb, K, N)).astype(dtype)
+    c = g.uniform(-2, 2, (nb, M, N)).astype(acc)
+    d = dev.poison((nb, M, N), acc)
+    dev.launch((cdiv(M, 16), cdiv(N, 16), cdiv(nb, 2)), mma_batched_kernel,
+               (dev.put(a), dev.put(b), dev.put(c), d, 2, 16, 16, 16))
+    assert_mma_close(dev.get(d), a.astype(np.float64), b.astype(np.float64), c.astype(np.float64), tol)
+
+
+@ct.kernel
+def mma_broadcast_batch_kernel(A, B, D):
+    """A 2-D x operand broadcast against a 3-D y: out[i] = A @ B[i]."""
+    a = ct.load(A, (0, 0), (16, 16), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(B, (0, 0, 0), (2, 16, 16), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(D, (0, 0, 0), ct.mma(a, b, ct.zeros((2, 16, 16), ct.float32)))
+
+
+def test_mma_broadcast_batch(dev) -> None:
+    g = rng("bcast-batch")
+    a = g.uniform(-2, 2, (13, 15)).astype(np.float32)
+    b = g.uniform(-2, 2, (2, 15, 9)).astype(np.float32)
+    d = dev.poison((2, 13, 9), np.float32)
+    dev.launch((1,), mma_broadcast_batch_kernel, (dev.put(a), dev.put(b), d))
+    assert_mma_close(dev.get(d), a.astype(np.float64), b.astype(np.float64), np.zeros((2, 13, 9)), 1e-5)
+
+
+# ---- matmul and @ ---------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
+def matmul_kernel(ta: tuple[int, ...], tb: tuple[int, ...], form: str) -> Any:
+    """out = load(A, ta) @ load(B, tb) (operator or function form), stored at the origin."""
+    @ct.kernel
+    def k(A, B, out):
+        a = ct.load(A, (0,) * len(ta), ta, padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, (0,) * len(tb), tb, padding_mode=ct.PaddingMode.ZERO)
+        r = a @ b if form == "op" else ct.matmul(a, b)
+        ct.static_assert(r.dtype == out.dtype, "matmul result dtype")
+        ct.store(out, (0,) * r.ndim, r)
+    return k
+
+
+@pytest.mark.parametrize("form", ["op", "fn"])
+@pytest.mark.parametrize("da, db, dout, tol", [
+    ("float32", "float32", "float32", 1e-5), ("float16", "float16", "float16", 1e-2),
+    ("bfloat16", "bfloat16", "bfloat16", 1e-2), ("float16", "float32", "float32", 1e-5),
+    ("float64", "float64", "float64", 1e-12),
+])
+def test_matmul_2d_dtypes(dev, da: str, db: str, dout: str, tol: float, form: str) -> None:
+    """Inputs promote to a common dtype, accumulate (f16 in f16) and come back in that dtype."""
+    g = rng("matmul", da, db)
+    a = g.uniform(-2, 2, (13, 30)).astype(np_dtype(da))
+    b = g.uniform(-2, 2, (30, 11)).astype(np_dtype(db))
+    out = dev.poison((13, 11), np_dtype(dout))
+    dev.launch((1,), matmul_kernel((16, 32), (32, 16), form), (dev.put(a), dev.put(b), out))
+    assert_mma_close(dev.get(out), a.astype(np.float64), b.astype(np.float64), np.zeros((13, 11)), tol)
+
+
+def test_matmul_int8_accumulates_in_int32_then_wraps(dev) -> None:
+    g = rng("matmul-int8")
+    a = g.integers(-128, 128, (16, 32)).astype(np.int8)
+    b = g.integers(-128, 128, (32, 16)).astype(np.int8)
+    out = dev.poison((16, 16), np.int8)
+    dev.launch((1,), matmul_kernel((16, 32), (32, 16), "op"), (dev.put(a), dev.put(b), out))
+    np.testing.assert_array_equal(dev.get(out), wrap(a.astype(np.int64) @ b.astype(np.int64), np.int8))
+
+
+@pytest.mark.parametrize("ta, tb, sa, sb", [
+    ((32,), (32, 16), (30,), (30, 11)),          # vector @ matrix -> (16,)
+    ((16, 32), (32,), (13, 30), (30,)),          # matrix @ vector -> (16,)
+    ((32,), (32,), (30,), (30,)),                # vector @ vector -> scalar
+    ((2, 16, 32), (32, 16), (2, 13, 30), (30, 11)),   # batched @ 2-D
+])
+def test_matmul_promotion_of_1d_and_batch(dev, ta: Any, tb: Any, sa: Any, sb: Any) -> None:
+    g = rng("matmul-1d", str(ta), str(tb))
+    a = g.uniform(-2, 2, sa).astype(np.float32)
+    b = g.uniform(-2, 2, sb).astype(np.float32)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = dev.poison(want.shape, np.float32)
+    dev.launch((1,), matmul_kernel(ta, tb, "op"), (dev.put(a), dev.put(b), out))
+    got = dev.get(out)
+    bound = 1e-5 * np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    assert got.shape == want.shape and (np.abs(got - want) <= bound + 1e-30).all()
+
+
+@ct.kernel
+def matmul_tf32_kernel(A, B, out):
+    a = ct.load(A, (0, 0), (16, 32), padding_mode=ct.PaddingMode.ZERO).astype(ct.tfloat32)
+    b = ct.load(B, (0, 0), (32, 16), padding_mode=ct.PaddingMode.ZERO).astype(ct.tfloat32)
+    r = a @ b
+    ct.static_assert(r.dtype == ct.float32)
+    ct.store(out, (0, 0), r)
+
+
+def test_matmul_tfloat32(dev) -> None:
+    g = rng("tf32")
+    a = g.uniform(-2, 2, (13, 30)).astype(np.float32)
+    b = g.uniform(-2, 2, (30, 11)).astype(np.float32)
+    out = dev.poison((13, 11), np.float32)
+    dev.launch((1,), matmul_tf32_kernel, (dev.put(a), dev.put(b), out))
+    assert_mma_close(dev.get(out), round_tf32(a).astype(np.float64), round_tf32(b).astype(np.float64),
+                     np.zeros((13, 11)), 1e-3)
