@@ -767,3 +767,41 @@ def test_bitcast(dev, src: str, fn: Callable, dst: str) -> None:
         x = np.where(np.isnan(x.astype(np.float64)), s.type(1), x)
     got = run_unary(dev, fn, x, d)
     np.testing.assert_array_equal(got.view(np.uint8), x.view(d).view(np.uint8))
+
+
+# ---- typing errors (compile time, before any backend runs) ------------------------------------------------
+def err_signed_unsigned(x, y): return x.astype(ct.int32) + y.astype(ct.uint32)
+def err_f16_bf16(x, y): return x.astype(ct.float16) * y.astype(ct.bfloat16)
+def err_bitwise_float(x, y): return x & y
+def err_bool_arith(x, y): return (x > 0) + (y > 0)
+def err_int_pow(x, y): return x.astype(ct.int32) ** y.astype(ct.int32)
+def err_mixed_bitwise(x, y): return x.astype(ct.int8) | y.astype(ct.int16)
+def err_loose_range(x, y): return x.astype(ct.int8) + 300
+def err_floor_int(x, y): return ct.floor(x.astype(ct.int32))
+def err_restricted(x, y): return x.astype(ct.float8_e4m3fn) + y.astype(ct.float8_e4m3fn)
+
+
+@pytest.mark.parametrize("fn, error", [
+    (err_signed_unsigned, ct.TileTypeError), (err_f16_bf16, ct.TileTypeError),
+    (err_bitwise_float, ct.TileTypeError), (err_bool_arith, ct.TileTypeError), (err_int_pow, ct.TileTypeError),
+    (err_mixed_bitwise, ct.TileTypeError), (err_loose_range, ct.TileValueError),
+    (err_floor_int, ct.TileTypeError), (err_restricted, ct.TileTypeError),
+])
+def test_promotion_errors(dev, fn: Callable, error: type) -> None:
+    x = np.ones(SHAPE, np.float32)
+    out = dev.poison(SHAPE, np.float32)
+    with pytest.raises(error):
+        dev.launch(GRID, binary_kernel(fn), (dev.put(x), dev.put(x), out, *TILE))
+    assert np.isnan(dev.get(out)).all()
+
+
+@ct.kernel
+def narrowing_store_kernel(x, out):
+    ct.store(out, (0, 0), ct.load(x, (0, 0), (4, 8)))
+
+
+@pytest.mark.parametrize("src, dst", [("float32", "float16"), ("float32", "int32"), ("int32", "uint32"),
+                                      ("int64", "int32")])
+def test_store_does_not_narrow_implicitly(dev, src: str, dst: str) -> None:
+    with pytest.raises(ct.TileTypeError, match="implicitly cast"):
+        dev.launch((1,), narrowing_store_kernel, (dev.put(np.ones((4, 8), src)), dev.poison((4, 8), dst)))
