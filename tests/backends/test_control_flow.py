@@ -6,6 +6,10 @@ Every kernel is checked against the same computation in plain Python.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -438,5 +442,31 @@ def test_assert_passes_and_fails(dev) -> None:
     dev.launch((2,), assert_kernel, (dev.put(x), out))
     np.testing.assert_array_equal(dev.get(out), x)
     x[11] = -1.0
+    if dev.name == "triton":
+        # a device-side assert leaves the process's CUDA context unusable: fail in a child
+        _assert_fails_in_subprocess(x)
+        return
     with pytest.raises(AssertionError, match="negative input"):
         dev.launch((2,), assert_kernel, (dev.put(x), out))
+
+
+def _assert_fails_in_subprocess(x: np.ndarray) -> None:
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import torch
+        import tilecraft as ct
+        import test_control_flow as m
+        x = torch.tensor({x.tolist()!r}, dtype=torch.float32, device="cuda")
+        out = torch.empty(13, device="cuda")
+        try:
+            ct.launch(torch.cuda.current_stream(), (2,), m.assert_kernel, (x, out), backend="triton")
+            torch.cuda.synchronize()
+        except Exception as exc:
+            print("RAISED", type(exc).__name__)
+            sys.exit(0)
+        print("NOTHING RAISED")
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert "RAISED" in proc.stdout, proc.stdout + proc.stderr
+    assert "negative input" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
