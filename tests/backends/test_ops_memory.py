@@ -122,6 +122,22 @@ def test_store_order_partial_tiles(dev, shape: Any, tile: Any, order: Any) -> No
     assert np.isnan(rest).all(), "a store wrote outside the array"
 
 
+@pytest.mark.parametrize("padding", [P.ZERO, P.NAN, P.NEG_INF], ids=lambda p: p.name)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_load_from_view_pads_instead_of_reading_margin(dev, order: Any, padding: Any) -> None:
+    """x is the top-left 13x21 of a 16x24 buffer (aligned base, 16-byte row stride): lanes past
+    the view's edges get the padding value, never the buffer's margin."""
+    parent = np.full((16, 24), 777.0, np.float32)
+    parent[:13, :21] = rng("view-load").standard_normal((13, 21))
+    x = dev.put(parent)[:13, :21]
+    tile = (4, 8)
+    v = parent[:13, :21].transpose(_norm_order(order, 2))
+    grid = tuple(cdiv(n, t) for n, t in zip(v.shape, tile))
+    out = dev.poison(tuple(g * t for g, t in zip(grid, tile)), np.float32)
+    dev.launch(grid, copy_kernel(tile, padding, order), (x, out))
+    assert_bits_equal(dev.get(out), padded_tiles(np.ascontiguousarray(v), tile, FILL[padding]))
+
+
 # ---- strided views ---------------------------------------------------------------------------------------
 @ct.kernel
 def scale_kernel(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):

@@ -6,6 +6,8 @@ The copy kernel loads the tile at `index` (one launch, one block) and stores it 
 of a poisoned tile-shaped output, then stores it back at `index` into a poisoned array of the
 input's shape (only the in-bounds lanes may land). Tiles entirely outside the array are UB in
 cuTile, so indices stay within the tile grid; the last tile along a dim is often partial.
+Input and output may be views into larger buffers: the margin holds a sentinel that must
+neither be loaded (padding is the padding value) nor overwritten.
 """
 
 from __future__ import annotations
@@ -62,16 +64,28 @@ def cases(draw: Any) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]
     return shape, tile, index
 
 
+SENTINEL = np.float32(777.0)
+
+
 @SETTINGS
-@given(case=cases(), padding=st.sampled_from(list(P)), seed=st.integers(0, 2**32 - 1))
-def test_load_store_tile_space(dev, case: Any, padding: Any, seed: int) -> None:
+@given(case=cases(), padding=st.sampled_from(list(P)), seed=st.integers(0, 2**32 - 1),
+       margin=st.sampled_from([0, 1, 3, 8]))
+def test_load_store_tile_space(dev, case: Any, padding: Any, seed: int, margin: int) -> None:
     shape, tile, index = case
     x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    inner = tuple(slice(0, n) for n in shape)
+    parent = np.full(tuple(n + margin for n in shape), SENTINEL, np.float32)
+    parent[inner] = x
+    xd = dev.put(parent)[inner]
     tile_out = dev.poison(tile, np.float32)
-    back = dev.poison(shape, np.float32)
-    dev.launch((1,), copy_kernel(tile, padding), (dev.put(x), tile_out, back, index))
+    back_parent = dev.poison(tuple(n + margin for n in shape), np.float32)
+    dev.launch((1,), copy_kernel(tile, padding), (xd, tile_out, back_parent[inner], index))
     fill = FILL[padding]
-    got_tile, got_back = dev.get(tile_out), dev.get(back)
+    got_tile, got_parent = dev.get(tile_out), dev.get(back_parent)
+    got_back = got_parent[inner]
+    margin_left = got_parent.copy()
+    margin_left[inner] = np.nan
+    assert np.isnan(margin_left).all(), f"store wrote outside the view {case} margin={margin}"
     inside = model_load(np.ones(shape, bool), tile, index, False)      # lanes inside the array
     want = model_load(x, tile, index, np.nan if fill is None else fill)
     if fill is None:   # undetermined padding: only in-bounds lanes are defined
