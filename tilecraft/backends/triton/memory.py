@@ -88,10 +88,8 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
         if op.opcode not in (Opcode.LOAD, Opcode.STORE):
             continue
         arr = w.arrays[op.operands[0].id]
-        if arr.facts is None or not arr.facts.tma_ok or arr.strides[-1] is not None:
-            continue
         choice = _descriptor_block(op)
-        if choice is None:
+        if choice is None or arr.facts is None or not arr.facts.tma_ok or arr.strides[-1] is not None:
             continue
         key = (op.operands[0].id, *choice)
         if key not in made:

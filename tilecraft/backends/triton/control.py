@@ -1,0 +1,98 @@
+"""Lowering of structured control flow: FOR -> `for`, IF -> `if`/`else`, WHILE -> `while`.
+
+Loop-carried values and IF results become variables assigned before the construct and
+reassigned at the end of each branch or iteration, as Triton expects.
+"""
+
+from __future__ import annotations
+
+from ...ir import Opcode, Operation, Value
+from .emitter import KernelWriter, rule
+
+
+@rule(Opcode.YIELD, Opcode.CONDITION)
+def _terminator(w: KernelWriter, op: Operation) -> None:
+    """Nothing to emit: the parent FOR/IF/WHILE assigns a terminator's operands."""
+
+
+def _assign_all(w: KernelWriter, targets: list[str], values: list[Value]) -> None:
+    """targets[i] = values[i] for all i at once (copies through temporaries when a value reads
+    a target assigned before it)."""
+    sources = [w.tensor(v) for v in values]
+    hazard = any(src in targets[:i] for i, src in enumerate(sources))
+    if hazard:
+        for i, src in enumerate(sources):
+            if src in targets:
+                tmp = w.fresh("tmp")
+                w.emit(f"{tmp} = {src}")
+                sources[i] = tmp
+    for target, src in zip(targets, sources):
+        if target != src:
+            w.emit(f"{target} = {src}")
+
+
+def _body(w: KernelWriter, ops: list[Operation], targets: list[str]) -> None:
+    """An indented block: its ops, then its YIELD assigned to `targets` (`pass` if empty)."""
+    with w.indented():
+        start = len(w.lines)
+        w.lower_ops(ops)
+        if ops and ops[-1].opcode == Opcode.YIELD:
+            _assign_all(w, targets, ops[-1].operands)
+        if len(w.lines) == start:
+            w.emit("pass")
+
+
+@rule(Opcode.FOR)
+def _for(w: KernelWriter, op: Operation) -> None:
+    lb, ub, step, *inits = op.operands
+    body = op.blocks[0]
+    iv, *carried = body.args
+    names = [w.define(arg, "acc") for arg in carried]
+    for name, init in zip(names, inits):
+        w.emit(f"{name} = {w.tensor(init)}")
+    bounds = f"{w.expr(lb)}, {w.expr(ub)}, {w.expr(step)}"
+    stages = w.pipelined.get(id(op))
+    loop = f"tl.range({bounds}, num_stages={stages})" if stages else f"range({bounds})"
+    w.emit(f"for {w.define(iv, 'i')} in {loop}:")
+    _body(w, body.ops, names)
+    for result, name in zip(op.results, names):
+        w.alias(result, name)
+
+
+@rule(Opcode.IF)
+def _if(w: KernelWriter, op: Operation) -> None:
+    then, other = op.blocks
+    names = [w.define(r, "r") for r in op.results]
+    w.emit(f"if {w.expr(op.operands[0])}:")
+    _body(w, then.ops, names)
+    if names or len(other.ops) > 1:
+        w.emit("else:")
+        _body(w, other.ops, names)
+
+
+@rule(Opcode.WHILE)
+def _while(w: KernelWriter, op: Operation) -> None:
+    # The `before` block runs once ahead of the loop and again at the end of each iteration,
+    # with the same variable names, so Triton sees them as loop-carried.
+    before, after = op.blocks
+    names = [w.define(arg, "c") for arg in before.args]
+    for name, init in zip(names, op.operands):
+        w.emit(f"{name} = {w.tensor(init)}")
+    start = len(w.lines)
+    w.lower_ops(before.ops)
+    test_lines = [(w.lines[i], w.line_locs[i]) for i in range(start, len(w.lines))]
+    cond, *values = before.terminator.operands
+    for arg, v in zip(after.args, values):
+        w.alias(arg, w.expr(v), w.is_literal(v))
+    w.emit(f"while {w.expr(cond)}:")
+    with w.indented():
+        start = len(w.lines)
+        w.lower_ops(after.ops)
+        _assign_all(w, names, after.terminator.operands)
+        for text, loc in test_lines:
+            w.line_locs[len(w.lines)] = loc
+            w.lines.append("    " + text)
+        if len(w.lines) == start:
+            w.emit("pass")
+    for result, v in zip(op.results, values):
+        w.alias(result, w.expr(v), w.is_literal(v))
