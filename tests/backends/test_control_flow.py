@@ -470,3 +470,18 @@ def _assert_fails_in_subprocess(x: np.ndarray) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert "RAISED" in proc.stdout, proc.stdout + proc.stderr
     assert "negative input" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+host_lambda = lambda t: t * 2 + 1  # noqa: E731  (a host-defined lambda called from tile code)
+
+
+@ct.kernel
+def calls_host_lambda(a, b):
+    ct.store(b, index=(0,), tile=host_lambda(ct.load(a, index=(0,), shape=(8,))))
+
+
+def test_host_defined_lambda(dev):
+    x = np.arange(8, dtype=np.float32)
+    out = dev.poison(8, np.float32)
+    dev.launch((1,), calls_host_lambda, (dev.put(x), out))
+    np.testing.assert_array_equal(dev.get(out), x * 2 + 1)

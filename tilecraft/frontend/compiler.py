@@ -45,10 +45,22 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
     src = "".join(lines)
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    tree = ast.parse(dedented)
-    ast.increment_lineno(tree, first - 1)
-    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     filename = inspect.getsourcefile(fn) or code.co_filename
+    where = Location(filename, first, indent, fn.__name__)
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError:
+        raise TileSyntaxError(f"Cannot parse the source of {fn.__qualname__} on its own; define it with "
+                              f"`def` on lines of its own", where) from None
+    ast.increment_lineno(tree, first - 1)
+    if fn.__name__ == "<lambda>":
+        fdef = next((n for n in ast.walk(tree) if isinstance(n, ast.Lambda)), None)
+        if fdef is None:
+            raise TileSyntaxError("Cannot find the lambda's source", where)
+        parsed = ParsedFunction(fdef, filename, indent)
+        _PARSE_CACHE[code] = parsed
+        return parsed
+    fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     if isinstance(fdef, ast.AsyncFunctionDef):
         raise TileSyntaxError("async functions are not supported", Location(filename, fdef.lineno, fdef.col_offset + indent))
     parsed = ParsedFunction(rewrite_function(fdef, filename), filename, indent)

@@ -1,7 +1,7 @@
 """The on-disk compile cache: optimized Tile IR per specialization, shared between processes.
 
 Entries live under `TILECRAFT_CACHE_DIR` (default `~/.cache/tilecraft`) as pickles named by the
-SHA-256 of everything the IR depends on: tilecraft's version, the source of the kernel and of
+SHA-256 of everything the IR depends on: tilecraft's version and sources, the source of the kernel and of
 every function it reaches, closure and global constants, the argument specs and array facts, the
 backend, the GPU architecture and the kernel options. Writes go to a temporary file first and are
 renamed into place, so processes compiling the same kernel at once never see a partial entry.
@@ -10,6 +10,7 @@ Triton keeps its own binary cache; the backend points it under this directory to
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import inspect
 import os
@@ -85,9 +86,20 @@ def _code_names(code: types.CodeType) -> set[str]:
     return names
 
 
+@functools.lru_cache(maxsize=1)
+def package_digest() -> str:
+    """Hash of tilecraft's own sources: a changed compiler never reuses stale cached IR."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def entry_key(fn: Callable[..., Any], variant_key: Any, versions: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    for part in (str(FORMAT), *versions, *_reachable_sources(fn), repr(variant_key)):
+    for part in (str(FORMAT), package_digest(), *versions, *_reachable_sources(fn), repr(variant_key)):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()
