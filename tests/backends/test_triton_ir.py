@@ -690,7 +690,7 @@ def test_gpu_matmul_uses_tma_descriptors_and_wgmma():
     k = _matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64)
     a = torch.empty(64, 64, dtype=torch.float16)
     kernel = GPU.compile(k.fn(), [facts_of(a), facts_of(a), facts_of(a.float())])
-    assert kernel.source.count("tl.make_tensor_descriptor(") == 3
+    assert kernel.source.count("tl.make_tensor_descriptor(") == 2  # loads only
     ptx = kernel.compile_for(90).asm["ptx"]
     assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
 

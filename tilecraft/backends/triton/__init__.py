@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from triton.runtime import driver
+
 from ...ir import Function
 from ..base import ArrayFacts, BackendKind
 from .compile import TritonKernel
@@ -24,7 +26,7 @@ __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 class TritonBackend:
     """Compiles Tile IR functions through Triton.
 
-    `descriptors` forces tensor descriptors (TMA) on or off for eligible tile loads/stores; by
+    `descriptors` forces tensor descriptors (TMA) on or off for eligible tile loads; by
     default they are used on a GPU of compute capability 9.0 or newer and never under the
     interpreter (where they work, but only slowly; tests turn them on to check the lowering).
     """
@@ -41,11 +43,8 @@ class TritonBackend:
 
     def _use_descriptors(self) -> bool:
         if self._descriptors is None:
-            if self.interpret:
-                self._descriptors = False
-            else:
-                import torch
-                self._descriptors = torch.cuda.get_device_capability()[0] >= 9
+            target = None if self.interpret else driver.active.get_current_target()
+            self._descriptors = bool(target and target.backend == "cuda" and target.arch >= 90)
         return self._descriptors
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel:

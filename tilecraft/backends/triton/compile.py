@@ -23,8 +23,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Sequence
 
+import torch
 import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
+from triton.runtime import driver
 from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.errors import InterpreterError, OutOfResources
 from triton.runtime.interpreter import InterpretedFunction
@@ -85,8 +89,7 @@ def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
     return getattr(module, lowered.name)
 
 
-def _torch_alloc(size: int, alignment: int, stream: int | None):
-    import torch
+def _torch_alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
@@ -98,15 +101,21 @@ def _ensure_allocator() -> None:
         _thread.allocator = True
 
 
+def _stream_handle(stream: Any) -> int:
+    """The raw CUDA handle of a torch stream, an object with `.cuda_stream`, or a handle."""
+    return stream if isinstance(stream, int) else int(getattr(stream, "cuda_stream", stream))
+
+
+def _current_stream() -> int:
+    """The stream Triton launches on (the current torch stream of the current device)."""
+    return driver.active.get_current_stream(driver.active.get_current_device())
+
+
 def _stream_context(stream: Any):
-    """Make `stream` (torch stream, object with `.cuda_stream`, or raw handle) current."""
-    import torch
-    if isinstance(stream, torch.cuda.Stream):
-        return torch.cuda.stream(stream)
-    handle = int(getattr(stream, "cuda_stream", stream))
-    if handle == torch.cuda.current_stream().cuda_stream:
-        return contextlib.nullcontext()
-    return torch.cuda.stream(torch.cuda.ExternalStream(handle))
+    """Make `stream` current for the duration of a `with`."""
+    if not isinstance(stream, torch.cuda.Stream):
+        stream = torch.cuda.ExternalStream(_stream_handle(stream))
+    return torch.cuda.stream(stream)
 
 
 @contextlib.contextmanager
@@ -149,7 +158,7 @@ class TritonKernel:
                 return
             if self._descriptors:
                 _ensure_allocator()
-            if stream is None:
+            if stream is None or _stream_handle(stream) == _current_stream():
                 self._fn.run(*flat, grid=grid, warmup=False, **self._options)
             else:
                 with _stream_context(stream):
@@ -161,8 +170,6 @@ class TritonKernel:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
         launch: a check of the generated code, or ahead-of-time use. Returns Triton's compiled
         kernel (its `.asm` holds ttir/ttgir/ptx/cubin)."""
-        from triton.backends.compiler import GPUTarget
-        from triton.compiler import ASTSource
         fn = self._fn if not self.interpret else _load(self.path, self.lowered, interpret=False)
         attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)

@@ -29,7 +29,7 @@ class Target:
     """What the generated code may rely on.
 
     interpret: runs under Triton's CPU interpreter (no libdevice, bf16 kept as raw bits).
-    descriptors: tensor descriptors (TMA) may be used for tile loads and stores.
+    descriptors: tensor descriptors (TMA) may be used for tile loads.
     """
 
     interpret: bool
@@ -157,7 +157,7 @@ class KernelWriter:
         self._taken |= set(HELPERS)
         self.loc: Location | None = None
         self.arrays: dict[int, ArrayParam] = {}  # array value id -> its kernel parameters
-        self.plans: dict[int, str] = {}  # id(LOAD/STORE op) -> the tensor descriptor it uses
+        self.plans: dict[int, str] = {}  # id(LOAD op) -> the tensor descriptor it uses
         self.pipelined: dict[int, int] = {}  # id(FOR op) -> num_stages of its tl.range
         self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it
 

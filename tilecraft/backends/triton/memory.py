@@ -3,8 +3,9 @@ scatter and atomics, and the array shape/stride queries.
 
 Addressing of a tile load/store (spec 2.3): with V = the array with axes permuted by `order`
 (V axis k = array axis order[k]), result[x] = V[index * shape + x]. The pointer path computes
-that address per element and masks lanes outside the array; the descriptor path (TMA) loads the
-block in array axis order and permutes it, and the hardware drops or pads the lanes outside.
+that address per element and masks lanes outside the array. A load may instead go through a
+tensor descriptor (TMA): it loads the block in array axis order, the hardware pads the lanes
+outside, and the block is permuted into V's order.
 """
 
 from __future__ import annotations
@@ -58,15 +59,12 @@ def _descriptor_padding(mode: PaddingMode, dtype) -> str | None:
 
 
 def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
-    """(block shape in array axis order, padding option) if `op` may use a descriptor."""
+    """(block shape in array axis order, padding option) if load `op` may use a descriptor."""
     arr: ArrayType = op.operands[0].type
     if op.attrs.get("allow_tma") is False or not 2 <= arr.ndim <= 5 or arr.dtype is D.bool_:
         return None
-    if op.opcode == Opcode.LOAD:
-        shape, padding = tuple(op.attrs["shape"]), _descriptor_padding(
-            op.attrs.get("padding", PaddingMode.UNDETERMINED), arr.dtype)
-    else:
-        shape, padding = shape_of(op.operands[-1]), "zero"
+    shape = tuple(op.attrs["shape"])
+    padding = _descriptor_padding(op.attrs.get("padding", PaddingMode.UNDETERMINED), arr.dtype)
     if padding is None or len(shape) != arr.ndim:
         return None
     order = _order(op, arr.ndim)
@@ -79,17 +77,21 @@ def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
 
 
 def plan_descriptors(w: KernelWriter, fn: Function) -> None:
-    """Choose the tile loads/stores that use tensor descriptors; emit each descriptor once, at
-    the top of the kernel (creating one inside a loop would rebuild it every iteration)."""
+    """Choose the tile loads that use tensor descriptors; emit each descriptor once, at the top
+    of the kernel (creating one inside a loop would rebuild it every iteration).
+
+    Stores always take the pointer path: on the H200 (Triton 3.6) a descriptor store into an
+    array whose last dimension is not a multiple of 16 bytes wrote past that dimension (into the
+    rest of the row stride), while descriptor loads padded correctly."""
     if not w.target.descriptors:
         return
     made: dict[tuple, str] = {}
     for op in fn.walk():
-        if op.opcode not in (Opcode.LOAD, Opcode.STORE):
+        if op.opcode != Opcode.LOAD:
             continue
         arr = w.arrays[op.operands[0].id]
         choice = _descriptor_block(op)
-        if choice is None or arr.facts is None or not arr.facts.tma_ok or arr.strides[-1] is not None:
+        if choice is None or arr.facts is None or not arr.facts.tma_ok:
             continue
         key = (op.operands[0].id, *choice)
         if key not in made:
@@ -181,14 +183,6 @@ def _store(w: KernelWriter, op: Operation) -> None:
     index, tile = op.operands[1:-1], op.operands[-1]
     shape = shape_of(tile)
     order = _order(op, len(index))
-    desc = w.plans.get(id(op))
-    if desc is not None:
-        value = w.tensor(tile)
-        if not _is_identity(order):
-            inverse = [order.index(axis) for axis in range(len(order))]
-            value = f"tl.permute({value}, {inverse})"
-        w.emit(f"{desc}.store({_descriptor_offsets(w, index, shape, order)}, {value})")
-        return
     if len(shape) != len(index):
         shape = ()
     ptr, mask = _tile_address(w, arr, index, shape, order)
