@@ -77,16 +77,17 @@ def _cast(w: KernelWriter, op: Operation) -> None:
     if D.float8_e8m0fnu in (src, dst) and src is not dst:
         raise w.unsupported("casts to or from float8_e8m0fnu")
     if dst is D.tfloat32 and src is not D.tfloat32:
-        # fp32 data either way; tl.dot(input_precision="tf32") rounds MMA operands itself, so
-        # only a value that is used otherwise is rounded here (keeping loads -> dot direct).
-        users = w.users.get(op.result.id, [])
-        if all(u.opcode == Opcode.MMA for u in users) or src is not D.float32:
-            if src is not D.float32:
-                w.assign(op.result, w.cast(w.tensor(x), src, D.float32), "t")
-            else:
-                w.alias(op.result, w.expr(x), w.is_literal(x))
+        # tf32 is fp32 data. tl.dot(input_precision="tf32") rounds MMA operands itself, so only
+        # a value that is also used otherwise is rounded here (a load feeding a dot stays
+        # direct); 16-bit floats are exact in tf32.
+        only_mma = all(u.opcode == Opcode.MMA for u in w.users.get(op.result.id, []))
+        if src is D.float32 and only_mma:
+            w.alias(op.result, w.expr(x), w.is_literal(x))
             return
-        w.assign(op.result, f"{w.need_helper('_tc_round_tf32')}({w.tensor(x)})", "t")
+        value = w.tensor(x) if src is D.float32 else w.cast(w.tensor(x), src, D.float32)
+        if not only_mma and src.bitwidth >= 32:
+            value = f"{w.need_helper('_tc_round_tf32')}({value})"
+        w.assign(op.result, value, "t")
         return
     if tl_dtype(src) == tl_dtype(dst):  # e.g. tfloat32 -> float32: same data
         w.alias(op.result, w.expr(x), w.is_literal(x))
@@ -360,14 +361,13 @@ def _scan(w: KernelWriter, op: Operation) -> None:
 def _mma(w: KernelWriter, op: Operation) -> None:
     a, b, acc = op.operands
     adt, cdt = a.tile.dtype, acc.tile.dtype
-    if a.tile.shape[-1] < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype and not (
-            D.tfloat32 in (adt, b.tile.dtype)):  # tl.dot: K too small, or int8 x uint8
-        _mma_fma(w, op)
+    if a.tile.shape[-1] < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype:
+        _mma_fma(w, op)  # tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype
         return
     x, y = w.tensor(a), w.tensor(b)
     if w.target.interpret and adt is D.bfloat16:  # the interpreter's dot reads bf16 as raw bits
         x, y = f"tl.cast({x}, tl.float32)", f"tl.cast({y}, tl.float32)"
-    if D.tfloat32 in (adt, b.tile.dtype):
+    if adt is D.tfloat32:
         precision = ', input_precision="tf32"'
     elif adt in (D.float32, D.float64):
         precision = ', input_precision="ieee"'
@@ -377,7 +377,7 @@ def _mma(w: KernelWriter, op: Operation) -> None:
 
 
 def _mma_fma(w: KernelWriter, op: Operation) -> None:
-    """MMA with a K below tl.dot's minimum: broadcast multiply and sum over K."""
+    """MMA as a broadcast multiply and a sum over K (in the accumulator's dtype)."""
     a, b, acc = op.operands
     cdt = acc.tile.dtype
     compute = _math_dtype(cdt) if is_float(cdt) else cdt
@@ -393,15 +393,13 @@ def _mma_fma(w: KernelWriter, op: Operation) -> None:
 
 @rule(Opcode.PRINT)
 def _print(w: KernelWriter, op: Operation) -> None:
-    pieces = list(op.attrs.get("pieces", ()))
+    # Best effort: Triton prints every element on a line of its own after a prefix, so each
+    # tile is printed after the text before it (format specs are not applied).
+    pieces = [p.replace("\n", " ").strip() for p in op.attrs.get("pieces", ())]
     if not op.operands:
-        w.emit(f"tl.device_print({''.join(pieces)!r})")
-        return
+        w.emit(f"tl.device_print({' '.join(p for p in pieces if p)!r})")
     for k, v in enumerate(op.operands):
-        prefix = pieces[k] if k < len(pieces) else ""
-        if k == len(op.operands) - 1 and len(pieces) > k + 1:
-            prefix += "{}" + pieces[k + 1]
-        w.emit(f"tl.device_print({prefix!r}, {w.tensor(v)})")
+        w.emit(f"tl.device_print({pieces[k] if k < len(pieces) else ''!r}, {w.tensor(v)})")
 
 
 @rule(Opcode.ASSERT)

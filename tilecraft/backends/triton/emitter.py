@@ -12,8 +12,9 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from ...errors import Location, TileUnsupportedFeatureError
 from ...ir import Opcode, Operation, Value
@@ -124,9 +125,7 @@ def negative_zero(dtype: DType) -> str:
 
 def _plain_literal_ok(value, dtype: DType) -> bool:
     """Whether Triton types a bare Python literal of this value as exactly `dtype`."""
-    if dtype is D.bool_:
-        return True
-    if dtype is D.int32:
+    if dtype in (D.bool_, D.int32):
         return True
     if dtype is D.float32:
         a = abs(float(value))
@@ -144,7 +143,7 @@ def _identifier(hint: str) -> str:
 class KernelWriter:
     """Accumulates one kernel's body; rules call `emit`, `define`, `expr`, `tensor`."""
 
-    def __init__(self, target: Target, reserved: set[str]) -> None:
+    def __init__(self, target: Target) -> None:
         self.target = target
         self.lines: list[str] = []
         self.line_locs: dict[int, Location | None] = {}  # index in `lines` -> op location
@@ -153,8 +152,7 @@ class KernelWriter:
         self._indent = 1
         self._exprs: dict[int, str] = {}
         self._literals: set[int] = set()
-        self._taken = set(reserved) | set(keyword.kwlist) | {"tl", "triton", "libdevice", "float", "range"}
-        self._taken |= set(HELPERS)
+        self._taken = set(keyword.kwlist) | set(HELPERS) | {"tl", "triton", "libdevice", "float", "range"}
         self.loc: Location | None = None
         self.arrays: dict[int, ArrayParam] = {}  # array value id -> its kernel parameters
         self.plans: dict[int, str] = {}  # id(LOAD op) -> the tensor descriptor it uses
@@ -226,25 +224,37 @@ class KernelWriter:
         self.emit(f"{name} = {text}")
         return name
 
-    def indented(self) -> "_Indent":
-        return _Indent(self)
+    @contextmanager
+    def indented(self) -> Iterator[None]:
+        """Emit the statements of the `with` body one level deeper."""
+        self._indent += 1
+        try:
+            yield
+        finally:
+            self._indent -= 1
 
     def cast(self, text: str, src: DType, dst: DType, extra: str = "") -> str:
-        """`text` (of dtype `src`) converted to `dst`; `extra`: more tl.cast arguments.
+        """`text` (of dtype `src`) converted to `dst`; `extra`: more tl.cast arguments."""
+        if self.target.interpret and not extra and src is not dst:
+            special = self._interpreter_cast(text, src, dst)
+            if special is not None:
+                return special
+        return f"tl.cast({text}, {tl_dtype(dst)}{extra})"
 
-        Under the interpreter, conversions to bfloat16 round explicitly: its own truncates,
-        and it converts integers to bfloat16 as if bfloat16 were uint16."""
-        if self.target.interpret and src is D.float8_e5m2 and dst is D.float16 and not extra:
-            # e5m2 is the top byte of float16
+    def _interpreter_cast(self, text: str, src: DType, dst: DType) -> str | None:
+        """Conversions Triton's interpreter gets wrong, spelled out: to bfloat16 it truncates
+        (and converts integers as if bfloat16 were uint16), to 8-bit floats it rounds without
+        carrying into the exponent, and from e5m2 to float16 it loses values."""
+        if src is D.float8_e5m2 and dst is D.float16:  # e5m2 is the top byte of float16
             return (f"tl.cast(tl.cast(tl.cast({text}, tl.uint8, bitcast=True), tl.uint16) << 8, "
                     f"tl.float16, bitcast=True)")
-        if self.target.interpret and dst in _FP8_FORMAT and src is not dst and not extra:
+        if dst in _FP8_FORMAT:
             if src is not D.float32:
                 text = f"tl.cast({text}, tl.float32)"
             args = ", ".join(map(str, _FP8_FORMAT[dst]))
             return f"tl.cast({self.need_helper('_tc_to_fp8_interp')}({text}, {args}), {tl_dtype(dst)}, bitcast=True)"
-        if not (self.target.interpret and dst is D.bfloat16 and src is not D.bfloat16) or extra:
-            return f"tl.cast({text}, {tl_dtype(dst)}{extra})"
+        if dst is not D.bfloat16:
+            return None
         if src is D.float32:
             return f"{self.need_helper('_tc_to_bf16_interp')}({text})"
         if src.bitwidth <= 16:  # exact in float32
@@ -282,17 +292,6 @@ class KernelWriter:
             fn(self, op)
         finally:
             self.loc = outer
-
-
-class _Indent:
-    def __init__(self, writer: KernelWriter) -> None:
-        self.writer = writer
-
-    def __enter__(self) -> None:
-        self.writer._indent += 1
-
-    def __exit__(self, *exc) -> None:
-        self.writer._indent -= 1
 
 
 def broadcast_index(name: str, axis: int, rank: int) -> str:

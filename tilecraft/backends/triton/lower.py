@@ -52,46 +52,46 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
     """Triton parameters (annotated), their Triton types, and the launch-side expressions;
     appends the positions of 16-byte aligned pointers to `aligned`."""
     params, signature, launch = [], {}, []
+
+    def add(name: str, dtype, arg: str) -> None:
+        params.append(f"{name}: {tl_dtype(dtype)}")
+        signature[name] = SIGNATURE_TYPES[dtype]
+        launch.append(arg)
+
     for i, (p, pname) in enumerate(zip(fn.params, fn.param_names)):
         name = w.fresh(pname)
-        if isinstance(p.type, ArrayType):
-            f: ArrayFacts | None = facts[i] if i < len(facts) else None
-            index64 = p.type.index64 or bool(f and f.index64)
-            ity = "tl.int64" if index64 else "tl.int32"
-            unit_last = bool(f and f.unit_last) and p.type.ndim > 0
-            shapes = [w.fresh(f"{name}_shape{k}") for k in range(p.type.ndim)]
-            strides = [None if unit_last and k == p.type.ndim - 1 else w.fresh(f"{name}_stride{k}")
-                       for k in range(p.type.ndim)]
-            w.arrays[p.id] = ArrayParam(name, shapes, strides, index64, f)
-            if f is not None and f.aligned16:
-                aligned.append(len(params))
-            params.append(name)
-            signature[name] = "*" + SIGNATURE_TYPES[p.type.dtype]
-            launch.append(f"a{i}")
-            for k, s in enumerate(shapes):
-                params.append(f"{s}: {ity}")
-                signature[s] = SIGNATURE_TYPES[D.int64 if index64 else D.int32]
-                launch.append(f"a{i}.shape[{k}]")
-            for k, s in enumerate(strides):
-                if s is not None:
-                    params.append(f"{s}: {ity}")
-                    signature[s] = SIGNATURE_TYPES[D.int64 if index64 else D.int32]
-                    launch.append(f"a{i}.stride({k})")
-        else:
-            params.append(f"{name}: {tl_dtype(p.tile.dtype)}")
-            signature[name] = SIGNATURE_TYPES[p.tile.dtype]
-            launch.append(f"a{i}")
+        if not isinstance(p.type, ArrayType):
+            add(name, p.tile.dtype, f"a{i}")
             w.alias(p, name)
             if w.target.interpret:  # the interpreter passes Python numbers: give them their type
                 w.loc = fn.loc
                 w.emit(f"{name} = tl.cast({name}, {tl_dtype(p.tile.dtype)})")
                 w.loc = None
+            continue
+        f: ArrayFacts | None = facts[i] if i < len(facts) else None
+        index64 = p.type.index64 or bool(f and f.index64)
+        unit_last = bool(f and f.unit_last) and p.type.ndim > 0
+        shapes = [w.fresh(f"{name}_shape{k}") for k in range(p.type.ndim)]
+        strides = [None if unit_last and k == p.type.ndim - 1 else w.fresh(f"{name}_stride{k}")
+                   for k in range(p.type.ndim)]
+        w.arrays[p.id] = ArrayParam(name, shapes, strides, index64, f)
+        if f is not None and f.aligned16:
+            aligned.append(len(params))
+        params.append(name)
+        signature[name] = "*" + SIGNATURE_TYPES[p.type.dtype]
+        launch.append(f"a{i}")
+        index_dtype = D.int64 if index64 else D.int32
+        for k, s in enumerate(shapes):
+            add(s, index_dtype, f"a{i}.shape[{k}]")
+        for k, s in enumerate(strides):
+            if s is not None:
+                add(s, index_dtype, f"a{i}.stride({k})")
     return params, signature, launch
 
 
 def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     """Generate the Triton module for `fn`; `facts[i]` describes array param i (or is None)."""
-    w = KernelWriter(target, reserved=set())
+    w = KernelWriter(target)
     for op in fn.walk():
         for v in op.operands:
             w.users.setdefault(v.id, []).append(op)
@@ -117,7 +117,7 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     source = head + kernel_head + "\n".join(w.lines) + "\n"
     line_locs = {first + i: loc for i, loc in w.line_locs.items()}
     nargs = len(fn.params)
-    flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({', '.join(launch)},)"
+    flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
     has_assert = any(op.opcode == Opcode.ASSERT for op in fn.walk())
-    return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten, tuple(w.helpers), config,
-                         first - 1, bool(w.plans), has_assert, fn.loc)
+    return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
+                         tuple(w.helpers), config, first - 1, bool(w.plans), has_assert, fn.loc)
