@@ -124,7 +124,8 @@ def facts_of(t) -> ArrayFacts | None:
         return None
     size = t.element_size()
     return ArrayFacts(aligned16=t.data_ptr() % 16 == 0, unit_last=t.ndim > 0 and t.stride(-1) == 1,
-                      strides16=all(s * size % 16 == 0 for s in t.stride()[:-1]))
+                      strides16=all(s * size % 16 == 0 for s in t.stride()[:-1]),
+                      contiguous=t.is_contiguous())
 
 
 def run(k: K, grid, args, mode=INTERP):
@@ -223,6 +224,23 @@ def test_permuted_store_drops_out_of_bounds_lanes(mode):
     b_t = poison((12, 16))[:, :13]
     run(k, (2, 3), [a_t, b_t], mode)
     np.testing.assert_array_equal(b_t.numpy(), a_t.numpy().T)
+
+
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "view"])
+def test_descriptor_stores_only_into_dense_arrays(dense):
+    # A (13 x 20) tile copy with 8x8 tiles: partial tiles on both edges; rows of 80 bytes.
+    k = K("copy")
+    a, b = k.array("A", D.float32, 2), k.array("B", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    k.store(b, [i, j], k.load(a, [i, j], (8, 8), padding=PaddingMode.ZERO))
+    a_t = randn(13, 24)[:, :20]
+    backing = poison((16, 24))
+    b_t = backing[:13, :20].contiguous() if dense else backing[:13, :20]
+    kernel = run(k, (2, 3), [a_t, b_t], INTERP_DESC)
+    assert ("B_desc.store(" in kernel.source) == dense
+    np.testing.assert_array_equal(b_t.numpy(), a_t.numpy())
+    if not dense:
+        assert np.isnan(backing.numpy()[:, 20:]).all() and np.isnan(backing.numpy()[13:]).all()
 
 
 def test_zero_d_array_beside_descriptor_loads():
@@ -690,7 +708,8 @@ def test_gpu_matmul_uses_tma_descriptors_and_wgmma():
     k = _matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64)
     a = torch.empty(64, 64, dtype=torch.float16)
     kernel = GPU.compile(k.fn(), [facts_of(a), facts_of(a), facts_of(a.float())])
-    assert kernel.source.count("tl.make_tensor_descriptor(") == 2  # loads only
+    assert kernel.source.count("tl.make_tensor_descriptor(") == 3  # A, B loads and the dense C store
+    assert "C_desc.store(" in kernel.source
     ptx = kernel.compile_for(90).asm["ptx"]
     assert "cp.async.bulk.tensor" in ptx and "wgmma" in ptx
 

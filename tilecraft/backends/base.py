@@ -22,17 +22,26 @@ class ArrayFacts:
     aligned16: base pointer is 16-byte aligned. unit_last: last stride is 1.
     strides16: every other stride times the item size is a multiple of 16 bytes.
     index64: the array has 2**31 or more elements (offsets must be 64-bit).
+    contiguous: the array is dense row-major (no gaps between rows: strides follow the shape).
     """
 
     aligned16: bool
     unit_last: bool
     strides16: bool
     index64: bool = False
+    contiguous: bool = False
 
     @property
     def tma_ok(self) -> bool:
         """Whether a tensor descriptor (TMA) may address this array."""
         return self.aligned16 and self.unit_last and self.strides16
+
+    @property
+    def tma_store_ok(self) -> bool:
+        """Whether tile stores may go through a tensor descriptor: on the H200 (Triton 3.6) a
+        descriptor store into a view with gaps after its last dim wrote its padding lanes into
+        the gap, so stores use descriptors only on dense arrays."""
+        return self.tma_ok and self.contiguous
 
 
 class CompiledKernel(Protocol):

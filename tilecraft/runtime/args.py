@@ -67,13 +67,16 @@ class ArrayArg:
 
 def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, index64: bool) -> ArrayFacts:
     n = 1
-    for s in shape:
-        n *= s
+    dense = True
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        dense = dense and (size == 1 or stride == n)
+        n *= size
     return ArrayFacts(
         aligned16=ptr % 16 == 0,
         unit_last=not strides or strides[-1] == 1 or shape[-1] == 1,
         strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
         index64=index64 or n >= 2**31,
+        contiguous=dense,
     )
 
 

@@ -2,7 +2,7 @@
 variant, skipping classification, spec construction and hashing of frozen specs.
 
 The key holds what decides the variant: each tensor's type, dtype, device, strides, 16-byte base
-alignment and whether it needs 64-bit indexing; each Constant's type and value; each scalar's
+alignment, whether it needs 64-bit indexing and whether it is dense; each Constant's type and value; each scalar's
 type. Anything the fast key cannot describe returns None and takes the full path, which also
 produces every error message.
 """
@@ -35,10 +35,10 @@ def _arg_key(v: Any, constant: bool, flat: list[Any]) -> Any:
         return tuple(_arg_key(x, False, flat) for x in v)
     if t.__module__ == "torch" and t.__name__ in ("Tensor", "Parameter"):
         flat.append(v)
-        return (v.dtype, v.device, v.stride(), v.data_ptr() & 15 == 0, v.numel() >= _BIG)
+        return (v.dtype, v.device, v.stride(), v.data_ptr() & 15 == 0, v.numel() >= _BIG, v.is_contiguous())
     if t is np.ndarray:
         flat.append(v)
-        return (v.dtype, v.strides, v.ctypes.data & 15 == 0, v.size >= _BIG)
+        return (v.dtype, v.strides, v.ctypes.data & 15 == 0, v.size >= _BIG, v.flags.c_contiguous)
     raise _Slow
 
 

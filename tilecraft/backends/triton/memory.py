@@ -59,12 +59,19 @@ def _descriptor_padding(mode: PaddingMode, dtype) -> str | None:
 
 
 def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
-    """(block shape in array axis order, padding option) if load `op` may use a descriptor."""
+    """(block shape in array axis order, padding option) if tile load/store `op` may use a
+    descriptor (stores only in array axis order)."""
     arr: ArrayType = op.operands[0].type
     if op.attrs.get("allow_tma") is False or not 2 <= arr.ndim <= 5 or arr.dtype is D.bool_:
         return None
-    shape = tuple(op.attrs["shape"])
-    padding = _descriptor_padding(op.attrs.get("padding", PaddingMode.UNDETERMINED), arr.dtype)
+    if op.opcode == Opcode.STORE:
+        shape = shape_of(op.operands[-1])
+        padding: str | None = "zero"
+        if not _is_identity(_order(op, arr.ndim)):
+            return None
+    else:
+        shape = tuple(op.attrs["shape"])
+        padding = _descriptor_padding(op.attrs.get("padding", PaddingMode.UNDETERMINED), arr.dtype)
     if padding is None or len(shape) != arr.ndim:
         return None
     order = _order(op, arr.ndim)
@@ -77,21 +84,23 @@ def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
 
 
 def plan_descriptors(w: KernelWriter, fn: Function) -> None:
-    """Choose the tile loads that use tensor descriptors; emit each descriptor once, at the top
-    of the kernel (creating one inside a loop would rebuild it every iteration).
+    """Choose the tile loads and stores that use tensor descriptors; emit each descriptor once,
+    at the top of the kernel (creating one inside a loop would rebuild it every iteration).
 
-    Stores always take the pointer path: on the H200 (Triton 3.6) a descriptor store into an
-    array whose last dimension is not a multiple of 16 bytes wrote past that dimension (into the
-    rest of the row stride), while descriptor loads padded correctly."""
+    Stores use descriptors only into dense arrays (`ArrayFacts.tma_store_ok`): on the H200
+    (Triton 3.6) a descriptor store into a view with a gap after its last dimension wrote its
+    padding lanes into the gap, while descriptor loads padded correctly."""
     if not w.target.descriptors:
         return
     made: dict[tuple, str] = {}
     for op in fn.walk():
-        if op.opcode != Opcode.LOAD:
+        if op.opcode not in (Opcode.LOAD, Opcode.STORE):
             continue
         arr = w.arrays[op.operands[0].id]
         choice = _descriptor_block(op)
-        if choice is None or arr.facts is None or not arr.facts.tma_ok:
+        if choice is None or arr.facts is None:
+            continue
+        if not (arr.facts.tma_store_ok if op.opcode == Opcode.STORE else arr.facts.tma_ok):
             continue
         key = (op.operands[0].id, *choice)
         if key not in made:
@@ -183,6 +192,10 @@ def _store(w: KernelWriter, op: Operation) -> None:
     index, tile = op.operands[1:-1], op.operands[-1]
     shape = shape_of(tile)
     order = _order(op, len(index))
+    desc = w.plans.get(id(op))
+    if desc is not None:
+        w.emit(f"{desc}.store({_descriptor_offsets(w, index, shape, order)}, {w.tensor(tile)})")
+        return
     if len(shape) != len(index):
         shape = ()
     ptr, mask = _tile_address(w, arr, index, shape, order)
