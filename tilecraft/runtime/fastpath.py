@@ -2,9 +2,9 @@
 variant, skipping classification, spec construction and hashing of frozen specs.
 
 The key holds what decides the variant: each tensor's type, dtype, device, strides, 16-byte base
-alignment, whether it needs 64-bit indexing and whether it is dense; each Constant's type and value; each scalar's
-type. Anything the fast key cannot describe returns None and takes the full path, which also
-produces every error message.
+alignment, whether it needs 64-bit indexing and whether it is dense; each Constant's type and
+value; each scalar's type. Anything the fast key cannot describe returns None and takes the full
+path, which also produces every error message.
 """
 
 from __future__ import annotations
@@ -15,47 +15,49 @@ import numpy as np
 
 from .args import ParamInfo
 
-_INT32 = (-2**31, 2**31)
 _BIG = 2**31
 
 
-def _arg_key(v: Any, constant: bool, flat: list[Any]) -> Any:
-    t = type(v)
-    if constant:
-        return (t, v)
-    if t is int:
-        if not _INT32[0] <= v < _INT32[1]:
-            raise _Slow
-        flat.append(v)
-        return int
-    if t is float or t is bool:
-        flat.append(v)
-        return t
-    if t is tuple:
-        return tuple(_arg_key(x, False, flat) for x in v)
-    if t.__module__ == "torch" and t.__name__ in ("Tensor", "Parameter"):
-        flat.append(v)
-        return (v.dtype, v.device, v.stride(), v.data_ptr() & 15 == 0, v.numel() >= _BIG, v.is_contiguous())
-    if t is np.ndarray:
-        flat.append(v)
-        return (v.dtype, v.strides, v.ctypes.data & 15 == 0, v.size >= _BIG, v.flags.c_contiguous)
-    raise _Slow
-
-
-class _Slow(Exception):
-    pass
-
-
-def fast_key(params: list[ParamInfo], args: Any) -> tuple[Any, list[Any]] | None:
-    """(key, flat runtime args) for a plain argument tuple, or None to take the full path."""
-    if type(args) is not tuple or len(args) != len(params):
-        return None
-    flat: list[Any] = []
+def fast_plan(params: list[ParamInfo]) -> tuple[bool, ...] | None:
+    """Per parameter: is it a Constant. None when a parameter needs the full path every time
+    (ScalarInt64 or IndexedWithInt64 annotations)."""
     if any(p.scalar_dtype is not None or p.index64 for p in params):
         return None
-    try:
-        key = tuple(_arg_key(v, p.constant, flat) for v, p in zip(args, params))
-        hash(key)
-    except (_Slow, TypeError):
+    return tuple(p.constant for p in params)
+
+
+def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
+    """(key, flat runtime args) for a plain argument tuple, or None to take the full path."""
+    if plan is None or type(args) is not tuple or len(args) != len(plan):
         return None
-    return key, flat
+    flat: list[Any] = []
+    key: list[Any] = []
+    for v, constant in zip(args, plan):
+        t = type(v)
+        if constant:
+            key.append((t, v))
+        elif t.__module__ == "torch":
+            if t.__name__ not in ("Tensor", "Parameter"):
+                return None
+            flat.append(v)
+            key.append((v.dtype, v.get_device(), v.stride(), v.data_ptr() & 15, v.numel() >= _BIG,
+                         v.is_contiguous()))
+        elif t is int:
+            if not -_BIG <= v < _BIG:
+                return None
+            flat.append(v)
+            key.append(int)
+        elif t is float or t is bool:
+            flat.append(v)
+            key.append(t)
+        elif t is np.ndarray:
+            flat.append(v)
+            key.append((v.dtype, v.strides, v.ctypes.data & 15, v.size >= _BIG, v.flags.c_contiguous))
+        else:
+            return None  # tuples and everything else take the full path
+    k = tuple(key)
+    try:
+        hash(k)
+    except TypeError:
+        return None
+    return k, flat

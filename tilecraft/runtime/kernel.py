@@ -18,6 +18,7 @@ from ..passes import optimize
 from ..version import __version__
 from .args import ArgumentError, ArrayArg, ParamInfo, describe_args, param_infos
 from .cache import default_cache, entry_key
+from .fastpath import fast_plan
 
 _UNSPECIFIED = object()
 _FAST_LIMIT = 4096
@@ -99,11 +100,13 @@ class Kernel:
     fn: Callable[..., Any]
     options: dict[str, Any]
     params: list[ParamInfo] = field(init=False)
+    plan: tuple[bool, ...] | None = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
     fast: dict[Any, tuple[CompiledKernel, BackendKind]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.params = param_infos(self.fn)
+        self.plan = fast_plan(self.params)
         self.__name__ = self.fn.__name__
         self.__doc__ = self.fn.__doc__
 

@@ -74,7 +74,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
-    fast = fast_key(kernel.params, kernel_args)
+    fast = fast_key(kernel.plan, kernel_args)
     if fast is not None:
         hit = kernel.fast.get((fast[0], backend, knobs.BACKEND.get()))
         if hit is not None:
