@@ -14,7 +14,9 @@ pytest.importorskip("triton")
 
 from tilecraft.backends.base import ArrayFacts, BackendKind  # noqa: E402
 from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
+from tilecraft.backends.triton.emitter import Target  # noqa: E402
 from tilecraft.backends.triton.heuristics import choose_config  # noqa: E402
+from tilecraft.backends.triton.lower import lower  # noqa: E402
 from tilecraft.errors import Location, TileCompilerExecutionError  # noqa: E402
 from tilecraft.ir import (AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Opcode,  # noqa: E402
                           ReduceFn, ScanFn, UnaryFn, Value, verify)
@@ -747,3 +749,13 @@ def test_launch_config_heuristics():
     fn.options.update(num_ctas=2, occupancy=2)
     cfg = choose_config(fn)
     assert cfg.options["num_ctas"] == 2 and cfg.ignored == {"occupancy": 2}
+
+
+@pytest.mark.parametrize("divisible, expect", [(True, 0), (False, 3)], ids=["aligned", "odd"])
+def test_descriptors_where_pointers_cannot_vectorize(divisible, expect):
+    """By default (no forcing) a one-tile-per-block matmul uses masked pointers when every size
+    and stride is a multiple of 16 elements, descriptors otherwise."""
+    k = _matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64)
+    facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True, contiguous=True, divisible16=divisible)
+    lowered = lower(k.fn(), [facts] * 3, Target(interpret=False, descriptors=True))
+    assert lowered.source.count("tl.make_tensor_descriptor(") == expect

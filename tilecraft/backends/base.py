@@ -23,6 +23,8 @@ class ArrayFacts:
     strides16: every other stride times the item size is a multiple of 16 bytes.
     index64: the array has 2**31 or more elements (offsets must be 64-bit).
     contiguous: the array is dense row-major (no gaps between rows: strides follow the shape).
+    divisible16: every dim size and every stride but the last is a multiple of 16 elements, so
+      masked pointer accesses vectorize fully (Triton specializes those integers itself).
     """
 
     aligned16: bool
@@ -30,6 +32,7 @@ class ArrayFacts:
     strides16: bool
     index64: bool = False
     contiguous: bool = False
+    divisible16: bool = False
 
     @property
     def tma_ok(self) -> bool:

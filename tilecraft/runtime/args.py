@@ -77,6 +77,7 @@ def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize:
         strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
         index64=index64 or n >= 2**31,
         contiguous=dense,
+        divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
     )
 
 

@@ -26,9 +26,10 @@ __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 class TritonBackend:
     """Compiles Tile IR functions through Triton.
 
-    `descriptors` forces tensor descriptors (TMA) on or off for eligible tile loads; by
-    default they are used on a GPU of compute capability 9.0 or newer and never under the
-    interpreter (where they work, but only slowly; tests turn them on to check the lowering).
+    `descriptors` forces tensor descriptors (TMA) on or off for every eligible tile load and
+    store; by default they are used on a GPU of compute capability 9.0 or newer where they are
+    expected to be faster than masked pointers (see `memory.prefer_descriptor`), and never under
+    the interpreter (where they work, but only slowly; tests turn them on to check the lowering).
     """
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None) -> None:
@@ -49,6 +50,8 @@ class TritonBackend:
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
+        forced = self._descriptors is True
         descriptors = self._use_descriptors()
-        lowered = lower(fn, list(facts), Target(interpret=self.interpret, descriptors=descriptors))
+        target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=forced)
+        lowered = lower(fn, list(facts), target)
         return TritonKernel(lowered, self.interpret)

@@ -28,7 +28,6 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
-from triton.runtime import driver
 from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.errors import InterpreterError, OutOfResources
 from triton.runtime.interpreter import InterpretedFunction
@@ -108,7 +107,7 @@ def _stream_handle(stream: Any) -> int:
 
 def _current_stream() -> int:
     """The stream Triton launches on (the current torch stream of the current device)."""
-    return driver.active.get_current_stream(driver.active.get_current_device())
+    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
 
 
 def _stream_context(stream: Any):

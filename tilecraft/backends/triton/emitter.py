@@ -30,11 +30,14 @@ class Target:
     """What the generated code may rely on.
 
     interpret: runs under Triton's CPU interpreter (no libdevice, bf16 kept as raw bits).
-    descriptors: tensor descriptors (TMA) may be used for tile loads.
+    descriptors: tensor descriptors (TMA) may be used for tile loads and stores.
+    force_descriptors: use them wherever eligible, not only where they are expected to be faster
+      (tests of the descriptor lowering).
     """
 
     interpret: bool
     descriptors: bool
+    force_descriptors: bool = False
 
 
 @dataclass

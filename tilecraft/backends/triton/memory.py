@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..base import ArrayFacts
 from ...ir import AtomicFn, Function, Opcode, Operation, Value
 from ...ir.types import ArrayType
 from ...language import dtypes as D
@@ -83,6 +84,27 @@ def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
     return tuple(block), padding
 
 
+def _persistent(fn: Function) -> bool:
+    """Whether an MMA runs in a loop nested inside another loop (a persistent tile loop)."""
+    def visit(ops: list[Operation], depth: int) -> bool:
+        for op in ops:
+            if op.opcode == Opcode.MMA and depth >= 2:
+                return True
+            inner = depth + (op.opcode in (Opcode.FOR, Opcode.WHILE))
+            if any(visit(blk.ops, inner) for blk in op.blocks):
+                return True
+        return False
+    return visit(fn.body.ops, 0)
+
+
+def prefer_descriptor(facts: ArrayFacts, persistent: bool) -> bool:
+    """Whether a descriptor beats masked pointers for this array (H200, Triton 3.6, 2026-11-29
+    benchmarks/results): pointers vectorize fully and ran 2-10% faster when every size and stride
+    is a multiple of 16 elements, but 2-14x slower otherwise (e.g. 4000x3000x2000 bf16: 35 vs 491
+    TFLOP/s); persistent matmuls ran 2-5% faster with descriptors either way."""
+    return persistent or not facts.divisible16
+
+
 def plan_descriptors(w: KernelWriter, fn: Function) -> None:
     """Choose the tile loads and stores that use tensor descriptors; emit each descriptor once,
     at the top of the kernel (creating one inside a loop would rebuild it every iteration).
@@ -92,6 +114,7 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
     padding lanes into the gap, while descriptor loads padded correctly."""
     if not w.target.descriptors:
         return
+    persistent = _persistent(fn)
     made: dict[tuple, str] = {}
     for op in fn.walk():
         if op.opcode not in (Opcode.LOAD, Opcode.STORE):
@@ -101,6 +124,8 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
         if choice is None or arr.facts is None:
             continue
         if not (arr.facts.tma_store_ok if op.opcode == Opcode.STORE else arr.facts.tma_ok):
+            continue
+        if not w.target.force_descriptors and not prefer_descriptor(arr.facts, persistent):
             continue
         key = (op.operands[0].id, *choice)
         if key not in made:

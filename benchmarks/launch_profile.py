@@ -1,0 +1,73 @@
+"""Where a cached tilecraft launch spends its host time, layer by layer (GPU only).
+
+Times, per launch (median of rounds of 2000): the full `ct.launch`; the backend's
+`TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the generated kernel with the
+same flattened arguments and options; and a plain `@triton.jit` vector add launched directly.
+Then prints a cProfile of `ct.launch`, sorted by own time.
+
+    PYTHONPATH=$PWD python benchmarks/launch_profile.py
+"""
+
+from __future__ import annotations
+
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import triton_reference as tr  # noqa: E402
+
+import tilecraft as ct  # noqa: E402
+from matmul import vector_add_kernel  # noqa: E402
+
+
+def per_launch_us(fn: Callable[[], Any], launches: int = 2000, rounds: int = 5) -> float:
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(launches):
+            fn()
+        times.append((time.perf_counter() - start) / launches * 1e6)
+        torch.cuda.synchronize()
+    return statistics.median(times)
+
+
+def main() -> None:
+    n = 1024
+    a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    c = torch.empty_like(a)
+    stream = torch.cuda.current_stream()
+    ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n))
+    compiled = next(iter(vector_add_kernel.variants.values())).compiled
+    flat = compiled._flatten(a, b, c)
+    rows = {
+        "ct.launch": lambda: ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n)),
+        "ct.launch (stream None)": lambda: ct.launch(None, (1,), vector_add_kernel, (a, b, c, n)),
+        "TritonKernel.launch": lambda: compiled.launch((1, 1, 1), (a, b, c), stream),
+        "JITFunction.run (generated)": lambda: compiled._fn.run(*flat, grid=(1, 1, 1), warmup=False,
+                                                                **compiled._options),
+        "plain triton add_kernel[grid]": lambda: tr.add_kernel[(1,)](a, b, c, n, BLOCK=n),
+    }
+    for name, fn in rows.items():
+        print(f"{name:32s} {per_launch_us(fn):7.2f} us")
+    print("generated launch args:", len(flat), "options:", compiled._options)
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(3000):
+        ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n))
+    prof.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(22)
+
+
+if __name__ == "__main__":
+    main()
