@@ -325,7 +325,7 @@ def test_reductions_ignore_nan(fn, axis, keepdims):
     want = ref(xn, axis=axis)
     if keepdims:
         want = np.expand_dims(want, axis)
-    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
 def test_small_int_reductions_keep_dtype_and_wrap():

@@ -48,6 +48,10 @@ class ArrayFacts:
 
 
 class CompiledKernel(Protocol):
+    def specialize(self, args: Sequence[Any]) -> "CompiledKernel":
+        """A kernel for later launches whose arguments match `args` in dtype, device, shape,
+        strides and alignment (it may skip per-launch checks); `self` where nothing is gained."""
+
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
         """Run the kernel on `grid` blocks; `args` follow `Function.params` order (arrays as
         NumPy arrays for the interpreter, torch tensors for Triton; scalars as Python numbers)."""

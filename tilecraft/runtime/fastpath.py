@@ -1,8 +1,8 @@
 """The repeat-launch fast path: a cheap key per argument list that maps straight to a compiled
 variant, skipping classification, spec construction and hashing of frozen specs.
 
-The key holds what decides the variant: each tensor's type, dtype, device, strides, shape, 16-byte
-base alignment and whether it needs 64-bit indexing; each Constant's type and
+The key holds what decides the variant: each tensor's type, dtype, device, strides, shape and
+16-byte base alignment (the shape also decides 64-bit indexing); each Constant's type and
 value; each scalar's type. Anything the fast key cannot describe returns None and takes the full
 path, which also produces every error message.
 """
@@ -40,7 +40,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
             if t.__name__ not in ("Tensor", "Parameter"):
                 return None
             flat.append(v)
-            key.append((v.dtype, v.get_device(), v.stride(), v.shape, v.data_ptr() & 15, v.numel() >= _BIG))
+            key.append((v.dtype, v.get_device(), v.stride(), v.shape, v.data_ptr() & 15))
         elif t is int:
             if not -_BIG <= v < _BIG:
                 return None
@@ -51,7 +51,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
             key.append(t)
         elif t is np.ndarray:
             flat.append(v)
-            key.append((v.dtype, v.strides, v.shape, v.ctypes.data & 15, v.size >= _BIG))
+            key.append((v.dtype, v.strides, v.shape, v.ctypes.data & 15))
         else:
             return None  # tuples and everything else take the full path
     k = tuple(key)

@@ -96,8 +96,10 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     arch = device_arch(arrays) if kind == BackendKind.TRITON else None
     key = VariantKey(specs, tuple(a.facts for a in arrays), kind, arch)
     variant = kernel.variant(key, backend_for(kind))
-    if fast is not None:
-        kernel.remember_fast((fast[0], backend, knobs.BACKEND.get()), (variant.compiled, kind))
     if 0 in grid3:
         return
-    variant.compiled.launch(grid3, convert_arrays(flat, kind), stream)
+    runtime_args = convert_arrays(flat, kind)
+    variant.compiled.launch(grid3, runtime_args, stream)
+    if fast is not None:
+        kernel.remember_fast((fast[0], backend, knobs.BACKEND.get()),
+                             (variant.compiled.specialize(runtime_args), kind))

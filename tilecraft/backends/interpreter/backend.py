@@ -36,6 +36,10 @@ class InterpretedKernel:
         self._ops: tuple[Runner, ...] = ops
         self._size = c.size
 
+    def specialize(self, args: Sequence[Any]) -> "InterpretedKernel":
+        """Nothing to specialize: the interpreter runs any arguments the same way."""
+        return self
+
     def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: Any = None) -> None:
         """Run every block of `grid` (missing trailing dims are 1); `args` follow the params:
         NumPy arrays for arrays, Python numbers for scalars."""

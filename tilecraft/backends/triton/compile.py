@@ -130,6 +130,28 @@ def _interpreter_asserts():
         builder.options = saved
 
 
+class _DirectLauncher:
+    """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
+    `TritonKernel.specialize`)."""
+
+    def __init__(self, compiled: Any, flatten: Any, descriptors: bool) -> None:
+        self._run = compiled.run  # loads the module on first access
+        self._function = compiled.function
+        self._packed = compiled.packed_metadata
+        self._flatten = flatten
+        self._descriptors = descriptors
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
+        if stream is None:
+            handle = torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
+        else:
+            handle = stream if type(stream) is int else _stream_handle(stream)
+        if self._descriptors:
+            _ensure_allocator()
+        self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None,
+                  *self._flatten(*args))
+
+
 class TritonKernel:
     """A compiled tile kernel: `launch(grid, args, stream)`; `source` is the generated code."""
 
@@ -164,6 +186,18 @@ class TritonKernel:
                     self._fn.run(*flat, grid=grid, warmup=False, **self._options)
         except (CompilationError, InterpreterError, OutOfResources) as exc:
             raise self._translate(exc) from exc
+
+    def specialize(self, args: Sequence[Any]) -> Any:
+        """A launcher for every later call whose arguments match `args` in dtype, device, shape,
+        strides and 16-byte alignment (the runtime's fast-path key, which decides Triton's own
+        specialization too): it calls Triton's compiled launcher directly, skipping the binding,
+        specialization and cache lookup `JITFunction.run` repeats on every launch. Call it after
+        a normal launch with `args` (so compile and load errors surfaced there)."""
+        hooks = triton.knobs.runtime.launch_enter_hook or triton.knobs.runtime.launch_exit_hook
+        if self.interpret or hooks is not None or self.lowered.has_assert:
+            return self
+        compiled = self._fn.run(*self._flatten(*args), grid=(1, 1, 1), warmup=True, **self._options)
+        return _DirectLauncher(compiled, self._flatten, self._descriptors)
 
     def compile_for(self, capability: int = 90) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
