@@ -193,9 +193,10 @@ class TritonKernel:
         specialization too): it calls Triton's compiled launcher directly, skipping the binding,
         specialization and cache lookup `JITFunction.run` repeats on every launch. Call it after
         a normal launch with `args` (so compile and load errors surfaced there)."""
-        hooks = triton.knobs.runtime.launch_enter_hook or triton.knobs.runtime.launch_exit_hook
-        if self.interpret or hooks is not None or self.lowered.has_assert:
-            return self
+        runtime = triton.knobs.runtime
+        hooked = any(getattr(h, "calls", h) for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))
+        if self.interpret or hooked or self.lowered.has_assert:
+            return self  # launch hooks (profilers) and device asserts need Triton's full path
         compiled = self._fn.run(*self._flatten(*args), grid=(1, 1, 1), warmup=True, **self._options)
         return _DirectLauncher(compiled, self._flatten, self._descriptors)
 
