@@ -4,6 +4,7 @@ functions to IR)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from .enums import MemoryOrder, MemoryScope, PaddingMode
@@ -17,6 +18,7 @@ def _stub(fn):
     host_call.__name__ = fn.__name__
     host_call.__qualname__ = fn.__qualname__
     host_call.__doc__ = fn.__doc__
+    host_call.__signature__ = inspect.signature(fn)
     host_call.__wrapped_stub__ = fn
     _STUBS.append(host_call)
     return host_call
@@ -139,12 +141,23 @@ def bitcast(x, /, dtype):
 
 
 # ---- elementwise ------------------------------------------------------------------------------
-def _binary_stub(name: str, doc: str):
-    def f(x, y, /, **kwargs):
-        pass
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _stub(f)
+def _family(template):
+    """Stubs sharing `template`'s signature: `make(name, doc)` names and documents one."""
+    def make(name: str, doc: str):
+        def f(*args, **kwargs):
+            pass
+        f.__name__ = f.__qualname__ = name
+        f.__doc__ = doc
+        f.__signature__ = inspect.signature(template)
+        return _stub(f)
+    return make
+
+
+def _binary_template(x, y, /, **kwargs):
+    pass
+
+
+_binary_stub = _family(_binary_template)
 
 
 add = _binary_stub("add", "x + y (broadcast, promote).")
@@ -170,12 +183,11 @@ greater = _binary_stub("greater", "x > y.")
 greater_equal = _binary_stub("greater_equal", "x >= y.")
 
 
-def _unary_stub(name: str, doc: str):
-    def f(x, /, **kwargs):
-        pass
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _stub(f)
+def _unary_template(x, /, **kwargs):
+    pass
+
+
+_unary_stub = _family(_unary_template)
 
 
 exp = _unary_stub("exp", "e**x; int inputs become float32.")
@@ -204,12 +216,11 @@ def where(cond, x, y, /):
 
 
 # ---- reductions and scans -----------------------------------------------------------------------
-def _reduce_stub(name: str, doc: str):
-    def f(x, /, axis=None, *, keepdims=False, **kwargs):
-        pass
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _stub(f)
+def _reduce_template(x, /, axis=None, *, keepdims=False, **kwargs):
+    pass
+
+
+_reduce_stub = _family(_reduce_template)
 
 
 sum = _reduce_stub("sum", "Sum over axis (None: all); keeps the dtype (bool → int32).")  # noqa: A001

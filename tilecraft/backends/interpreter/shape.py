@@ -12,34 +12,20 @@ from ...ir import Opcode, Operation
 from .registry import Compiler, Env, Runner, rule
 
 
-@rule(Opcode.BROADCAST)
-def _broadcast(op: Operation, c: Compiler) -> Runner:
-    x, r, shape = c.slot(op.operands[0]), c.slot(op.result), tuple(op.attrs["shape"])
-    broadcast_to = np.broadcast_to
+def _reshaping(opcode: Opcode, numpy_fn, attr: str) -> None:
+    """A rule applying `numpy_fn(x, op.attrs[attr])` (broadcast_to, reshape, transpose)."""
+    @rule(opcode)
+    def compile_op(op: Operation, c: Compiler) -> Runner:
+        x, r, arg = c.slot(op.operands[0]), c.slot(op.result), tuple(op.attrs[attr])
 
-    def run(env: Env) -> None:
-        env[r] = broadcast_to(env[x], shape)
-    return run
-
-
-@rule(Opcode.RESHAPE)
-def _reshape(op: Operation, c: Compiler) -> Runner:
-    x, r, shape = c.slot(op.operands[0]), c.slot(op.result), tuple(op.attrs["shape"])
-    reshape = np.reshape
-
-    def run(env: Env) -> None:
-        env[r] = reshape(env[x], shape)
-    return run
+        def run(env: Env) -> None:
+            env[r] = numpy_fn(env[x], arg)
+        return run
 
 
-@rule(Opcode.PERMUTE)
-def _permute(op: Operation, c: Compiler) -> Runner:
-    x, r, axes = c.slot(op.operands[0]), c.slot(op.result), tuple(op.attrs["axes"])
-    transpose = np.transpose
-
-    def run(env: Env) -> None:
-        env[r] = transpose(env[x], axes)
-    return run
+_reshaping(Opcode.BROADCAST, np.broadcast_to, "shape")
+_reshaping(Opcode.RESHAPE, np.reshape, "shape")
+_reshaping(Opcode.PERMUTE, np.transpose, "axes")
 
 
 @rule(Opcode.CAT)
