@@ -98,22 +98,19 @@ def _const(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.BID)
-def _bid(op: Operation, c: Compiler) -> Runner:
-    src, r = BID_SLOT + op.attrs["axis"], c.slot(op.result)
+def _grid_query(opcode: Opcode, base_slot: int) -> None:
+    """BID / NUM_BLOCKS: copy the launch's per-axis value from its reserved slot."""
+    @rule(opcode)
+    def compile_op(op: Operation, c: Compiler) -> Runner:
+        src, r = base_slot + op.attrs["axis"], c.slot(op.result)
 
-    def run(env: Env) -> None:
-        env[r] = env[src]
-    return run
+        def run(env: Env) -> None:
+            env[r] = env[src]
+        return run
 
 
-@rule(Opcode.NUM_BLOCKS)
-def _num_blocks(op: Operation, c: Compiler) -> Runner:
-    src, r = NUM_BLOCKS_SLOT + op.attrs["axis"], c.slot(op.result)
-
-    def run(env: Env) -> None:
-        env[r] = env[src]
-    return run
+_grid_query(Opcode.BID, BID_SLOT)
+_grid_query(Opcode.NUM_BLOCKS, NUM_BLOCKS_SLOT)
 
 
 @rule(Opcode.ARANGE)
