@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from typing import Any
 
 import numpy as np
 import pytest

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from optest_utils import (BF16, F8E4M3, F8E5M2, assert_bits_equal, assert_close, is_float, np_dtype,
+from optest_utils import (assert_bits_equal, assert_close, is_float, np_dtype,
                           random_array, rng, round_tf32, wrap)
 
 SHAPE = (7, 19)

@@ -729,7 +729,7 @@ def _dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
                 pos += c
             return tuple(out)
         return [leaf for p in parts for leaf in p[0]], rebuild
-    if is_tile(v) or (is_loose(v) and not isinstance(v, bool)) or isinstance(v, bool):
+    if is_tile(v) or is_loose(v):
         return [v], lambda vals: vals[0]
     return [], lambda vals: v
 

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 from ..errors import Location, TileSyntaxError, TileTypeError
 from ..ir import ArrayType, Block, Function, TileType, Value, verify
 from .compiler import Context, FunctionCompiler, closure_vars, parse_function
-from .signature import ArgSpec, ArraySpec, ConstSpec, ScalarSpec, TupleSpec
+from .signature import ArgSpec, ArraySpec, ConstSpec, TupleSpec
 
 
 def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> Any:

@@ -211,7 +211,7 @@ class Sema:
                 raise self.type_error(f"Bitwise {fn.value} needs operands of one dtype, got "
                                       f"{self.dtype_of(x)} and {self.dtype_of(y)}")
         elif dtype is dt.bool_ and fn not in (BinaryFn.MIN, BinaryFn.MAX):
-            raise self.type_error(f"Arithmetic on bool is not supported; cast bool to int first")
+            raise self.type_error("Arithmetic on bool is not supported; cast bool to int first")
         if fn == BinaryFn.TRUEDIV and not dtype.is_float:
             dtype = dt.float32
         if fn in (BinaryFn.POW, BinaryFn.ATAN2) and not dtype.is_float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Location
-from .types import ArrayType, IRType, TileType
+from .types import IRType, TileType
 
 
 class Opcode(enum.Enum):
