@@ -17,6 +17,7 @@ from .fastpath import fast_key
 from .kernel import Kernel, VariantKey
 
 _GRID_LIMIT = 2**24 - 1
+_NO_STREAM = "Stream is required for CUDA launches (pass 0 for the default stream)"
 
 
 def check_grid(grid: Any) -> tuple[int, int, int]:
@@ -79,6 +80,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
         hit = kernel.fast.get((fast[0], backend, knobs.BACKEND.get()))
         if hit is not None:
             compiled, kind = hit
+            if kind == BackendKind.TRITON and stream is None:
+                raise TypeError(_NO_STREAM)
             flat = fast[1] if kind == BackendKind.TRITON else convert_arrays(fast[1], kind)
             g = grid
             if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
@@ -92,7 +95,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     specs, arrays, flat = kernel.describe(kernel_args)
     kind = choose_backend(arrays, backend)
     if kind == BackendKind.TRITON and stream is None:
-        raise TypeError("Stream is required for CUDA launches (pass 0 for the default stream)")
+        raise TypeError(_NO_STREAM)
     arch = device_arch(arrays) if kind == BackendKind.TRITON else None
     key = VariantKey(specs, tuple(a.facts for a in arrays), kind, arch)
     variant = kernel.variant(key, backend_for(kind))
