@@ -258,25 +258,27 @@ def _element_address(w: KernelWriter, arr: ArrayParam, idx: list[Value], check: 
     return " + ".join(terms), mask_name
 
 
+def _element_operands(w: KernelWriter, op: Operation, nvals: int) -> tuple[ArrayParam, str, str | None, list[Value]]:
+    """For GATHER/SCATTER/ATOMIC `(array, *idx, *vals[, mask])`: the array, the element
+    pointers, the lane mask (bounds and `mask`) and the value operands."""
+    ndim = op.operands[0].type.ndim
+    idx, vals = op.operands[1:1 + ndim], op.operands[1 + ndim:1 + ndim + nvals]
+    mask = op.operands[1 + ndim + nvals] if op.attrs.get("has_mask") else None
+    arr = w.arrays[op.operands[0].id]
+    ptr, m = _element_address(w, arr, idx, op.attrs.get("check_bounds", True), mask)
+    return arr, ptr, m, list(vals)
+
+
 @rule(Opcode.GATHER)
 def _gather(w: KernelWriter, op: Operation) -> None:
-    arr_v = op.operands[0]
-    ndim = arr_v.type.ndim
-    idx, pad = op.operands[1:1 + ndim], op.operands[1 + ndim]
-    mask = op.operands[2 + ndim] if op.attrs.get("has_mask") else None
-    arr = w.arrays[arr_v.id]
-    ptr, m = _element_address(w, arr, idx, op.attrs.get("check_bounds", True), mask)
+    arr, ptr, m, (pad,) = _element_operands(w, op, 1)
     text = f"tl.load({ptr})" if m is None else f"tl.load({ptr}, mask={m}, other={w.expr(pad)})"
     w.assign(op.result, text, f"{arr.pointer}_items")
 
 
 @rule(Opcode.SCATTER)
 def _scatter(w: KernelWriter, op: Operation) -> None:
-    arr_v = op.operands[0]
-    ndim = arr_v.type.ndim
-    idx, value = op.operands[1:1 + ndim], op.operands[1 + ndim]
-    mask = op.operands[2 + ndim] if op.attrs.get("has_mask") else None
-    ptr, m = _element_address(w, w.arrays[arr_v.id], idx, op.attrs.get("check_bounds", True), mask)
+    _, ptr, m, (value,) = _element_operands(w, op, 1)
     mask_arg = "" if m is None else f", mask={m}"
     w.emit(f"tl.store({ptr}, {w.tensor(value)}{mask_arg})")
 
@@ -291,25 +293,19 @@ _RMW = {AtomicFn.XCHG: "atomic_xchg", AtomicFn.ADD: "atomic_add", AtomicFn.MAX: 
 
 @rule(Opcode.ATOMIC)
 def _atomic(w: KernelWriter, op: Operation) -> None:
-    arr_v = op.operands[0]
-    ndim = arr_v.type.ndim
     fn: AtomicFn = op.attrs["fn"]
-    nvals = 2 if fn is AtomicFn.CAS else 1
-    idx, vals = op.operands[1:1 + ndim], op.operands[1 + ndim:1 + ndim + nvals]
-    mask = op.operands[1 + ndim + nvals] if op.attrs.get("has_mask") else None
     sem = _SEM.get(op.attrs.get("order", MemoryOrder.ACQ_REL))
     scope = _SCOPE.get(op.attrs.get("scope", MemoryScope.DEVICE))
     if sem is None or scope is None:
         raise w.unsupported(f"atomic memory order {op.attrs.get('order')} / scope {op.attrs.get('scope')}")
-    arr = w.arrays[arr_v.id]
-    ptr, m = _element_address(w, arr, idx, op.attrs.get("check_bounds", True), mask)
+    arr, ptr, m, vals = _element_operands(w, op, 2 if fn is AtomicFn.CAS else 1)
     operands = [w.tensor(v) for v in vals]
     if w.target.interpret:
         dense = w.need_helper("_tc_dense_interp")
         operands = [f"{dense}({v})" for v in operands]
         m = m and f"{dense}({m})"
     kw = f"sem={sem!r}, scope={scope!r}"
-    dtype = arr_v.type.dtype
+    dtype = op.operands[0].type.dtype
     if fn is AtomicFn.XCHG and w.target.interpret and is_float(dtype):
         # the interpreter exchanges integers only: exchange the bits
         bits = {32: "tl.int32", 64: "tl.int64", 16: "tl.int16"}[dtype.bitwidth]
