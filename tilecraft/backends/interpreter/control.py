@@ -33,6 +33,16 @@ def _condition(op: Operation, c: Compiler) -> Terminator:
     return _values(c.slots(op.operands))
 
 
+def _run_block(env: Env, arg_slots: list[int], vals: list[Any], ops: list[Runner],
+               term: Terminator) -> list[Any]:
+    """Bind a block's arguments to `vals`, run its ops, return what its terminator passes on."""
+    for s, v in zip(arg_slots, vals):
+        env[s] = v
+    for f in ops:
+        f(env)
+    return term(env)
+
+
 @rule(Opcode.FOR)
 def _for(op: Operation, c: Compiler) -> Runner:
     lb, ub, st = c.slots(op.operands[:3])
@@ -48,11 +58,7 @@ def _for(op: Operation, c: Compiler) -> Runner:
         if step > 0:
             for i in range(int(env[lb]), int(env[ub]), step):
                 env[iv] = make_iv(i)
-                for s, v in zip(carried, vals):
-                    env[s] = v
-                for f in ops:
-                    f(env)
-                vals = term(env)
+                vals = _run_block(env, carried, vals, ops, term)
         for s, v in zip(res, vals):
             env[s] = v
     return run
@@ -69,9 +75,7 @@ def _if(op: Operation, c: Compiler) -> Runner:
             ops, term = then_ops, then_term
         else:
             ops, term = else_ops, else_term
-        for f in ops:
-            f(env)
-        for s, v in zip(res, term(env)):
+        for s, v in zip(res, _run_block(env, [], [], ops, term)):
             env[s] = v
     return run
 
@@ -89,18 +93,10 @@ def _while(op: Operation, c: Compiler) -> Runner:
     def run(env: Env) -> None:
         vals = [env[s] for s in init]
         while True:
-            for s, v in zip(before_args, vals):
-                env[s] = v
-            for f in before_ops:
-                f(env)
-            cond, *vals = before_term(env)
+            cond, *vals = _run_block(env, before_args, vals, before_ops, before_term)
             if not cond:
                 break
-            for s, v in zip(after_args, vals):
-                env[s] = v
-            for f in after_ops:
-                f(env)
-            vals = after_term(env)
+            vals = _run_block(env, after_args, vals, after_ops, after_term)
         for s, v in zip(res, vals):
             env[s] = v
     return run
