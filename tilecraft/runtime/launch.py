@@ -77,7 +77,8 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
     fast = fast_key(kernel.plan, kernel_args)
     if fast is not None:
-        hit = kernel.fast.get((fast[0], backend, knobs.BACKEND.get()))
+        fast_entry = (fast[0], backend, knobs.BACKEND.get())
+        hit = kernel.fast.get(fast_entry)
         if hit is not None:
             compiled, kind = hit
             if kind == BackendKind.TRITON and stream is None:
@@ -104,5 +105,4 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     runtime_args = convert_arrays(flat, kind)
     variant.compiled.launch(grid3, runtime_args, stream)
     if fast is not None:
-        kernel.remember_fast((fast[0], backend, knobs.BACKEND.get()),
-                             (variant.compiled.specialize(runtime_args), kind))
+        kernel.remember_fast(fast_entry, (variant.compiled.specialize(runtime_args), kind))

@@ -142,10 +142,7 @@ class _DirectLauncher:
         self._descriptors = descriptors
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
-        if stream is None:
-            handle = torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
-        else:
-            handle = stream if type(stream) is int else _stream_handle(stream)
+        handle = _current_stream() if stream is None else _stream_handle(stream)
         if self._descriptors:
             _ensure_allocator()
         self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None,
