@@ -301,6 +301,81 @@ def test_matmul_with_k_loop_and_odd_sizes(case):
         assert "tl.dot(" not in kernel.source
 
 
+
+def _stacked_matmul(tm=16, tn=16, tk=16):
+    """C[z-th slab] = (A @ B) * (z + 1): slab z starts at row tile z * num_blocks(0), so the
+    kernel reads all three block ids and a grid size."""
+    k = K("stacked_matmul")
+    a, b, c = k.array("A", D.float32, 2), k.array("B", D.float32, 2), k.array("C", D.float32, 2)
+    bm, bn, bz = k.bid(0), k.bid(1), k.bid(2)
+    kdim = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=1)
+    nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, kdim, k.const(tk - 1)), k.const(tk))
+    acc = k.for_(k.const(0), nk, k.const(1), [k.full((tm, tn), 0.0, D.float32)],
+                 lambda kk, acc: [k.op(Opcode.MMA, [k.load(a, [bm, kk], (tm, tk)), k.load(b, [kk, bn], (tk, tn)),
+                                                     acc], acc.type)])
+    scale = k.cast(k.binary(BinaryFn.ADD, bz, k.const(1)), D.float32)
+    scale = k.op(Opcode.RESHAPE, [scale], TileType(D.float32, (1, 1)), shape=(1, 1))
+    scale = k.op(Opcode.BROADCAST, [scale], acc.type, shape=(tm, tn))
+    row = k.binary(BinaryFn.ADD, k.binary(BinaryFn.MUL, bz, k.op(Opcode.NUM_BLOCKS, [], I32, axis=0)), bm)
+    k.store(c, [row, bn], k.binary(BinaryFn.MUL, acc, scale))
+    return k
+
+
+@dynamic_loops
+@pytest.mark.parametrize("grid_loop", [True, False], ids=["grid-loop", "one-program-per-block"])
+def test_matmul_as_grid_stride_loop(grid_loop):
+    """A one-tile-per-block matmul runs as a persistent grid-stride loop (under the interpreter:
+    3 programs for 3x2x2 blocks); every block id, the grid size and the result stay right."""
+    m, n, kk = 37, 29, 45
+    a, b = randn(m, kk), randn(kk, n)
+    c = poison((2 * 48, n))
+    mode = TritonBackend(BackendKind.TRITON_INTERPRET, grid_loop=grid_loop)
+    kernel = run(_stacked_matmul(), (3, 2, 2), [a, b, c], mode)
+    assert kernel.lowered.grid_loop == grid_loop
+    assert ("for block in tl.range(tl.program_id(0), grid_x * grid_y * grid_z, tl.num_programs(0), "
+            "flatten=True):" in kernel.source) == grid_loop
+    ref = a.double().numpy() @ b.double().numpy()
+    out = c.double().numpy()
+    for z in range(2):
+        np.testing.assert_allclose(out[48 * z:48 * z + m], ref * (z + 1), rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(out[48 * z + m:48 * (z + 1)], 0.0)  # zero-padded rows
+
+
+def test_grid_loop_only_for_one_mma_tile_per_block():
+    """Kernels whose blocks may wait on each other (atomics, while loops), kernels without an
+    MMA loop and kernels with their own tile loop keep one program per block; a kernel's own
+    tile loop around a pipelined K loop gets flatten=True instead."""
+    facts = [None] * 3
+    target = Target(interpret=False, descriptors=False, grid_loop=True, flatten=True)
+    assert lower(_stacked_matmul().fn(), facts, target).grid_loop
+    assert not lower(_vector_add(64).fn(), facts, target).grid_loop
+    k = _stacked_matmul()
+    k.op(Opcode.ATOMIC, [k.params[2], k.const(0), k.const(0), k.const(1.0, D.float32)], F32, fn=AtomicFn.ADD,
+         order=MemoryOrder.RELAXED, scope=MemoryScope.DEVICE, has_mask=False)
+    assert not lower(k.fn(), facts, target).grid_loop
+
+    k = K("own_tile_loop")
+    a, c = k.array("A", D.float16, 2), k.array("C", D.float32, 2)
+
+    def tile(t):
+        acc = k.for_(k.const(0), k.const(4), k.const(1), [k.full((64, 64), 0.0, D.float32)],
+                     lambda kk, acc: [k.op(Opcode.MMA, [k.load(a, [t, kk], (64, 32)), k.load(a, [kk, t], (32, 64)),
+                                                         acc], acc.type)])
+        k.store(c, [t, t], acc)
+        return []
+    k.for_(k.bid(), k.const(8), k.op(Opcode.NUM_BLOCKS, [], I32, axis=0), [], tile)
+    lowered = lower(k.fn(), [None, None], target)
+    assert not lowered.grid_loop and lowered.source.count("flatten=True") == 1
+    assert GPU.compile(k.fn(), [None, None]).compile_for(90)
+
+
+def test_grid_loop_compiles_for_hopper():
+    """The grid loop with tensor descriptors and a pipelined K loop compiles for sm_90."""
+    facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True, contiguous=True)
+    kernel = GPU.compile(_matmul(D.float16, D.float32, D.float32, tk=64, tm=128, tn=128).fn(), [facts] * 3)
+    assert kernel.lowered.grid_loop and "make_tensor_descriptor" in kernel.source
+    assert "wgmma" in kernel.compile_for(90).asm["ptx"]
+
 # ---- reductions and scans -------------------------------------------------------------------
 
 @pytest.mark.parametrize("fn", list(ReduceFn))

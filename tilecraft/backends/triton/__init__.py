@@ -30,13 +30,16 @@ class TritonBackend:
     store; by default they are used on a GPU of compute capability 9.0 or newer where they are
     expected to be faster than masked pointers (see `memory.prefer_descriptor`), and never under
     the interpreter (where they work, but only slowly; tests turn them on to check the lowering).
+    `grid_loop` and `flatten` choose how matmul-like kernels are scheduled (see `Target`).
     """
 
-    def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None) -> None:
+    def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
+                 grid_loop: bool = True, flatten: bool = True) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         self.kind = kind
         self._descriptors = descriptors
+        self._schedule = {"grid_loop": grid_loop, "flatten": flatten}
 
     @property
     def interpret(self) -> bool:
@@ -52,6 +55,7 @@ class TritonBackend:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
         forced = self._descriptors is True
         descriptors = self._use_descriptors()
-        target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=forced)
+        target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=forced,
+                        **self._schedule)
         lowered = lower(fn, list(facts), target)
         return TritonKernel(lowered, self.interpret)

@@ -28,6 +28,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
+from triton.runtime import driver
 from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.errors import InterpreterError, OutOfResources
 from triton.runtime.interpreter import InterpretedFunction
@@ -81,8 +82,11 @@ def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             wrap = InterpretedFunction if interpret else JITFunction
-            for name in (*lowered.helpers, lowered.name):
+            for name in lowered.helpers:
                 setattr(module, name, wrap(getattr(module, name).fn))
+            # the grid sizes of a grid-loop kernel vary between launches of one compiled kernel
+            kernel = wrap(getattr(module, lowered.name).fn, do_not_specialize=list(lowered.grid_params))
+            setattr(module, lowered.name, kernel)
             sys.modules[modname] = module
             _modules[key] = module
     return getattr(module, lowered.name)
@@ -130,23 +134,47 @@ def _interpreter_asserts():
         builder.options = saved
 
 
+INTERPRET_PROGRAMS = 3  # programs a grid-loop kernel runs on under the interpreter
+_MAX_THREADS_PER_SM = 2048
+
+
+def _sm_slots(compiled: Any) -> int:
+    """How many programs of `compiled` the current GPU runs at once: SMs times the blocks per SM
+    that its shared memory, registers and threads allow."""
+    props = driver.active.utils.get_device_properties(torch.cuda.current_device())
+    compiled.run  # noqa: B018 - loading the module fills in n_regs
+    threads = 32 * compiled.metadata.num_warps
+    per_sm = min(props["max_shared_mem"] // max(compiled.metadata.shared, 1),
+                 props["max_num_regs"] // max(compiled.n_regs * threads, 1),
+                 _MAX_THREADS_PER_SM // threads)
+    return props["multiprocessor_count"] * max(per_sm, 1)
+
+
+def _grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple]:
+    """(launch grid, Triton args) of a grid-loop kernel asked to run on `grid` blocks."""
+    return (min(grid[0] * grid[1] * grid[2], slots), 1, 1), (*flat, *grid)
+
+
 class _DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
-    `TritonKernel.specialize`)."""
+    `TritonKernel.specialize`); `slots` is set for grid-loop kernels."""
 
-    def __init__(self, compiled: Any, flatten: Any, descriptors: bool) -> None:
+    def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None) -> None:
         self._run = compiled.run  # loads the module on first access
         self._function = compiled.function
         self._packed = compiled.packed_metadata
         self._flatten = flatten
         self._descriptors = descriptors
+        self._slots = slots
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         handle = _current_stream() if stream is None else _stream_handle(stream)
         if self._descriptors:
             _ensure_allocator()
-        self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None,
-                  *self._flatten(*args))
+        flat = self._flatten(*args)
+        if self._slots is not None:
+            grid, flat = _grid_loop_launch(grid, flat, self._slots)
+        self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None, *flat)
 
 
 class TritonKernel:
@@ -164,11 +192,24 @@ class TritonKernel:
         if lowered.has_assert:
             self._options["debug"] = True
         self._descriptors = lowered.uses_descriptors and not interpret
+        self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
+
+    def _programs(self, flat: tuple) -> int:
+        """How many programs a grid-loop kernel launches (at most; fewer when blocks are few)."""
+        if self.interpret:
+            return INTERPRET_PROGRAMS
+        device = torch.cuda.current_device()
+        if device not in self._slots:
+            compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
+            self._slots[device] = _sm_slots(compiled)
+        return self._slots[device]
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers)."""
         flat = self._flatten(*args)
         try:
+            if self.lowered.grid_loop:
+                grid, flat = _grid_loop_launch(grid, flat, self._programs(flat + grid))
             if self.interpret:
                 ctx = _interpreter_asserts() if self.lowered.has_assert else contextlib.nullcontext()
                 with ctx:
@@ -194,8 +235,13 @@ class TritonKernel:
         hooked = any(getattr(h, "calls", h) for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))
         if self.interpret or hooked or self.lowered.has_assert:
             return self  # launch hooks (profilers) and device asserts need Triton's full path
-        compiled = self._fn.run(*self._flatten(*args), grid=(1, 1, 1), warmup=True, **self._options)
-        return _DirectLauncher(compiled, self._flatten, self._descriptors)
+        flat = self._flatten(*args)
+        slots = None
+        if self.lowered.grid_loop:
+            slots = self._programs((*flat, 1, 1, 1))
+            flat = (*flat, 1, 1, 1)
+        compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
+        return _DirectLauncher(compiled, self._flatten, self._descriptors, slots)
 
     def compile_for(self, capability: int = 90) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a

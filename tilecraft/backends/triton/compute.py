@@ -56,9 +56,18 @@ def _const(w: KernelWriter, op: Operation) -> None:
 
 @rule(Opcode.BID, Opcode.NUM_BLOCKS)
 def _grid(w: KernelWriter, op: Operation) -> None:
-    fn = "program_id" if op.opcode == Opcode.BID else "num_programs"
-    hint = ("bid" if op.opcode == Opcode.BID else "nblocks") + "xyz"[op.attrs["axis"]]
-    w.assign(op.result, f"tl.{fn}({op.attrs['axis']})", hint)
+    axis = op.attrs["axis"]
+    hint = ("bid" if op.opcode == Opcode.BID else "nblocks") + "xyz"[axis]
+    loop = w.grid_loop
+    if loop is None:
+        fn = "program_id" if op.opcode == Opcode.BID else "num_programs"
+        w.assign(op.result, f"tl.{fn}({axis})", hint)
+    elif op.opcode == Opcode.NUM_BLOCKS:
+        w.alias(op.result, loop.sizes[axis])
+    else:  # the block id the grid loop is running, unravelled x fastest
+        x, y, _ = loop.sizes
+        text = {0: f"{loop.tile} % {x}", 1: f"({loop.tile} // {x}) % {y}", 2: f"{loop.tile} // ({x} * {y})"}
+        w.assign(op.result, text[axis], hint)
 
 
 @rule(Opcode.ARANGE)

@@ -52,7 +52,12 @@ def _for(w: KernelWriter, op: Operation) -> None:
         w.emit(f"{name} = {w.tensor(init)}")
     bounds = f"{w.expr(lb)}, {w.expr(ub)}, {w.expr(step)}"
     stages = w.pipelined.get(id(op))
-    loop = f"tl.range({bounds}, num_stages={stages})" if stages else f"range({bounds})"
+    if stages:
+        loop = f"tl.range({bounds}, num_stages={stages})"
+    elif id(op) in w.flattened:
+        loop = f"tl.range({bounds}, flatten=True)"
+    else:
+        loop = f"range({bounds})"
     w.emit(f"for {w.define(iv, 'i')} in {loop}:")
     _body(w, body.ops, names)
     for result, name in zip(op.results, names):

@@ -33,11 +33,26 @@ class Target:
     descriptors: tensor descriptors (TMA) may be used for tile loads and stores.
     force_descriptors: use them wherever eligible, not only where they are expected to be faster
       (tests of the descriptor lowering).
+    grid_loop: kernels that compute one MMA tile per block may run as a persistent grid-stride
+      loop (`heuristics.grid_loop_candidate`).
+    flatten: persistent tile loops (the grid loop, or a kernel's own loop around a pipelined K
+      loop) get `flatten=True`, so Triton pipelines across output tiles.
     """
 
     interpret: bool
     descriptors: bool
     force_descriptors: bool = False
+    grid_loop: bool = False
+    flatten: bool = False
+
+
+@dataclass(frozen=True)
+class GridLoop:
+    """Names in a kernel lowered as a grid-stride loop: the loop's block id variable and the
+    launch grid's three sizes (kernel parameters)."""
+
+    tile: str
+    sizes: tuple[str, str, str]
 
 
 @dataclass
@@ -161,6 +176,8 @@ class KernelWriter:
         self.plans: dict[int, str] = {}  # id(LOAD op) -> the tensor descriptor it uses
         self.pipelined: dict[int, int] = {}  # id(FOR op) -> num_stages of its tl.range
         self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it
+        self.grid_loop: GridLoop | None = None
+        self.flattened: set[int] = set()  # id(FOR op) of user tile loops that get flatten=True
 
     # ---- names -----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:

@@ -78,6 +78,48 @@ def pipelined_loops(fn: Function) -> set[int]:
     return found
 
 
+def _mma_loop_depth(fn: Function) -> int:
+    """How many loops enclose the most deeply nested MMA (0: no MMA)."""
+    def visit(ops: list[Operation], depth: int) -> int:
+        best = 0
+        for op in ops:
+            if op.opcode == Opcode.MMA:
+                best = max(best, depth + 1)
+            inner = depth + (op.opcode in (Opcode.FOR, Opcode.WHILE))
+            for blk in op.blocks:
+                best = max(best, visit(blk.ops, inner))
+        return best
+    return visit(fn.body.ops, 0)
+
+
+def is_persistent(fn: Function) -> bool:
+    """Whether an MMA runs in a loop nested inside another loop (a persistent tile loop)."""
+    return _mma_loop_depth(fn) >= 3
+
+
+# Ops after which blocks may wait on one another (spin on a flag another block sets): running
+# several blocks one after another in one program could then deadlock.
+_BLOCKS_MAY_WAIT = {Opcode.WHILE, Opcode.ATOMIC}
+
+
+def grid_loop_candidate(fn: Function) -> bool:
+    """Whether to run `fn` as a persistent grid-stride loop (one program per SM slot, each
+    running the kernel body for block ids p, p + P, p + 2P, ...): a kernel that computes one
+    MMA output tile per block. On the H200 the persistent form of the sample matmul ran 5-10%
+    faster than one program per tile (benchmarks/results); blocks that may wait on each other
+    (while loops, atomics) keep one program per block."""
+    if _mma_loop_depth(fn) != 2:
+        return False
+    return not any(op.opcode in _BLOCKS_MAY_WAIT for op in fn.walk())
+
+
+def tile_loops(fn: Function, pipelined: set[int]) -> set[int]:
+    """ids of FOR ops that directly contain a pipelined loop: a kernel's own persistent loop
+    over output tiles."""
+    return {id(op) for op in fn.walk() if op.opcode == Opcode.FOR
+            and any(id(inner) in pipelined for inner in op.blocks[0].ops)}
+
+
 def choose_config(fn: Function) -> LaunchConfig:
     """num_warps / num_stages for `fn`, overridden by its `options` where they name them."""
     mmas = [_mma_config(op) for op in fn.walk() if op.opcode == Opcode.MMA]

@@ -17,8 +17,8 @@ from ...ir.types import ArrayType
 from ...language import dtypes as D
 from ..base import ArrayFacts
 from . import compute, control, memory  # noqa: F401  (each registers its rules)
-from .emitter import RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, KernelWriter, Target, tl_dtype
-from .heuristics import LaunchConfig, choose_config, pipelined_loops
+from .emitter import RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, Target, tl_dtype
+from .heuristics import LaunchConfig, choose_config, grid_loop_candidate, pipelined_loops, tile_loops
 from .helpers import HELPERS
 
 _HEADER = "import triton\nimport triton.language as tl\n"
@@ -40,6 +40,12 @@ class LoweredKernel:
     uses_descriptors: bool
     has_assert: bool
     loc: Location | None
+    grid_params: tuple[str, ...] = ()  # grid-loop kernels: the parameters taking the grid's sizes
+
+    @property
+    def grid_loop(self) -> bool:
+        """Launch min(blocks, SM slots) programs; the grid's sizes are the last arguments."""
+        return bool(self.grid_params)
 
 
 def missing_rules() -> list[Opcode]:
@@ -99,9 +105,21 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     aligned: list[int] = []
     params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
     config = choose_config(fn)
-    w.pipelined = {i: config.num_stages for i in pipelined_loops(fn)}
+    pipelined = pipelined_loops(fn)
+    w.pipelined = {i: config.num_stages for i in pipelined}
+    if target.flatten:
+        w.flattened = tile_loops(fn, pipelined)
+    if target.grid_loop and grid_loop_candidate(fn):
+        sizes = tuple(w.fresh(f"grid_{axis}") for axis in "xyz")
+        for name in sizes:
+            params.append(f"{name}: tl.int32")
+            signature[name] = "i32"
+        w.grid_loop = GridLoop(w.fresh("block"), sizes)
     memory.plan_descriptors(w, fn)
-    w.lower_ops(fn.body.ops)
+    if w.grid_loop is not None:
+        _lower_grid_loop(w, fn, target.flatten)
+    else:
+        w.lower_ops(fn.body.ops)
     if not w.lines:
         w.emit("pass")
 
@@ -120,4 +138,21 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
     has_assert = any(op.opcode == Opcode.ASSERT for op in fn.walk())
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
-                         tuple(w.helpers), config, first - 1, bool(w.plans), has_assert, fn.loc)
+                         tuple(w.helpers), config, first - 1, bool(w.plans), has_assert, fn.loc,
+                         w.grid_loop.sizes if w.grid_loop else ())
+
+
+def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
+    """The body inside `for block in range(program_id, blocks, num_programs)`: each program runs
+    the kernel for every P-th block id, where P programs are launched (see TritonKernel)."""
+    loop = w.grid_loop
+    x, y, z = loop.sizes
+    w.loc = fn.loc
+    w.emit(f"for {loop.tile} in tl.range(tl.program_id(0), {x} * {y} * {z}, tl.num_programs(0)"
+           f"{', flatten=True' if flatten else ''}):")
+    w.loc = None
+    with w.indented():
+        start = len(w.lines)
+        w.lower_ops(fn.body.ops)
+        if len(w.lines) == start:
+            w.emit("pass")

@@ -19,6 +19,7 @@ from ...language import dtypes as D
 from ...language.enums import PADDING_VALUES, MemoryOrder, MemoryScope, PaddingMode
 from .emitter import (ArrayParam, KernelWriter, broadcast_index, is_float, negative_zero, py_literal,
                       rule, shape_of, tl_dtype)
+from .heuristics import is_persistent
 
 
 def _term(offset: str, stride: str | None) -> str:
@@ -84,19 +85,6 @@ def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
     return tuple(block), padding
 
 
-def _persistent(fn: Function) -> bool:
-    """Whether an MMA runs in a loop nested inside another loop (a persistent tile loop)."""
-    def visit(ops: list[Operation], depth: int) -> bool:
-        for op in ops:
-            if op.opcode == Opcode.MMA and depth >= 2:
-                return True
-            inner = depth + (op.opcode in (Opcode.FOR, Opcode.WHILE))
-            if any(visit(blk.ops, inner) for blk in op.blocks):
-                return True
-        return False
-    return visit(fn.body.ops, 0)
-
-
 def prefer_descriptor(facts: ArrayFacts, persistent: bool) -> bool:
     """Whether a descriptor beats masked pointers for this array (H200, Triton 3.6, 2026-11-29
     benchmarks/results): pointers vectorize fully and ran 2-10% faster when every size and stride
@@ -114,7 +102,7 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
     padding lanes into the gap, while descriptor loads padded correctly."""
     if not w.target.descriptors:
         return
-    persistent = _persistent(fn)
+    persistent = w.grid_loop or is_persistent(fn)
     made: dict[tuple, str] = {}
     for op in fn.walk():
         if op.opcode not in (Opcode.LOAD, Opcode.STORE):
