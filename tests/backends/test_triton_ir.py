@@ -302,7 +302,7 @@ def test_matmul_with_k_loop_and_odd_sizes(case):
 
 
 
-def _stacked_matmul(tm=16, tn=16, tk=16):
+def _stacked_matmul(tm=128, tn=128, tk=16):
     """C[z-th slab] = (A @ B) * (z + 1): slab z starts at row tile z * num_blocks(0), so the
     kernel reads all three block ids and a grid size."""
     k = K("stacked_matmul")
@@ -321,34 +321,46 @@ def _stacked_matmul(tm=16, tn=16, tk=16):
     return k
 
 
+def _check_stacked(kernel, m, n, kk, grid):
+    a, b = randn(m, kk), randn(kk, n)
+    c = poison((2 * 128 * grid[0], n))
+    kernel.launch(grid, [a, b, c], None)
+    ref = a.double().numpy() @ b.double().numpy()
+    out, slab = c.double().numpy(), 128 * grid[0]
+    for z in range(2):
+        np.testing.assert_allclose(out[slab * z:slab * z + m], ref * (z + 1), rtol=1e-4, atol=1e-3)
+        np.testing.assert_array_equal(out[slab * z + m:slab * (z + 1)], 0.0)  # zero-padded rows
+
+
 @dynamic_loops
 @pytest.mark.parametrize("grid_loop", [True, False], ids=["grid-loop", "one-program-per-block"])
 def test_matmul_as_grid_stride_loop(grid_loop):
-    """A one-tile-per-block matmul runs as a persistent grid-stride loop (under the interpreter:
-    3 programs for 3x2x2 blocks); every block id, the grid size and the result stay right."""
-    m, n, kk = 37, 29, 45
-    a, b = randn(m, kk), randn(kk, n)
-    c = poison((2 * 48, n))
+    """A one-large-tile-per-block matmul runs as a persistent grid-stride loop: under the
+    interpreter 3 programs run 3x3x2 blocks; every block id, the grid size and the result stay
+    right. A grid of at most 3 blocks launches the one-program-per-block variant instead."""
     mode = TritonBackend(BackendKind.TRITON_INTERPRET, grid_loop=grid_loop)
-    kernel = run(_stacked_matmul(), (3, 2, 2), [a, b, c], mode)
+    facts = ArrayFacts(aligned16=True, unit_last=True, strides16=False)
+    kernel = mode.compile(_stacked_matmul().fn(), [facts] * 3)
     assert kernel.lowered.grid_loop == grid_loop
     assert ("for block in tl.range(tl.program_id(0), grid_x * grid_y * grid_z, tl.num_programs(0), "
             "flatten=True):" in kernel.source) == grid_loop
-    ref = a.double().numpy() @ b.double().numpy()
-    out = c.double().numpy()
-    for z in range(2):
-        np.testing.assert_allclose(out[48 * z:48 * z + m], ref * (z + 1), rtol=1e-4, atol=1e-3)
-        np.testing.assert_array_equal(out[48 * z + m:48 * (z + 1)], 0.0)  # zero-padded rows
+    _check_stacked(kernel, 300, 260, 45, (3, 3, 2))
+    assert kernel._small is None
+    _check_stacked(kernel, 100, 120, 45, (1, 1, 2))
+    if grid_loop:
+        assert kernel._small is not None and "for block in" not in kernel._small.source
 
 
 def test_grid_loop_only_for_one_mma_tile_per_block():
     """Kernels whose blocks may wait on each other (atomics, while loops), kernels without an
-    MMA loop and kernels with their own tile loop keep one program per block; a kernel's own
+    MMA loop or with small MMA tiles and kernels with their own tile loop keep one program per
+    block; a kernel's own
     tile loop around a pipelined K loop gets flatten=True instead."""
     facts = [None] * 3
     target = Target(interpret=False, descriptors=False, grid_loop=True, flatten=True)
     assert lower(_stacked_matmul().fn(), facts, target).grid_loop
     assert not lower(_vector_add(64).fn(), facts, target).grid_loop
+    assert not lower(_stacked_matmul(tm=64, tn=128).fn(), facts, target).grid_loop  # small tiles
     k = _stacked_matmul()
     k.op(Opcode.ATOMIC, [k.params[2], k.const(0), k.const(0), k.const(1.0, D.float32)], F32, fn=AtomicFn.ADD,
          order=MemoryOrder.RELAXED, scope=MemoryScope.DEVICE, has_mask=False)
@@ -372,7 +384,7 @@ def test_grid_loop_only_for_one_mma_tile_per_block():
 def test_grid_loop_compiles_for_hopper():
     """The grid loop with tensor descriptors and a pipelined K loop compiles for sm_90."""
     facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True, contiguous=True)
-    kernel = GPU.compile(_matmul(D.float16, D.float32, D.float32, tk=64, tm=128, tn=128).fn(), [facts] * 3)
+    kernel = GPU.compile(_matmul(D.float16, D.float32, D.float32, tk=64, tm=128, tn=256).fn(), [facts] * 3)
     assert kernel.lowered.grid_loop and "make_tensor_descriptor" in kernel.source
     assert "wgmma" in kernel.compile_for(90).asm["ptx"]
 

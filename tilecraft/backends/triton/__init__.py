@@ -10,6 +10,7 @@ Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Py
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from triton.runtime import driver
@@ -58,4 +59,10 @@ class TritonBackend:
         target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=forced,
                         **self._schedule)
         lowered = lower(fn, list(facts), target)
-        return TritonKernel(lowered, self.interpret)
+        if not lowered.grid_loop:
+            return TritonKernel(lowered, self.interpret)
+        # a grid no larger than the GPU runs at once gains nothing from the grid loop: such
+        # launches use the one-program-per-block variant, lowered when first needed
+        plain = replace(target, grid_loop=False)
+        return TritonKernel(lowered, self.interpret,
+                            small_grid=lambda: TritonKernel(lower(fn, list(facts), plain), self.interpret))

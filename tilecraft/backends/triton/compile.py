@@ -21,7 +21,7 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import triton
@@ -150,37 +150,43 @@ def _sm_slots(compiled: Any) -> int:
     return props["multiprocessor_count"] * max(per_sm, 1)
 
 
-def _grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple]:
-    """(launch grid, Triton args) of a grid-loop kernel asked to run on `grid` blocks."""
-    return (min(grid[0] * grid[1] * grid[2], slots), 1, 1), (*flat, *grid)
-
-
 class _DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
-    `TritonKernel.specialize`); `slots` is set for grid-loop kernels."""
+    `TritonKernel.specialize`). A grid-loop kernel's launcher has `slots` (the programs the GPU
+    runs at once) and `small_grid`, which makes the launcher for grids of at most that many
+    blocks (the one-program-per-block variant)."""
 
-    def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None) -> None:
+    def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None = None,
+                 small_grid: Callable[[], Any] | None = None) -> None:
         self._run = compiled.run  # loads the module on first access
         self._function = compiled.function
         self._packed = compiled.packed_metadata
         self._flatten = flatten
         self._descriptors = descriptors
         self._slots = slots
+        self._small_grid = small_grid
+        self._small: Any = None
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
+        flat = self._flatten(*args)
+        if self._slots is not None:
+            blocks = grid[0] * grid[1] * grid[2]
+            if blocks <= self._slots and self._small_grid is not None:
+                if self._small is None:
+                    self._small = self._small_grid()
+                return self._small.launch(grid, args, stream)
+            grid, flat = (min(blocks, self._slots), 1, 1), (*flat, *grid)
         handle = _current_stream() if stream is None else _stream_handle(stream)
         if self._descriptors:
             _ensure_allocator()
-        flat = self._flatten(*args)
-        if self._slots is not None:
-            grid, flat = _grid_loop_launch(grid, flat, self._slots)
         self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None, *flat)
 
 
 class TritonKernel:
     """A compiled tile kernel: `launch(grid, args, stream)`; `source` is the generated code."""
 
-    def __init__(self, lowered: LoweredKernel, interpret: bool) -> None:
+    def __init__(self, lowered: LoweredKernel, interpret: bool,
+                 small_grid: Callable[[], "TritonKernel"] | None = None) -> None:
         self.lowered = lowered
         self.source = lowered.source
         self.path = write_source(lowered.name, lowered.source)
@@ -193,6 +199,15 @@ class TritonKernel:
             self._options["debug"] = True
         self._descriptors = lowered.uses_descriptors and not interpret
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
+        self._small_grid = small_grid  # grid-loop kernels: makes the variant for small grids
+        self._small: TritonKernel | None = None
+
+    def small_grid_kernel(self) -> "TritonKernel | None":
+        """The one-program-per-block variant a grid-loop kernel uses for grids the GPU runs at
+        once (made on first use)."""
+        if self._small is None and self._small_grid is not None:
+            self._small = self._small_grid()
+        return self._small
 
     def _programs(self, flat: tuple) -> int:
         """How many programs a grid-loop kernel launches (at most; fewer when blocks are few)."""
@@ -209,7 +224,12 @@ class TritonKernel:
         flat = self._flatten(*args)
         try:
             if self.lowered.grid_loop:
-                grid, flat = _grid_loop_launch(grid, flat, self._programs(flat + grid))
+                slots = self._programs(flat + grid)
+                blocks = grid[0] * grid[1] * grid[2]
+                small = self.small_grid_kernel() if blocks <= slots else None
+                if small is not None:
+                    return small.launch(grid, args, stream)
+                grid, flat = (min(blocks, slots), 1, 1), (*flat, *grid)
             if self.interpret:
                 ctx = _interpreter_asserts() if self.lowered.has_assert else contextlib.nullcontext()
                 with ctx:
@@ -236,12 +256,13 @@ class TritonKernel:
         if self.interpret or hooked or self.lowered.has_assert:
             return self  # launch hooks (profilers) and device asserts need Triton's full path
         flat = self._flatten(*args)
-        slots = None
-        if self.lowered.grid_loop:
-            slots = self._programs((*flat, 1, 1, 1))
-            flat = (*flat, 1, 1, 1)
+        if not self.lowered.grid_loop:
+            compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
+            return _DirectLauncher(compiled, self._flatten, self._descriptors)
+        flat = (*flat, 1, 1, 1)
         compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-        return _DirectLauncher(compiled, self._flatten, self._descriptors, slots)
+        small = self._small_grid and (lambda: self.small_grid_kernel().specialize(args))
+        return _DirectLauncher(compiled, self._flatten, self._descriptors, self._programs(flat), small)
 
     def compile_for(self, capability: int = 90) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
