@@ -5,6 +5,7 @@ GPU-only code (tensor descriptors, libdevice) is also compiled for sm_90 without
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from tilecraft.errors import Location, TileCompilerExecutionError  # noqa: E402
 from tilecraft.ir import (AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Opcode,  # noqa: E402
                           ReduceFn, ScanFn, UnaryFn, Value, verify)
 from tilecraft.ir.types import ArrayType, TileType, scalar  # noqa: E402
+from tilecraft.passes.ranges import nonnegative  # noqa: E402
 from tilecraft.language import dtypes as D  # noqa: E402
 from tilecraft.language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode  # noqa: E402
 
@@ -846,6 +848,50 @@ def test_descriptors_where_pointers_cannot_vectorize(divisible, expect):
     facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True, contiguous=True, divisible16=divisible)
     lowered = lower(k.fn(), [facts] * 3, Target(interpret=False, descriptors=True))
     assert lowered.source.count("tl.make_tensor_descriptor(") == expect
+
+
+def test_tile_masks_only_where_tiles_straddle_the_end():
+    """Along a dim whose size the tile extent divides (ArrayFacts.dim_pow2), a tile is inside
+    the array or wholly outside (undefined in cuTile): no mask there; other dims keep theirs."""
+    k = K("copy2d")
+    a, b = k.array("A", D.float32, 2), k.array("B", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    k.store(b, [i, j], k.load(a, [i, j], (16, 8), padding=PaddingMode.ZERO))
+    a_t, b_t = randn(64, 36), poison((64, 36))
+    facts = replace(facts_of(a_t), dim_pow2=(64, 1))
+    kernel = INTERP.compile(k.fn(), [facts, facts])
+    kernel.launch((4, 5, 1), [a_t, b_t], None)
+    np.testing.assert_array_equal(b_t.numpy(), a_t.numpy())
+    assert "< A_shape1 - " in kernel.source and "< A_shape0 - " not in kernel.source
+    assert "< B_shape1 - " in kernel.source and "< B_shape0 - " not in kernel.source
+
+
+def test_floordiv_and_mod_of_nonnegative_values_are_plain():
+    """Python's // and % need sign fix-ups unless both operands are known non-negative: block
+    ids, sizes, tile counts and loop counters over them get plain // and %; others (a runtime
+    scalar, a difference) keep the helper, and the results stay Python's."""
+    k = K("signs")
+    out = k.array("O", D.int32, 1)
+    n = k.scalar_param("n", D.int32)
+    i = k.bid(0)
+    tiles = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, k.op(Opcode.ARRAY_SHAPE, [out], I32, axis=0),
+                                                  k.const(7)), k.const(8))
+    below = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.SUB, i, k.const(1)), tiles)
+    rem = k.binary(BinaryFn.MOD, i, tiles)
+    unknown = k.binary(BinaryFn.MOD, n, k.const(3))
+    total = k.for_(k.const(0), tiles, k.const(1), [k.const(0)],
+                   lambda kk, acc: [k.binary(BinaryFn.ADD, acc, k.binary(BinaryFn.FLOORDIV, kk, k.const(2)))])
+    vals = [below, rem, unknown, total]
+    for slot, v in enumerate(vals):
+        k.store(out, [k.const(slot)], k.op(Opcode.RESHAPE, [v], TileType(D.int32, (1,)), shape=(1,)))
+    fn = k.fn()
+    known = nonnegative(fn)
+    assert [v.id in known for v in (i, tiles, below, rem, unknown)] == [True, True, False, True, False]
+    o = poison(20, torch.int32)
+    kernel = INTERP.compile(fn, [facts_of(o), None])
+    kernel.launch((1, 1, 1), [o, -7], None)
+    assert kernel.source.count("_tc_floordiv_int(") == 2 and kernel.source.count("_tc_mod_int(") == 2  # defs + 1 use each
+    assert o[:4].tolist() == [(0 - 1) // 3, 0, -7 % 3, sum(kk // 2 for kk in range(3))]
 
 
 def test_index64_arrays_use_64_bit_offsets():

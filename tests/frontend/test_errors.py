@@ -310,3 +310,15 @@ def test_kernel_not_callable_and_options_checked():
         ct.kernel(num_ctas=3)(copy_kernel_fn)
     with pytest.raises(TypeError):
         ct.kernel(42)
+
+
+@ct.kernel
+def runtime_check_bounds(a, n):
+    t = ct.load(a, index=(0,), shape=(4,), check_bounds=n > 0)  # ERR
+    ct.store(a, index=(0,), tile=t)
+
+
+def test_check_bounds_must_be_a_constant_bool():
+    with pytest.raises(ct.TileTypeError, match="check_bounds must be a constant bool") as ei:
+        launch(runtime_check_bounds, (np.zeros(8, np.float32), 3))
+    check_error(ei, runtime_check_bounds.fn, "# ERR", col_text="ct.load")

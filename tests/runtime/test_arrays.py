@@ -95,3 +95,14 @@ def test_gpu_launch_requires_a_stream_argument():
     a = torch.zeros(8, device="cuda")
     with pytest.raises(TypeError, match="Stream is required"):
         ct.launch(None, (1,), axpy, (a, a, a, 1.0, 8))
+
+
+def test_array_facts_describe_alignment_and_tiling():
+    """The specialization facts of an array argument (they pick masks, descriptors, offsets)."""
+    from tilecraft.runtime.args import to_array
+    facts = to_array(np.zeros((4000, 3000), np.float16), "a", False).facts
+    assert facts.unit_last and facts.contiguous and not facts.divisible16 and not facts.index64
+    assert facts.dim_pow2 == (32, 1)
+    assert facts.tiles_evenly(0, 32) and not facts.tiles_evenly(0, 64) and not facts.tiles_evenly(1, 8)
+    view = to_array(np.zeros((512, 768), np.float32)[:, 256:], "v", False).facts
+    assert view.dim_pow2 == (256, 256) and view.divisible16 and not view.contiguous

@@ -25,6 +25,9 @@ class ArrayFacts:
     contiguous: the array is dense row-major (no gaps between rows: strides follow the shape).
     divisible16: every dim size and every stride but the last is a multiple of 16 elements, so
       masked pointer accesses vectorize fully (Triton specializes those integers itself).
+    dim_pow2: per dim, the largest power of two in 16..256 dividing its size (1 if none). Along
+      a dim that a tile's extent divides, a tile is either inside the array or entirely outside,
+      which cuTile leaves undefined: such tiles need no bounds mask on that dim.
     """
 
     aligned16: bool
@@ -33,6 +36,11 @@ class ArrayFacts:
     index64: bool = False
     contiguous: bool = False
     divisible16: bool = False
+    dim_pow2: tuple[int, ...] = ()
+
+    def tiles_evenly(self, axis: int, extent: int) -> bool:
+        """Whether tiles of `extent` elements along `axis` never straddle the array's end."""
+        return axis < len(self.dim_pow2) and self.dim_pow2[axis] % extent == 0
 
     @property
     def tma_ok(self) -> bool:

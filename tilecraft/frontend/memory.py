@@ -40,12 +40,19 @@ def _index(fc: Any, index: Any, ndim: int) -> list[Value]:
     return [fc.sema.cast(v, dt.int64) if wide else v for v in vals]
 
 
-def _hints(fc: Any, latency: Any, allow_tma: Any) -> dict[str, Any]:
+def _hints(fc: Any, latency: Any, allow_tma: Any, check_bounds: Any) -> dict[str, Any]:
+    """The tile load/store attributes that tune code generation. check_bounds=False promises a
+    tile inside the array (backends may then skip bounds masks; a violation is undefined)."""
     if latency is not None and (not isinstance(latency, int) or not 1 <= latency <= 10):
         raise fc.sema.value_error(f"latency must be an integer constant in 1..10, got {latency!r}")
     if allow_tma is not None and not isinstance(allow_tma, bool):
         raise fc.sema.type_error("allow_tma must be a constant bool")
-    return {"latency": latency, "allow_tma": allow_tma}
+    if not isinstance(check_bounds, bool):
+        raise fc.sema.type_error("check_bounds must be a constant bool")
+    hints: dict[str, Any] = {"latency": latency, "allow_tma": allow_tma}
+    if not check_bounds:  # recorded only when given: the IR reads `check_bounds` as default True
+        hints["check_bounds"] = False
+    return hints
 
 
 def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tuple[MemoryOrder, ...]) -> None:
@@ -91,7 +98,7 @@ def load(fc: Any, array: Any, index: Any, shape: Any, *, order: Any = "C",
     perm = _order(fc, order, nd)
     idx = _index(fc, index, nd)
     return fc.b.value(Opcode.LOAD, [arr] + idx, TileType(arr.type.dtype, shape), shape=shape, order=perm,
-                      padding=padding_mode, **_hints(fc, latency, allow_tma))
+                      padding=padding_mode, **_hints(fc, latency, allow_tma, check_bounds))
 
 
 @handles(L.store)
@@ -109,7 +116,7 @@ def store(fc: Any, array: Any, index: Any, tile: Any, *, order: Any = "C", check
     _memory_order(fc, memory_order, memory_scope, (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.RELEASE))
     perm = _order(fc, order, nd)
     idx = _index(fc, index, nd)
-    fc.b.emit(Opcode.STORE, [arr] + idx + [t], [], order=perm, **_hints(fc, latency, allow_tma))
+    fc.b.emit(Opcode.STORE, [arr] + idx + [t], [], order=perm, **_hints(fc, latency, allow_tma, check_bounds))
 
 
 def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: Any, fn: str) -> tuple[list[Value], list[Any], Any, tuple[int, ...]]:

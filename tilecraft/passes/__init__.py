@@ -1,4 +1,5 @@
-"""IR → IR passes, run in order by `optimize` (one pass per module)."""
+"""IR → IR passes, run in order by `optimize` (one pass per module), and analyses backends use
+(`ranges`)."""
 
 from ..ir import Function, verify
 from .dce import eliminate_dead_code

@@ -78,7 +78,18 @@ def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize:
         index64=index64 or n >= 2**31,
         contiguous=dense,
         divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
+        dim_pow2=tuple(_pow2(d) for d in shape),
     )
+
+
+def _pow2(size: int) -> int:
+    """The largest power of two in 16..256 dividing `size` (0 counts as divisible), else 1."""
+    p = 256
+    while p >= 16:
+        if size % p == 0:
+            return p
+        p //= 2
+    return 1
 
 
 def _torch_array(t: Any, name: str, index64: bool) -> ArrayArg:

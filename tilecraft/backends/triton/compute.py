@@ -268,14 +268,16 @@ def _binary(w: KernelWriter, op: Operation) -> None:
     x, y = op.operands
     dtype = x.tile.dtype
     compute = _math_dtype(dtype) if is_float(dtype) and fn in _FLOAT_MATH else _arith_dtype(dtype)
-    text = _binary_text(w, fn, *_operands(w, x, y, compute), compute)
+    signs_agree = x.id in w.nonneg and y.id in w.nonneg  # Python's and C's // and % coincide
+    text = _binary_text(w, fn, *_operands(w, x, y, compute), compute, signs_agree)
     if fn in (BinaryFn.POW, BinaryFn.ATAN2) and w.target.interpret:
         compute = D.float64
     _result(w, op, text, compute)
 
 
-def _binary_text(w: KernelWriter, fn: BinaryFn, a: str, b: str, dtype: DType) -> str:
-    """Triton expression of `a fn b` computed in `dtype` (float64 for the `_interp` helpers)."""
+def _binary_text(w: KernelWriter, fn: BinaryFn, a: str, b: str, dtype: DType, nonneg: bool = False) -> str:
+    """Triton expression of `a fn b` computed in `dtype` (float64 for the `_interp` helpers);
+    `nonneg`: both operands are known non-negative."""
     floating = is_float(dtype)
     if fn in _BINARY_OPS:
         return f"{a} {_BINARY_OPS[fn]} {b}"
@@ -284,11 +286,11 @@ def _binary_text(w: KernelWriter, fn: BinaryFn, a: str, b: str, dtype: DType) ->
     if fn is BinaryFn.FLOORDIV:
         if floating:
             return f"tl.floor({_binary_text(w, BinaryFn.TRUEDIV, a, b, dtype)})"
-        return f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed else f"{a} // {b}"
+        return f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} // {b}"
     if fn is BinaryFn.MOD:
         if floating:
             return f"{w.need_helper('_tc_mod_float')}({a}, {b})"
-        return f"{w.need_helper('_tc_mod_int')}({a}, {b})" if dtype.signed else f"{a} % {b}"
+        return f"{w.need_helper('_tc_mod_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} % {b}"
     if fn in (BinaryFn.MIN, BinaryFn.MAX, BinaryFn.MIN_NAN, BinaryFn.MAX_NAN):
         name = "min" if fn in (BinaryFn.MIN, BinaryFn.MIN_NAN) else "max"
         if not floating:

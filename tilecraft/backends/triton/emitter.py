@@ -177,6 +177,7 @@ class KernelWriter:
         self.pipelined: dict[int, int] = {}  # id(FOR op) -> num_stages of its tl.range
         self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it
         self.grid_loop: GridLoop | None = None
+        self.nonneg: set[int] = set()  # ids of integer values known never to be negative
         self.flattened: set[int] = set()  # id(FOR op) of user tile loops that get flatten=True
 
     # ---- names -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from ...errors import Location
 from ...ir import Function, Opcode
 from ...ir.types import ArrayType
 from ...language import dtypes as D
+from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import compute, control, memory  # noqa: F401  (each registers its rules)
 from .emitter import RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, Target, tl_dtype
@@ -104,6 +105,7 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     kname = w.fresh(fn.name)
     aligned: list[int] = []
     params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
+    w.nonneg = nonnegative(fn)
     config = choose_config(fn)
     pipelined = pipelined_loops(fn)
     w.pipelined = {i: config.num_stages for i in pipelined}

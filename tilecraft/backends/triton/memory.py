@@ -129,26 +129,37 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
 
 # ---- tile load / store ----------------------------------------------------------------------
 
-def _tile_address(w: KernelWriter, arr: ArrayParam, index: list[Value], shape: tuple[int, ...],
-                  order: tuple[int, ...]) -> tuple[str, str | None]:
-    """Emit the per-axis offsets of a tile; return (pointer expression, mask expression)."""
+def _tile_address(w: KernelWriter, arr: ArrayParam, op: Operation, index: list[Value],
+                  shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[str, str | None]:
+    """Emit the tile's base address; return (pointer expression, mask expression or None).
+
+    The address is a scalar base (the tile's first element) plus lane offsets that depend only
+    on the strides, which Triton hoists out of loops: one add per element, as a hand-written
+    pointer-increment loop has. A dim needs a mask term unless its tiles never straddle the
+    array's end (`ArrayFacts.tiles_evenly`) or the access promised `check_bounds=False`."""
+    check = op.attrs.get("check_bounds", True)
     if not shape:  # a single element: scalar address, no lanes to mask
         terms = [arr.pointer]
         conds = []
         for axis, v in enumerate(index):
             i = _index(w, arr, v)
             terms.append(_term(i, arr.strides[axis]))
-            conds.append(f"({i} < {arr.shapes[axis]})")
+            if check:
+                conds.append(f"({i} < {arr.shapes[axis]})")
         return " + ".join(terms), " & ".join(conds) or None
     rank = len(shape)
-    terms, conds = [arr.pointer], []
+    base, lanes, conds = [arr.pointer], [], []
     for k, axis in enumerate(order):
-        off = w.fresh(f"{arr.pointer}_off{axis}")
-        w.emit(f"{off} = {_index(w, arr, index[k])} * {shape[k]} + tl.arange(0, {shape[k]})")
-        b = broadcast_index(off, k, rank)
-        terms.append(_term(b, arr.strides[axis]))
-        conds.append(f"({b} < {arr.shapes[axis]})")
-    return " + ".join(terms), " & ".join(conds)
+        start = w.fresh(f"{arr.pointer}_start{axis}")
+        w.emit(f"{start} = {_index(w, arr, index[k])} * {shape[k]}")
+        base.append(_term(start, arr.strides[axis]))
+        lane = broadcast_index(f"tl.arange(0, {shape[k]})", k, rank)
+        lanes.append(_term(lane, arr.strides[axis]))
+        if check and not (arr.facts is not None and arr.facts.tiles_evenly(axis, shape[k])):
+            conds.append(f"({lane} < {arr.shapes[axis]} - {start})")
+    name = w.fresh(f"{arr.pointer}_base")
+    w.emit(f"{name} = {' + '.join(base)}")
+    return f"{name} + ({' + '.join(lanes)})", " & ".join(conds) or None
 
 
 def _index(w: KernelWriter, arr: ArrayParam, v: Value) -> str:
@@ -186,7 +197,7 @@ def _load(w: KernelWriter, op: Operation) -> None:
         return
     if len(shape) != len(index):  # `()` on an n-d array: one element
         shape = ()
-    ptr, mask = _tile_address(w, arr, index, shape, order)
+    ptr, mask = _tile_address(w, arr, op, index, shape, order)
     args = [ptr]
     if mask is not None:
         args.append(f"mask={mask}")
@@ -211,7 +222,7 @@ def _store(w: KernelWriter, op: Operation) -> None:
         return
     if len(shape) != len(index):
         shape = ()
-    ptr, mask = _tile_address(w, arr, index, shape, order)
+    ptr, mask = _tile_address(w, arr, op, index, shape, order)
     mask_arg = "" if mask is None else f", mask={mask}"
     w.emit(f"tl.store({ptr}, {w.tensor(tile)}{mask_arg})")
 
