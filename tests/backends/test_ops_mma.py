@@ -227,3 +227,20 @@ def test_matmul_tfloat32(dev) -> None:
     dev.launch((1,), matmul_tf32_kernel, (dev.put(a), dev.put(b), out))
     assert_mma_close(dev.get(out), round_tf32(a).astype(np.float64), round_tf32(b).astype(np.float64),
                      np.zeros((13, 11)), 1e-3)
+
+
+@pytest.mark.parametrize("dtype, tol", [("float16", 2e-3), ("bfloat16", 1e-2)])
+def test_library_matmul_more_tiles_than_the_gpu_runs_at_once(dev, dtype: str, tol: float) -> None:
+    """The sample matmul (128x256x64 tiles) on more output tiles than the GPU runs at once, so
+    the Triton backend's grid loop gives each program several tiles (on the H200: 264 tiles,
+    132 programs; under Triton's interpreter: 9 tiles, 3 programs); odd sizes on every edge."""
+    from tilecraft.library import matmul_kernel
+    m, n, k = (3000, 2600, 200) if dev.name == "triton" else (300, 520, 72)
+    gen = rng(f"many-tiles-{dtype}")
+    a = to_operand(gen.standard_normal((m, k)), dtype)
+    b = to_operand(gen.standard_normal((k, n)), dtype)
+    out = dev.poison((m, n), np_dtype(dtype))
+    grid = (cdiv(m, 128) * cdiv(n, 256), 1, 1)
+    dev.launch(grid, matmul_kernel, (dev.put(a.astype(np_dtype(dtype))), dev.put(b.astype(np_dtype(dtype))), out,
+                                     128, 256, 64))
+    assert_mma_close(dev.get(out), a, b, np.zeros((m, n)), tol)
