@@ -39,24 +39,24 @@ class TritonBackend:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         self.kind = kind
-        self._descriptors = descriptors
+        self._forced = descriptors  # None: decide per access (memory.prefer_descriptor)
+        self._available: bool | None = None  # whether the device has descriptors (TMA)
         self._schedule = {"grid_loop": grid_loop, "flatten": flatten}
 
     @property
     def interpret(self) -> bool:
         return self.kind is BackendKind.TRITON_INTERPRET
 
-    def _use_descriptors(self) -> bool:
-        if self._descriptors is None:
+    def _descriptors_available(self) -> bool:
+        if self._available is None:
             target = None if self.interpret else driver.active.get_current_target()
-            self._descriptors = bool(target and target.backend == "cuda" and target.arch >= 90)
-        return self._descriptors
+            self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
+        return self._available
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
-        forced = self._descriptors is True
-        descriptors = self._use_descriptors()
-        target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=forced,
+        descriptors = self._forced if self._forced is not None else self._descriptors_available()
+        target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=self._forced is True,
                         **self._schedule)
         lowered = lower(fn, list(facts), target)
         if not lowered.grid_loop:
