@@ -27,6 +27,7 @@ the results; it makes no timing claims.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -139,7 +140,13 @@ def make_runner(impl: str, case: Case, A: torch.Tensor, B: torch.Tensor, C: torc
 
 
 class CudaTimer:
-    """Median of CUDA-event timings, L2 flushed before each run (as triton.testing.do_bench)."""
+    """Medians of CUDA-event timings, L2 flushed before each run (as triton.testing.do_bench).
+
+    `compare` times several implementations of one case in interleaved rounds (each round runs
+    every implementation, in a rotated order), so clock and thermal drift during the case
+    affects all of them alike instead of favouring whichever ran first."""
+
+    ROUNDS = 5
 
     def __init__(self, min_runs: int, rep_ms: float, warmup_ms: float, cap_s: float) -> None:
         self.min_runs, self.rep_ms, self.warmup_ms, self.cap_ms = min_runs, rep_ms, warmup_ms, cap_s * 1e3
@@ -155,15 +162,28 @@ class CudaTimer:
         torch.cuda.synchronize()
         return [start.elapsed_time(end) for start, end in pairs]
 
-    def __call__(self, fn: Callable[[], Any]) -> dict[str, Any]:
+    def _runs(self, fn: Callable[[], Any]) -> int:
+        """Warm `fn` up; return how many timed runs it gets."""
         estimate = max(statistics.median(self._events(fn, 5)), 1e-3)
         for _ in range(max(1, int(self.warmup_ms / estimate))):
             fn()
         runs = max(self.min_runs, min(int(self.rep_ms / estimate), 20 * self.min_runs))
-        runs = max(10, min(runs, int(self.cap_ms / estimate)))  # a very slow kernel gets fewer runs
-        times = sorted(self._events(fn, runs))
-        return {"ms": statistics.median(times), "ms_min": times[0], "ms_p20": times[len(times) // 5],
-                "ms_p80": times[len(times) * 4 // 5], "runs": runs}
+        return max(10, min(runs, int(self.cap_ms / estimate)))  # a very slow kernel gets fewer runs
+
+    def compare(self, fns: dict[str, Callable[[], Any]]) -> dict[str, dict[str, Any]]:
+        """Timing statistics of each named no-argument callable."""
+        runs = {name: self._runs(fn) for name, fn in fns.items()}
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        names = list(fns)
+        for r in range(self.ROUNDS):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                times[name] += self._events(fns[name], max(1, runs[name] // self.ROUNDS))
+        out = {}
+        for name, ts in times.items():
+            ts.sort()
+            out[name] = {"ms": statistics.median(ts), "ms_min": ts[0], "ms_p20": ts[len(ts) // 5],
+                         "ms_p80": ts[len(ts) * 4 // 5], "runs": len(ts)}
+        return out
 
 
 def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -171,20 +191,21 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return ((out.double() - ref).norm() / ref.norm()).item()
 
 
-def measure_case(case: Case, device: torch.device, timer: Callable[[Callable[[], Any]], dict] | None,
-                 sms: int, seed: int) -> list[dict[str, Any]]:
+def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms: int,
+                 seed: int) -> list[dict[str, Any]]:
     """Check and time every implementation on one case; returns one record per implementation."""
     gen = torch.Generator(device=device).manual_seed(seed)
     A = torch.randn(case.M, case.K, device=device, generator=gen).to(case.dtype)
     B = torch.randn(case.K, case.N, device=device, generator=gen).to(case.dtype)
     C = torch.empty(case.M, case.N, device=device, dtype=case.dtype)
     ref = A.double() @ B.double()
-    records = []
+    records, runners = [], {}
     for impl in IMPLS:
         rec: dict[str, Any] = {"case": case.label, "key": case.key, "impl": impl, "M": case.M, "N": case.N,
                                "K": case.K, "dtype": DTYPE_NAMES[case.dtype], "persistent": case.persistent,
                                "tiles": None if impl == "torch" else list(tiles_for(case.dtype))}
-        try:
+        records.append(rec)
+        with _recorded_failure(rec):
             run = make_runner(impl, case, A, B, C, sms)
             C.fill_(math.nan)
             start = time.perf_counter()
@@ -192,18 +213,33 @@ def measure_case(case: Case, device: torch.device, timer: Callable[[Callable[[],
             synchronize(device)
             rec["first_call_s"] = time.perf_counter() - start
             rec["relerr"] = relative_error(C, ref)
-            if timer is not None:
-                rec.update(timer(run))
+            runners[impl] = run
+    if timer is not None and runners:
+        timings = timer.compare(runners)
+        for rec in records:
+            if rec["impl"] in timings:
+                rec.update(timings[rec["impl"]])
                 rec["tflops"] = case.flops / (rec["ms"] * 1e-3) / 1e12
+    for rec in records:
+        if rec["impl"] not in runners:
+            continue
+        with _recorded_failure(rec):
             C.fill_(math.nan)  # check again after the timed runs: a moving error is a race
-            run()
+            runners[rec["impl"]]()
             rec["relerr_again"] = relative_error(C, ref)
             rec["ok"] = max(rec["relerr"], rec["relerr_again"]) <= TOLERANCE[case.dtype]  # NaN fails
-        except Exception as exc:  # one failing implementation must not stop the others
-            rec["error"] = f"{type(exc).__name__}: {exc}"
-            rec["traceback"] = traceback.format_exc()
-        records.append(rec)
     return add_derived(records)
+
+
+@contextlib.contextmanager
+def _recorded_failure(rec: dict[str, Any]):
+    """Record an exception in `rec` instead of raising: one failing implementation must not stop
+    the others."""
+    try:
+        yield
+    except Exception as exc:
+        rec["error"] = f"{type(exc).__name__}: {exc}"
+        rec["traceback"] = traceback.format_exc()
 
 
 def add_derived(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -71,9 +71,10 @@ def sweep_case(case: Case, timer: CudaTimer, sms: int, variants: list[str]) -> l
     C = torch.empty(case.M, case.N, device="cuda", dtype=case.dtype)
     ref = A.double() @ B.double()
     names = [f"tilecraft:{v}" for v in variants] + ["triton-ptr", "triton-desc", "triton-desc-persistent", "torch"]
-    records = []
+    records, runners = [], {}
     for name in names:
         rec: dict[str, Any] = {"case": case.label, "key": case.key, "impl": name}
+        records.append(rec)
         try:
             if name.startswith("tilecraft:"):
                 run, source = tilecraft_runner(case, A, B, C, sms, VARIANTS[name.partition(":")[2]])
@@ -85,12 +86,15 @@ def sweep_case(case: Case, timer: CudaTimer, sms: int, variants: list[str]) -> l
             run()
             torch.cuda.synchronize()
             rec["relerr"] = relative_error(C, ref)
-            rec.update(timer(run))
-            rec["tflops"] = case.flops / (rec["ms"] * 1e-3) / 1e12
             rec["ok"] = rec["relerr"] <= TOLERANCE[case.dtype]
+            runners[name] = run
         except Exception as exc:  # one failing variant must not stop the sweep
             rec["error"] = f"{type(exc).__name__}: {exc}"[:2000]
-        records.append(rec)
+    timings = timer.compare(runners)
+    for rec in records:
+        if rec["impl"] in timings:
+            rec.update(timings[rec["impl"]])
+            rec["tflops"] = case.flops / (rec["ms"] * 1e-3) / 1e12
     torch_ms = records[-1].get("ms")
     plain = [r["ms"] for r in records if r["impl"] in ("triton-ptr", "triton-desc") and "ms" in r]
     for r in records:
