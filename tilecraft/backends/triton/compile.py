@@ -150,11 +150,17 @@ def _sm_slots(compiled: Any) -> int:
     return props["multiprocessor_count"] * max(per_sm, 1)
 
 
+def _one_program_per_block(blocks: int, slots: int) -> bool:
+    """Whether a grid-loop kernel launches its one-program-per-block variant instead: when the
+    GPU runs every block at once anyway, or the block count overflows the loop's int32."""
+    return blocks <= slots or blocks >= 2**31
+
+
 class _DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
     `TritonKernel.specialize`). A grid-loop kernel's launcher has `slots` (the programs the GPU
-    runs at once) and `small_grid`, which makes the launcher for grids of at most that many
-    blocks (the one-program-per-block variant)."""
+    runs at once) and `small_grid`, which makes the launcher of its one-program-per-block
+    variant (see `_one_program_per_block`)."""
 
     def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None) -> None:
@@ -171,7 +177,7 @@ class _DirectLauncher:
         flat = self._flatten(*args)
         if self._slots is not None:
             blocks = grid[0] * grid[1] * grid[2]
-            if blocks <= self._slots and self._small_grid is not None:
+            if _one_program_per_block(blocks, self._slots) and self._small_grid is not None:
                 if self._small is None:
                     self._small = self._small_grid()
                 return self._small.launch(grid, args, stream)
@@ -203,8 +209,8 @@ class TritonKernel:
         self._small: TritonKernel | None = None
 
     def small_grid_kernel(self) -> "TritonKernel | None":
-        """The one-program-per-block variant a grid-loop kernel uses for grids the GPU runs at
-        once (made on first use)."""
+        """The one-program-per-block variant of a grid-loop kernel (see `_one_program_per_block`;
+        made on first use)."""
         if self._small is None and self._small_grid is not None:
             self._small = self._small_grid()
         return self._small
@@ -226,7 +232,7 @@ class TritonKernel:
             if self.lowered.grid_loop:
                 slots = self._programs(flat + grid)
                 blocks = grid[0] * grid[1] * grid[2]
-                small = self.small_grid_kernel() if blocks <= slots else None
+                small = self.small_grid_kernel() if _one_program_per_block(blocks, slots) else None
                 if small is not None:
                     return small.launch(grid, args, stream)
                 grid, flat = (min(blocks, slots), 1, 1), (*flat, *grid)
