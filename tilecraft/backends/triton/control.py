@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...ir import Opcode, Operation, Value
 from .emitter import KernelWriter, rule
+from .memory import plan_increments
 
 
 @rule(Opcode.YIELD, Opcode.CONDITION)
@@ -31,11 +32,14 @@ def _assign_all(w: KernelWriter, targets: list[str], values: list[Value]) -> Non
             w.emit(f"{target} = {src}")
 
 
-def _body(w: KernelWriter, ops: list[Operation], targets: list[str]) -> None:
-    """An indented block: its ops, then its YIELD assigned to `targets` (`pass` if empty)."""
+def _body(w: KernelWriter, ops: list[Operation], targets: list[str], tail: tuple[str, ...] = ()) -> None:
+    """An indented block: its ops, the `tail` statements, then its YIELD assigned to `targets`
+    (`pass` if empty)."""
     with w.indented():
         start = len(w.lines)
         w.lower_ops(ops)
+        for text in tail:
+            w.emit(text)
         if ops and ops[-1].opcode == Opcode.YIELD:
             _assign_all(w, targets, ops[-1].operands)
         if len(w.lines) == start:
@@ -50,6 +54,7 @@ def _for(w: KernelWriter, op: Operation) -> None:
     names = [w.define(arg, "acc") for arg in carried]
     for name, init in zip(names, inits):
         w.emit(f"{name} = {w.tensor(init)}")
+    advances = plan_increments(w, op)
     bounds = f"{w.expr(lb)}, {w.expr(ub)}, {w.expr(step)}"
     stages = w.pipelined.get(id(op))
     if stages:
@@ -59,7 +64,7 @@ def _for(w: KernelWriter, op: Operation) -> None:
     else:
         loop = f"range({bounds})"
     w.emit(f"for {w.define(iv, 'i')} in {loop}:")
-    _body(w, body.ops, names)
+    _body(w, body.ops, names, tuple(advances))
     for result, name in zip(op.results, names):
         w.alias(result, name)
 

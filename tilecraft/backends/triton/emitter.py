@@ -178,6 +178,7 @@ class KernelWriter:
         self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it
         self.grid_loop: GridLoop | None = None
         self.nonneg: set[int] = set()  # ids of integer values known never to be negative
+        self.increments: dict[int, str] = {}  # id(LOAD op) -> its loop-carried pointer tile
         self.flattened: set[int] = set()  # id(FOR op) of user tile loops that get flatten=True
 
     # ---- names -----------------------------------------------------------------------------
