@@ -307,7 +307,8 @@ def meta(args: argparse.Namespace, device: torch.device, sms: int) -> dict[str, 
         "tilecraft_backend": os.environ.get("TILECRAFT_BACKEND", "") or ("triton" if cuda else "interpreter"),
         "timing": None if not cuda else {"min_runs": args.min_runs, "rep_ms": args.rep_ms,
                                          "warmup_ms": args.warmup_ms, "cap_s": args.cap_s,
-                                         "l2_flush_mb": 256, "statistic": "median of CUDA-event times"},
+                                         "l2_flush_mb": 256, "rounds": CudaTimer.ROUNDS,
+                                         "statistic": "median of CUDA-event times, implementations interleaved"},
     }
 
 
