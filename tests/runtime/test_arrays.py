@@ -71,19 +71,38 @@ def test_cuda_array_interface_object():
     torch.testing.assert_close(out, 3.0 * a + b)
 
 
+class CupyLikeStream:
+    """A stream as CuPy shows it: the raw handle in `.ptr`."""
+
+    def __init__(self, handle: int) -> None:
+        self.ptr = handle
+
+
+class StreamProtocolOnly:
+    """A stream that only speaks the `__cuda_stream__` protocol (CUDA Python, CuPy >= 13)."""
+
+    def __init__(self, handle: int) -> None:
+        self._handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self._handle)
+
+
 @cuda
-@pytest.mark.parametrize("which", ["torch-stream", "raw-handle", "default-0", "current"])
+@pytest.mark.parametrize("which", ["torch-stream", "raw-handle", "cupy-ptr", "stream-protocol", "default-0",
+                                   "current"])
 def test_stream_argument_is_honoured(which):
     n = 1 << 20
     a, b = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.full((n,), float("nan"), device="cuda")
     side = torch.cuda.Stream()
-    stream = {"torch-stream": side, "raw-handle": side.cuda_stream, "default-0": 0,
+    stream = {"torch-stream": side, "raw-handle": side.cuda_stream, "cupy-ptr": CupyLikeStream(side.cuda_stream),
+              "stream-protocol": StreamProtocolOnly(side.cuda_stream), "default-0": 0,
               "current": torch.cuda.current_stream()}[which]
     side.wait_stream(torch.cuda.current_stream())
     for _ in range(3):  # the first launch compiles; later ones take the fast path
         ct.launch(stream, (ct.cdiv(n, 1024),), axpy, (a, b, out, 1.5, 1024))
-    if which in ("torch-stream", "raw-handle"):
+    if which in ("torch-stream", "raw-handle", "cupy-ptr", "stream-protocol"):
         side.synchronize()  # only the side stream is waited for: the work must have run there
     else:
         torch.cuda.synchronize()
@@ -106,3 +125,16 @@ def test_array_facts_describe_alignment_and_tiling():
     assert facts.tiles_evenly(0, 32) and not facts.tiles_evenly(0, 64) and not facts.tiles_evenly(1, 8)
     view = to_array(np.zeros((512, 768), np.float32)[:, 256:], "v", False).facts
     assert view.dim_pow2 == (256, 256) and view.divisible16 and not view.contiguous
+
+
+def test_stream_handles_of_every_kind():
+    """What the Triton backend accepts as a stream, and the error for anything else."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.triton.compile import _stream_handle
+
+    class TorchLike:
+        cuda_stream = 77
+    assert [_stream_handle(s) for s in (0, 1234, TorchLike(), CupyLikeStream(55), StreamProtocolOnly(99))] == \
+        [0, 1234, 77, 55, 99]
+    with pytest.raises(TypeError, match="Argument `stream`: expected a CUDA stream"):
+        _stream_handle("default")

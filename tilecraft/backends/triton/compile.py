@@ -105,8 +105,19 @@ def _ensure_allocator() -> None:
 
 
 def _stream_handle(stream: Any) -> int:
-    """The raw CUDA handle of a torch stream, an object with `.cuda_stream`, or a handle."""
-    return stream if isinstance(stream, int) else int(getattr(stream, "cuda_stream", stream))
+    """The raw CUDA handle of `stream`: a handle (0 = the default stream), a torch stream
+    (`.cuda_stream`), a CuPy stream (`.ptr`) or any object with the `__cuda_stream__` protocol."""
+    if isinstance(stream, int):
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int((protocol() if callable(protocol) else protocol)[1])
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise TypeError(f"Argument `stream`: expected a CUDA stream (torch or CuPy stream, an object with "
+                    f"__cuda_stream__, a raw handle, or 0 for the default stream), got {type(stream).__name__}")
 
 
 def _current_stream() -> int:
