@@ -215,6 +215,26 @@ def test_check_bounds_false_on_tiles_inside_the_array(dev) -> None:
     assert np.isnan(got[:, 40:]).all()
 
 
+@ct.kernel
+def slice_copy_kernel(x, out, lo, hi, dst_lo):
+    i = ct.bid(0)
+    src = x.slice(1, lo, hi)  # columns [lo, hi) of x
+    dst = out.slice(-1, dst_lo, dst_lo + src.shape[1])
+    t = ct.load(src, (i, 0), (4, 32), padding_mode=ct.PaddingMode.ZERO)  # wider than the view
+    ct.store(dst, (i, 0), t + 1.0)
+
+
+def test_array_slice_views(dev) -> None:
+    """A sliced view pads at the view's end (not the array's) on loads, and a store through a
+    view writes only inside it; the view's shape is stop - start."""
+    x = rng("slice").standard_normal((8, 40)).astype(np.float32)
+    out = dev.poison((8, 40), np.float32)
+    dev.launch((2,), slice_copy_kernel, (dev.put(x), out, 5, 23, 3))
+    got = dev.get(out)
+    np.testing.assert_array_equal(got[:, 3:21], x[:, 5:23] + 1.0)
+    assert np.isnan(got[:, :3]).all() and np.isnan(got[:, 21:]).all()
+
+
 # ---- grid queries -------------------------------------------------------------------------------------------
 @ct.kernel
 def grid_kernel(out, a):

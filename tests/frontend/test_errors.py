@@ -322,3 +322,24 @@ def test_check_bounds_must_be_a_constant_bool():
     with pytest.raises(ct.TileTypeError, match="check_bounds must be a constant bool") as ei:
         launch(runtime_check_bounds, (np.zeros(8, np.float32), 3))
     check_error(ei, runtime_check_bounds.fn, "# ERR", col_text="ct.load")
+
+
+@ct.kernel
+def bad_slices(a, which: ConstInt):
+    if which == 0:
+        v = a.slice(0, -1, 4)  # ERR
+    elif which == 1:
+        v = a.slice(0, 5, 2)  # ERR
+    else:
+        v = a.slice(1, 0, 4)  # ERR
+    ct.store(v, index=(0,), tile=ct.zeros((4,), dtype=ct.float32))
+
+
+@pytest.mark.parametrize("which, message", [(0, "start must not be negative"),
+                                            (1, r"stop \(2\) must not be less than start \(5\)"),
+                                            (2, "axis 1 is out of range for a rank-1 array")])
+def test_array_slice_errors(which, message):
+    with pytest.raises(ct.TileTypeError, match=message) as ei:
+        launch(bad_slices, (np.zeros(8, np.float32), which))
+    lines = [line for line in inspect.getsourcelines(bad_slices.fn)[0] if "# ERR" in line]
+    check_error(ei, bad_slices.fn, lines[which].strip())

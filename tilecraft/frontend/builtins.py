@@ -16,6 +16,7 @@ from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
+from .memory import array_slice
 from .registry import HANDLERS, handles
 from .semantics import describe, is_array, is_loose, is_tile
 from .values import BoundMethod, LocalFunction
@@ -612,7 +613,9 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
             return _array_dims(fc, obj, Opcode.ARRAY_SHAPE)
         if name == "strides":
             return _array_dims(fc, obj, Opcode.ARRAY_STRIDE)
-        if name in ("slice", "tiled_view", "get_raw_memory"):
+        if name == "slice":
+            return BoundMethod(array_slice, obj)
+        if name in ("tiled_view", "get_raw_memory"):
             raise TileUnsupportedFeatureError(f"Array.{name}() is not supported yet by tilecraft", fc.loc(node))
         raise fc.type_error(f"Array has no attribute `{name}`", node)
     try:

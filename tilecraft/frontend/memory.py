@@ -79,6 +79,25 @@ def num_tiles(fc: Any, array: Any, axis: Any, shape: Any, order: Any = "C") -> V
     return s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, dim, shape[axis] - 1), shape[axis])
 
 
+def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Value:
+    """`array.slice(axis, start, stop)`: a view of `array` restricted to [start, stop) along
+    `axis` (its base moves by start x stride; 0 <= start <= stop <= size is the caller's promise)."""
+    nd = array.type.ndim
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise fc.sema.type_error(f"slice() axis must be a constant int, got {describe(axis)}")
+    if not -nd <= axis < nd:
+        raise fc.sema.type_error(f"slice() axis {axis} is out of range for a rank-{nd} array")
+    for name, bound in (("start", start), ("stop", stop)):
+        if isinstance(bound, int) and bound < 0:
+            raise fc.sema.type_error(f"slice() {name} must not be negative, got {bound}")
+    if isinstance(start, int) and isinstance(stop, int) and stop < start:
+        raise fc.sema.type_error(f"slice() stop ({stop}) must not be less than start ({start})")
+    index_dtype = dt.int64 if array.type.index64 else dt.int32
+    bounds = [fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), index_dtype)
+              for name, b in (("start", start), ("stop", stop))]
+    return fc.b.value(Opcode.ARRAY_SLICE, [array, *bounds], array.type, axis=axis % nd)
+
+
 @handles(L.load)
 def load(fc: Any, array: Any, index: Any, shape: Any, *, order: Any = "C",
          padding_mode: PaddingMode = PaddingMode.UNDETERMINED, check_bounds: bool = True,

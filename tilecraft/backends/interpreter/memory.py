@@ -76,6 +76,16 @@ def _array_stride(op: Operation, c: Compiler) -> Runner:
     return run
 
 
+@rule(Opcode.ARRAY_SLICE)
+def _array_slice(op: Operation, c: Compiler) -> Runner:
+    a, lo, hi, r = (c.slot(v) for v in (*op.operands, op.result))
+    lead = (slice(None),) * op.attrs["axis"]
+
+    def run(env: Env) -> None:  # a NumPy view: stores through it reach the array
+        env[r] = env[a][lead + (slice(int(env[lo]), int(env[hi])),)]
+    return run
+
+
 @rule(Opcode.LOAD)
 def _load(op: Operation, c: Compiler) -> Runner:
     array_type = op.operands[0].type

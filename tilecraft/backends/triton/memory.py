@@ -107,9 +107,9 @@ def plan_descriptors(w: KernelWriter, fn: Function) -> None:
     for op in fn.walk():
         if op.opcode not in (Opcode.LOAD, Opcode.STORE):
             continue
-        arr = w.arrays[op.operands[0].id]
+        arr = w.arrays.get(op.operands[0].id)  # views made in the kernel: not yet (no descriptors)
         choice = _descriptor_block(op)
-        if choice is None or arr.facts is None:
+        if choice is None or arr is None or arr.facts is None:
             continue
         if not (arr.facts.tma_store_ok if op.opcode == Opcode.STORE else arr.facts.tma_ok):
             continue
@@ -157,7 +157,7 @@ def _tile_address(w: KernelWriter, arr: ArrayParam, op: Operation, index: list[V
         if pointers is not None and not masked:
             continue
         start = w.fresh(f"{arr.pointer}_start{axis}")
-        w.emit(f"{start} = {_index(w, arr, index[k])} * {shape[k]}")
+        w.emit(f"{start} = {_scaled(w, arr, index[k], shape[k])}")
         base.append(_term(start, arr.strides[axis]))
         if masked:
             conds.append(f"({lane} < {arr.shapes[axis]} - {start})")
@@ -185,7 +185,8 @@ def plan_increments(w: KernelWriter, loop: Operation) -> list[str]:
         if op.opcode != Opcode.LOAD or id(op) in w.plans or len(op.attrs["shape"]) != len(op.operands) - 1:
             continue
         index = op.operands[1:]
-        if not any(v is iv for v in index) or any(v.id in inside and v is not iv for v in index):
+        if op.operands[0].id in inside or not any(v is iv for v in index) \
+                or any(v.id in inside and v is not iv for v in index):
             continue
         arr = w.arrays[op.operands[0].id]
         shape, order = tuple(op.attrs["shape"]), _order(op, len(index))
@@ -378,6 +379,26 @@ def _atomic(w: KernelWriter, op: Operation) -> None:
     w.emit(f"{old} = tl.atomic_cas(tl.where({m}, {ptr}, {arr.pointer}), {expected}, "
            f"tl.where({m}, {desired}, {expected}), {kw})")
     w.emit(f"{old} = tl.where({m}, {old}, {expected})")
+
+
+# ---- array views -----------------------------------------------------------------------------
+
+@rule(Opcode.ARRAY_SLICE)
+def _array_slice(w: KernelWriter, op: Operation) -> None:
+    """A view: the base pointer moves by start x stride along the axis, whose size becomes
+    stop - start; strides stay. Alignment and tiling facts are unknown for the view (pointer
+    accesses with masks on every dim)."""
+    src, start, stop = op.operands
+    arr, axis = w.arrays[src.id], op.attrs["axis"]
+    pointer = w.fresh(f"{arr.pointer}_view")
+    w.emit(f"{pointer} = {arr.pointer} + {_term(w.expr(start), arr.strides[axis])}")
+    size = w.fresh(f"{pointer}_shape{axis}")
+    w.emit(f"{size} = {w.expr(stop)} - {w.expr(start)}")
+    shapes = [size if k == axis else s for k, s in enumerate(arr.shapes)]
+    f = arr.facts
+    facts = None if f is None else ArrayFacts(aligned16=False, unit_last=f.unit_last, strides16=f.strides16,
+                                              index64=f.index64)
+    w.arrays[op.result.id] = ArrayParam(pointer, shapes, list(arr.strides), arr.index64, facts)
 
 
 # ---- array queries --------------------------------------------------------------------------
