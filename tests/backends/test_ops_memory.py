@@ -235,6 +235,50 @@ def test_array_slice_views(dev) -> None:
     assert np.isnan(got[:, :3]).all() and np.isnan(got[:, 21:]).all()
 
 
+@ct.kernel
+def overlapping_view_kernel(x, out, counts):
+    v = x.tiled_view((4, 8), padding_mode=ct.PaddingMode.ZERO, traversal_steps=(2, 8))
+    w = out.tiled_view((4, 8))
+    i, j = ct.bid(0), ct.bid(1)
+    w.store((i, j), v.load((i, j)) * 2.0)
+    if i == 0 and j == 0:
+        ct.store(counts, (0,), v.num_tiles(0))
+        ct.store(counts, (1,), v.num_tiles(-1))
+        ct.static_assert(v.tile_shape == (4, 8) and v.traversal_steps == (2, 8) and v.dtype == ct.float32)
+
+
+@ct.kernel
+def gapped_and_unit_views_kernel(x, out, m, mt):
+    i = ct.bid(0)
+    out.tiled_view(4).store(i, x.tiled_view(4, padding_mode=ct.PaddingMode.ZERO, traversal_steps=6).load(i))
+    u, ut = m.tiled_view(()), mt.tiled_view(())  # unit tiles: 0-d loads and stores
+    for j in range(u.num_tiles(1)):
+        if i < u.num_tiles(0):
+            ut.store((j, i), u.load((i, j)) + 1.0)
+
+
+def test_tiled_views(dev) -> None:
+    """Tiled views: overlapping tiles (steps < tile), gapped tiles (steps > tile), unit tiles
+    (0-d), num_tiles = cdiv(size, step), and stores through a view broadcast to its tiles."""
+    gen = rng("views")
+    x = gen.standard_normal((9, 20)).astype(np.float32)
+    out, counts = dev.poison((20, 24), np.float32), dev.poison((2,), np.int32)
+    dev.launch((5, 3), overlapping_view_kernel, (dev.put(x), out, counts))
+    padded = np.zeros((12, 24), np.float32)
+    padded[:9, :20] = x
+    want = np.concatenate([np.concatenate([2 * padded[2 * i:2 * i + 4, 8 * j:8 * j + 8] for j in range(3)], 1)
+                           for i in range(5)], 0)
+    np.testing.assert_array_equal(dev.get(out), want)
+    np.testing.assert_array_equal(dev.get(counts), [5, 3])
+
+    y, m = gen.standard_normal(20).astype(np.float32), gen.standard_normal((3, 5)).astype(np.float32)
+    out, mt = dev.poison((16,), np.float32), dev.poison((5, 3), np.float32)
+    dev.launch((4,), gapped_and_unit_views_kernel, (dev.put(y), out, dev.put(m), mt))
+    ypad = np.concatenate([y, np.zeros(4, np.float32)])
+    np.testing.assert_array_equal(dev.get(out), np.concatenate([ypad[6 * i:6 * i + 4] for i in range(4)]))
+    np.testing.assert_array_equal(dev.get(mt), m.T + 1.0)
+
+
 # ---- grid queries -------------------------------------------------------------------------------------------
 @ct.kernel
 def grid_kernel(out, a):

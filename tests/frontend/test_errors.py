@@ -343,3 +343,27 @@ def test_array_slice_errors(which, message):
         launch(bad_slices, (np.zeros(8, np.float32), which))
     lines = [line for line in inspect.getsourcelines(bad_slices.fn)[0] if "# ERR" in line]
     check_error(ei, bad_slices.fn, lines[which].strip())
+
+
+@ct.kernel
+def bad_views(a, which: ConstInt):
+    if which == 0:
+        v = a.tiled_view((4, 4))  # ERR
+    elif which == 1:
+        v = a.tiled_view(4, traversal_steps=(0,))  # ERR
+    else:
+        v = a.tiled_view(4)
+        v.atomic_store_add(0, ct.zeros((4,), dtype=ct.float32))  # ERR
+    v.store(0, 1.0)
+
+
+@pytest.mark.parametrize("which, error, message", [
+    (0, ct.TileTypeError, r"tile_shape \(4, 4\) must have the array's rank 1"),
+    (1, ct.TileTypeError, "traversal_steps must be 1 positive constant ints"),
+    (2, ct.TileUnsupportedFeatureError, "atomic_store_add"),
+])
+def test_tiled_view_errors(which, error, message):
+    with pytest.raises(error, match=message) as ei:
+        launch(bad_views, (np.zeros(8, np.float32), which))
+    lines = [line for line in inspect.getsourcelines(bad_views.fn)[0] if "# ERR" in line]
+    check_error(ei, bad_views.fn, lines[which].strip())

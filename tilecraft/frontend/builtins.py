@@ -17,6 +17,7 @@ from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from .memory import array_slice
+from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles
 from .semantics import describe, is_array, is_loose, is_tile
 from .values import BoundMethod, LocalFunction
@@ -615,9 +616,19 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
             return _array_dims(fc, obj, Opcode.ARRAY_STRIDE)
         if name == "slice":
             return BoundMethod(array_slice, obj)
-        if name in ("tiled_view", "get_raw_memory"):
+        if name == "tiled_view":
+            return BoundMethod(tiled_view, obj)
+        if name == "get_raw_memory":
             raise TileUnsupportedFeatureError(f"Array.{name}() is not supported yet by tilecraft", fc.loc(node))
         raise fc.type_error(f"Array has no attribute `{name}`", node)
+    if isinstance(obj, TiledView):
+        if name in VIEW_METHODS:
+            return BoundMethod(VIEW_METHODS[name], obj)
+        if name in VIEW_ATTRS:
+            return getattr(obj, VIEW_ATTRS[name])
+        if name.startswith("atomic_store_"):
+            raise TileUnsupportedFeatureError(f"TiledView.{name}() is not supported yet by tilecraft", fc.loc(node))
+        raise fc.type_error(f"TiledView has no attribute `{name}`", node)
     try:
         return getattr(obj, name)
     except AttributeError as exc:

@@ -1,0 +1,104 @@
+"""`Array.tiled_view`: an array seen as a grid of tiles, loaded and stored by tile index.
+
+A view is a compile-time object: `view.load(index)` becomes a tile load of the array. Tile i
+along an axis starts at element i x traversal_steps; where the step equals the tile extent that
+is an ordinary tile index, otherwise the array is first sliced to start there (overlapping or
+gapped tiles).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import BinaryFn, Opcode, TileType, Value
+from ..language import dtypes as dt
+from ..language.enums import PaddingMode
+from .memory import array_slice, load, store
+from .semantics import describe
+
+
+@dataclass(frozen=True)
+class TiledView:
+    array: Value
+    tile_shape: tuple[int, ...]  # () : unit tiles, loaded as 0-d tiles
+    padding: PaddingMode
+    steps: tuple[int, ...]       # traversal_steps
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.array.type.dtype
+
+    @property
+    def extents(self) -> tuple[int, ...]:
+        return self.tile_shape or (1,) * self.array.type.ndim
+
+
+def _ints(x: Any) -> Any:
+    return (x,) if isinstance(x, int) and not isinstance(x, bool) else x
+
+
+def tiled_view(fc: Any, array: Value, tile_shape: Any, *, padding_mode: PaddingMode = PaddingMode.UNDETERMINED,
+               traversal_steps: Any = None) -> TiledView:
+    nd = array.type.ndim
+    tile_shape = _ints(tile_shape)
+    shape = fc.sema.check_shape(tile_shape) if tile_shape != () else ()
+    if shape and len(shape) != nd:
+        raise fc.sema.type_error(f"tiled_view() tile_shape {shape} must have the array's rank {nd}")
+    if not isinstance(padding_mode, PaddingMode):
+        raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
+    steps = _ints(traversal_steps) if traversal_steps is not None else (shape or (1,) * nd)
+    if not isinstance(steps, tuple) or len(steps) != nd or \
+            not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in steps):
+        raise fc.sema.type_error(f"traversal_steps must be {nd} positive constant ints, got {traversal_steps!r}")
+    return TiledView(array, shape, padding_mode, steps)
+
+
+def _origin(fc: Any, view: TiledView, index: Any) -> tuple[Value, tuple[Any, ...]]:
+    """(array, tile index) of an ordinary tile access that covers the view's tile `index`."""
+    nd = view.array.type.ndim
+    idx = index if isinstance(index, tuple) else (index,)
+    if len(idx) != nd:
+        raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
+    arr, out = view.array, []
+    index_dtype = dt.int64 if arr.type.index64 else dt.int32
+    for axis, (i, step, extent) in enumerate(zip(idx, view.steps, view.extents)):
+        if step == extent:
+            out.append(i)
+            continue
+        start = fc.sema.binary(BinaryFn.MUL, fc.sema.index_scalar(i), step)
+        size = fc.b.value(Opcode.ARRAY_SHAPE, [arr], TileType(index_dtype), axis=axis)
+        arr = array_slice(fc, arr, axis, start, size)
+        out.append(0)
+    return arr, tuple(out)
+
+
+def view_load(fc: Any, view: TiledView, index: Any, *, check_bounds: bool = True, latency: Any = None,
+              allow_tma: Any = None) -> Value:
+    arr, idx = _origin(fc, view, index)
+    tile = load(fc, arr, idx, view.extents, padding_mode=view.padding, check_bounds=check_bounds,
+                latency=latency, allow_tma=allow_tma)
+    return tile if view.tile_shape else fc.sema.reshape(tile, ())
+
+
+def view_store(fc: Any, view: TiledView, index: Any, tile: Any, *, check_bounds: bool = True,
+               latency: Any = None, allow_tma: Any = None) -> None:
+    t = fc.sema.broadcast_to(fc.sema.cast_implicit(tile, view.dtype, "the stored tile"), view.extents)
+    arr, idx = _origin(fc, view, index)
+    store(fc, arr, idx, t, check_bounds=check_bounds, latency=latency, allow_tma=allow_tma)
+
+
+def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Value:
+    """cdiv(size, step) along `axis`."""
+    nd = view.array.type.ndim
+    if not isinstance(axis, int) or not -nd <= axis < nd:
+        raise fc.sema.type_error(f"num_tiles() axis must be a constant int in [-{nd}, {nd}), got {axis!r}")
+    index_dtype = dt.int64 if view.array.type.index64 else dt.int32
+    size = fc.b.value(Opcode.ARRAY_SHAPE, [view.array], TileType(index_dtype), axis=axis % nd)
+    step = view.steps[axis % nd]
+    s = fc.sema
+    return s.cast(s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, size, step - 1), step), dt.int32)
+
+
+VIEW_METHODS = {"load": view_load, "store": view_store, "num_tiles": view_num_tiles}
+VIEW_ATTRS = {"dtype": "dtype", "tile_shape": "tile_shape", "traversal_steps": "steps"}  # name -> field
