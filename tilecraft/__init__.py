@@ -19,8 +19,8 @@ from .language.ops import (abs, add, arange, argmax, argmin, assert_, assume_div
                            cumprod, cumsum, ensure_constant, equal, exp, exp2, expand_dims, extract, floor,
                            floordiv, full, function, gather, greater, greater_equal, isnan, less, less_equal,
                            load, log, log2, matmul, max, maximum, min, minimum, mma, mod, mul, negative,
-                           not_equal, num_blocks, num_tiles, ones, permute, pow, printf, prod, reshape, rsqrt,
-                           scatter, sin, sinh, sqrt, static_assert, static_eval, static_iter, store, sub, sum,
+                           not_equal, num_blocks, num_tiles, ones, permute, pow, printf, prod, reduce, reshape,
+                           rsqrt, scan, scatter, sin, sinh, sqrt, static_assert, static_eval, static_iter, store, sub, sum,
                            tan, tanh, transpose, truediv, where, zeros)
 from .runtime.kernel import ByTarget, Kernel, kernel
 from .runtime.launch import launch
@@ -42,7 +42,7 @@ __all__ = [
     "ensure_constant", "equal", "exp", "exp2", "expand_dims", "extract", "floor", "floordiv", "full",
     "function", "gather", "greater", "greater_equal", "isnan", "less", "less_equal", "load", "log", "log2",
     "matmul", "max", "maximum", "min", "minimum", "mma", "mod", "mul", "negative", "not_equal", "num_blocks",
-    "num_tiles", "ones", "permute", "pow", "printf", "prod", "reshape", "rsqrt", "scatter", "sin", "sinh",
+    "num_tiles", "ones", "permute", "pow", "printf", "prod", "reduce", "reshape", "rsqrt", "scan", "scatter", "sin", "sinh",
     "sqrt", "static_assert", "static_eval", "static_iter", "store", "sub", "sum", "tan", "tanh", "transpose",
     "truediv", "where", "zeros", "ByTarget", "Kernel", "kernel", "launch", "__version__",
 ]

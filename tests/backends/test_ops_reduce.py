@@ -271,3 +271,44 @@ def test_scan(dev, name: str, dtype: str, axis: int, reverse: bool) -> None:
     if reverse:
         ref = np.flip(ref, axis)
     _check(name, dev.get(out), ref, od)
+
+
+# ---- reduce / scan with the user's combine function ----------------------------------------------------
+SCALE = 0.5  # a Python constant the combine functions close over
+
+
+def _absmax(a, b):
+    return ct.maximum(ct.abs(a), ct.abs(b)) * (SCALE * 2)
+
+
+@ct.kernel
+def custom_reduce_kernel(x, out_absmax, out_val, out_idx, out_scan, out_rscan):
+    t = ct.load(x, (0, 0), (8, 16), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out_absmax, (0, 0), ct.reduce(t, 1, _absmax, 0.0, keepdims=True))
+    idx = ct.arange(16, dtype=ct.int32)[None, :] + ct.zeros((8, 16), dtype=ct.int32)
+
+    def argmax_step(v0, i0, v1, i1):  # (value, index) pairs: the larger value, then the smaller index
+        take = (v1 > v0) | ((v1 == v0) & (i1 < i0))
+        return ct.where(take, v1, v0), ct.where(take, i1, i0)
+    val, where = ct.reduce((t, idx), axis=-1, func=argmax_step, identity=(float("-inf"), 16))
+    ct.store(out_val, (0,), val)
+    ct.store(out_idx, (0,), where)
+    ct.store(out_scan, (0, 0), ct.scan(t, 1, lambda a, b: ct.maximum(a, b), float("-inf")))
+    ct.store(out_rscan, (0, 0), ct.scan(t.astype(ct.int32), 0, lambda a, b: a + b, 0, reverse=True))
+
+
+def test_reduce_and_scan_with_a_function(dev) -> None:
+    """Custom reductions and scans: a helper closing over a constant, a (value, index) tuple
+    reduction with keyword arguments and a negative axis, a lambda max-scan, a reversed int scan."""
+    x = (rng("custom-reduce").standard_normal((8, 16)) * 4).astype(np.float32)
+    x[3, 5] = x[3, 9] = x[3].max() + 1.0  # a tie: the first index wins
+    outs = [dev.poison(s, d) for s, d in (((8, 1), np.float32), ((8,), np.float32), ((8,), np.int32),
+                                          ((8, 16), np.float32), ((8, 16), np.int32))]
+    dev.launch((1,), custom_reduce_kernel, (dev.put(x), *outs))
+    absmax, val, idx, scan, rscan = (dev.get(o) for o in outs)
+    np.testing.assert_array_equal(absmax[:, 0], np.abs(x).max(1))
+    np.testing.assert_array_equal(val, x.max(1))
+    np.testing.assert_array_equal(idx, x.argmax(1))
+    np.testing.assert_array_equal(scan, np.maximum.accumulate(x, 1))
+    xi = x.astype(np.int32)
+    np.testing.assert_array_equal(rscan, np.flip(np.cumsum(np.flip(xi, 0), 0), 0))

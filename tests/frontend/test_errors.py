@@ -367,3 +367,35 @@ def test_tiled_view_errors(which, error, message):
         launch(bad_views, (np.zeros(8, np.float32), which))
     lines = [line for line in inspect.getsourcelines(bad_views.fn)[0] if "# ERR" in line]
     check_error(ei, bad_views.fn, lines[which].strip())
+
+
+@ct.kernel
+def bad_combines(a, which: ConstInt):
+    t = ct.load(a, index=(0,), shape=(8,))
+
+    def branchy(x, y):
+        if x > y:  # ERR
+            return x
+        return y
+    if which == 0:
+        r = ct.reduce(t, 0, branchy, 0.0)
+    elif which == 1:
+        r = ct.reduce(t, 0, lambda x, y: x + t, 0.0)  # ERR
+    elif which == 2:
+        r = ct.reduce(t, 0, lambda x, y: (x, y), 0.0)  # ERR
+    else:
+        r = ct.scan(t, 0, lambda x, y: x + y, (0.0, 1.0))  # ERR
+    ct.store(a, index=(0,), tile=r)
+
+
+@pytest.mark.parametrize("which, error, message", [
+    (0, ct.TileSyntaxError, "may only compute on its scalar arguments"),
+    (1, ct.TileSyntaxError, "may only use its arguments and constants"),
+    (2, ct.TileTypeError, r"function must return 1 value\(s\), got 2"),
+    (3, ct.TileTypeError, r"identity must be 1 constant number\(s\)"),
+])
+def test_combine_function_errors(which, error, message):
+    with pytest.raises(error, match=message) as ei:
+        launch(bad_combines, (np.zeros(8, np.float32), which))
+    lines = [line for line in inspect.getsourcelines(bad_combines.fn)[0] if "# ERR" in line]
+    check_error(ei, bad_combines.fn, lines[which].strip())

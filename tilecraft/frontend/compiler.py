@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError)
 from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
 from ..language import ops as L
+from . import combine  # noqa: F401  (registers reduce/scan with a combine function)
 from .builtins import attribute, call, matmul, subscript
 from .printing import joined_str
 from .rewrite import BREAK, CONTINUE, RETVAL, rewrite_function
@@ -659,8 +660,9 @@ class FunctionCompiler:
             return None
         return bool(v)
 
-    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
-        """Compile a call of a plain Python function (or nested def) into the current block."""
+    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> Any:
+        """Compile a call of a plain Python function (or nested def) into the current block;
+        `node` is the call (None: a call made by a builtin, at the current statement)."""
         if isinstance(fn, LocalFunction):
             parsed, scope, globals_, name = fn.parsed, dict(fn.scope), fn.globals, fn.name
             sig = fn.signature
@@ -675,11 +677,12 @@ class FunctionCompiler:
         bound.apply_defaults()
         scope.update(bound.arguments)
         scope[RETVAL] = None
+        caller = self.loc(node) if node is not None else self.b.loc
         self.ctx.depth += 1
         if self.ctx.depth > MAX_INLINE_DEPTH:
-            raise TileRecursionError(f"Maximum inlining depth {MAX_INLINE_DEPTH} exceeded in {name}()", self.loc(node))
+            raise TileRecursionError(f"Maximum inlining depth {MAX_INLINE_DEPTH} exceeded in {name}()", caller)
         try:
-            sub = FunctionCompiler(self.ctx, parsed, globals_, scope, self.loc(node), name)
+            sub = FunctionCompiler(self.ctx, parsed, globals_, scope, caller, name)
             if isinstance(parsed.fdef, ast.Lambda):
                 return sub.expr(parsed.fdef.body)
             sub.run_body(parsed.fdef.body)

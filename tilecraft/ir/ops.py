@@ -48,6 +48,9 @@ class Opcode(enum.Enum):
     WHERE = "where"              # (cond, x, y)
     REDUCE = "reduce"            # (x) attrs: fn: ReduceFn, axis, keepdims
     SCAN = "scan"                # (x) attrs: fn: ScanFn, axis, reverse
+    REDUCE_WITH = "reduce_with"  # (*xs) attrs: axis, keepdims, identities; blocks: [combine(*a, *b)
+                                 #   -> YIELD of one 0-d value per x]      -> one tile per x
+    SCAN_WITH = "scan_with"      # (*xs) attrs: axis, reverse, identities; blocks: as REDUCE_WITH
     MMA = "mma"                  # (a, b, acc)
     PRINT = "print"              # (*tiles) attrs: pieces (str segments between tiles), formats
                                  #   (per tile: '{:<py spec>}', C '%..' specifier or None)

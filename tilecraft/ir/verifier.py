@@ -50,6 +50,12 @@ def _check_op(op: Operation) -> None:
         if any(not isinstance(v.type, TileType) or v.tile.shape or v.tile.dtype is not _index_dtype(arr.type)
                for v in (start, stop)):
             _fail(op, "start and stop must be scalars of the array's index type")
+    elif op.opcode in (Opcode.REDUCE_WITH, Opcode.SCAN_WITH):
+        last = op.blocks[0].terminator if len(op.blocks) == 1 else None
+        dtypes = [v.tile.dtype for v in op.operands]
+        if last is None or last.opcode != Opcode.YIELD or len(op.blocks[0].args) != 2 * len(dtypes) \
+                or [v.type for v in last.operands] != [TileType(d, ()) for d in dtypes]:
+            _fail(op, "the combine block must take 2N scalars and yield N scalars of the operand dtypes")
     elif op.opcode == Opcode.BROADCAST:
         src, dst = op.operands[0].tile.shape, op.attrs["shape"]
         if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst)):

@@ -232,6 +232,17 @@ argmin = _reduce_stub("argmin", "int32 index of the first minimum.")
 
 
 @_stub
+def reduce(x, /, axis, func, identity, *, keepdims=False):
+    """Reduce x (a tile or a tuple of tiles) along axis with func(a, b) on scalars (2N -> N for
+    N tiles); identity: func's neutral element(s)."""
+
+
+@_stub
+def scan(x, /, axis, func, identity, *, reverse=False):
+    """Inclusive scan of x along axis with func(a, b), as `reduce`."""
+
+
+@_stub
 def cumsum(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=False):
     """Inclusive prefix sum along axis."""
 

@@ -33,7 +33,7 @@ def _condition(op: Operation, c: Compiler) -> Terminator:
     return _values(c.slots(op.operands))
 
 
-def _run_block(env: Env, arg_slots: list[int], vals: list[Any], ops: list[Runner],
+def run_block(env: Env, arg_slots: list[int], vals: list[Any], ops: list[Runner],
                term: Terminator) -> list[Any]:
     """Bind a block's arguments to `vals`, run its ops, return what its terminator passes on."""
     for s, v in zip(arg_slots, vals):
@@ -58,7 +58,7 @@ def _for(op: Operation, c: Compiler) -> Runner:
         if step > 0:
             for i in range(int(env[lb]), int(env[ub]), step):
                 env[iv] = make_iv(i)
-                vals = _run_block(env, carried, vals, ops, term)
+                vals = run_block(env, carried, vals, ops, term)
         for s, v in zip(res, vals):
             env[s] = v
     return run
@@ -75,7 +75,7 @@ def _if(op: Operation, c: Compiler) -> Runner:
             ops, term = then_ops, then_term
         else:
             ops, term = else_ops, else_term
-        for s, v in zip(res, _run_block(env, [], [], ops, term)):
+        for s, v in zip(res, run_block(env, [], [], ops, term)):
             env[s] = v
     return run
 
@@ -93,10 +93,10 @@ def _while(op: Operation, c: Compiler) -> Runner:
     def run(env: Env) -> None:
         vals = [env[s] for s in init]
         while True:
-            cond, *vals = _run_block(env, before_args, vals, before_ops, before_term)
+            cond, *vals = run_block(env, before_args, vals, before_ops, before_term)
             if not cond:
                 break
-            vals = _run_block(env, after_args, vals, after_ops, after_term)
+            vals = run_block(env, after_args, vals, after_ops, after_term)
         for s, v in zip(res, vals):
             env[s] = v
     return run

@@ -14,6 +14,7 @@ import numpy as np
 from ...ir import Opcode, Operation, ReduceFn, ScanFn
 from ...language.dtypes import DType
 from .numerics import compute_dtype, is_floating
+from .control import run_block
 from .registry import Compiler, Env, Runner, rule
 
 
@@ -66,4 +67,59 @@ def _scan(op: Operation, c: Compiler) -> Runner:
             env[r] = scan(v, axis=axis, dtype=acc).astype(out, copy=False)
         else:
             env[r] = flip(scan(flip(v, axis), axis=axis, dtype=acc), axis).astype(out, copy=False)
+    return run
+
+
+def _combine(op: Operation, c: Compiler) -> tuple[tuple[int, ...], tuple[int, ...], Callable[[Env, list[Any]], list[Any]]]:
+    """(operand slots, result slots, fold step) of a REDUCE_WITH / SCAN_WITH: the step runs the
+    combine block on whole slices at once (its ops are elementwise), casting back to the
+    operand dtypes."""
+    block = op.blocks[0]
+    args = c.slots(block.args)
+    ops, term = c.block(block)
+    dtypes = [v.tile.dtype.np_dtype for v in op.operands]
+
+    def step(env: Env, pair: list[Any]) -> list[Any]:
+        out = run_block(env, args, pair, ops, term)
+        return [np.asarray(v).astype(d, copy=False) for v, d in zip(out, dtypes)]
+    return c.slots(op.operands), c.slots(op.results), step
+
+
+def _start(op: Operation, shape: tuple[int, ...]) -> list[Any]:
+    return [np.full(shape, i, dtype=v.tile.dtype.np_dtype) for i, v in zip(op.attrs["identities"], op.operands)]
+
+
+@rule(Opcode.REDUCE_WITH)
+def _reduce_with(op: Operation, c: Compiler) -> Runner:
+    """A left fold from the identity along the axis."""
+    xs, rs, step = _combine(op, c)
+    axis, keepdims = op.attrs["axis"], op.attrs["keepdims"]
+
+    def run(env: Env) -> None:
+        vals = [np.asarray(env[s]) for s in xs]
+        acc = _start(op, vals[0].shape[:axis] + vals[0].shape[axis + 1:])
+        for k in range(vals[0].shape[axis]):
+            acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
+        for s, a in zip(rs, acc):
+            env[s] = np.expand_dims(a, axis) if keepdims else a
+    return run
+
+
+@rule(Opcode.SCAN_WITH)
+def _scan_with(op: Operation, c: Compiler) -> Runner:
+    """Inclusive: element k is the fold of elements 0..k (k..n-1 when reversed)."""
+    xs, rs, step = _combine(op, c)
+    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
+
+    def run(env: Env) -> None:
+        vals = [np.asarray(env[s]) for s in xs]
+        n = vals[0].shape[axis]
+        acc = _start(op, vals[0].shape[:axis] + vals[0].shape[axis + 1:])
+        outs = [np.empty_like(v) for v in vals]
+        for k in (reversed(range(n)) if reverse else range(n)):
+            acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
+            for o, a in zip(outs, acc):
+                o[(slice(None),) * axis + (k,)] = a
+        for s, o in zip(rs, outs):
+            env[s] = o
     return run

@@ -359,6 +359,23 @@ def _reduce(w: KernelWriter, op: Operation) -> None:
     _result(w, op, f"tl.reduce(({v}, {index}), {axis}, {combine}, keep_dims={keep})[1]", D.int32, "arg")
 
 
+@rule(Opcode.REDUCE_WITH, Opcode.SCAN_WITH)
+def _combine(w: KernelWriter, op: Operation) -> None:
+    """tl.reduce / tl.associative_scan with the op's combine block as a generated function
+    (Triton needs no identity: every reduced axis has at least one element)."""
+    block = op.blocks[0]
+    fn = w.function("combine", block.args, block.ops[:-1], block.ops[-1].operands)
+    xs = [w.tensor(v) for v in op.operands]
+    arg = xs[0] if len(xs) == 1 else f"({', '.join(xs)})"
+    axis = op.attrs["axis"]
+    if op.opcode == Opcode.REDUCE_WITH:
+        text = f"tl.reduce({arg}, {axis}, {fn}, keep_dims={op.attrs['keepdims']})"
+    else:
+        text = f"tl.associative_scan({arg}, {axis}, {fn}, reverse={op.attrs['reverse']})"
+    names = [w.define(r, "r") for r in op.results]
+    w.emit(f"{', '.join(names)} = {text}")
+
+
 @rule(Opcode.SCAN)
 def _scan(w: KernelWriter, op: Operation) -> None:
     v, compute = _widened(w, op.operands[0])

@@ -179,6 +179,7 @@ class KernelWriter:
         self.grid_loop: GridLoop | None = None
         self.nonneg: set[int] = set()  # ids of integer values known never to be negative
         self.increments: dict[int, str] = {}  # id(LOAD op) -> its loop-carried pointer tile
+        self.functions: list[tuple[str, str]] = []  # (name, source) of generated @triton.jit functions
         self.flattened: set[int] = set()  # id(FOR op) of user tile loops that get flatten=True
 
     # ---- names -----------------------------------------------------------------------------
@@ -291,6 +292,20 @@ class KernelWriter:
             self.need_helper(dep)
         if name not in self.helpers:
             self.helpers.append(name)
+        return name
+
+    def function(self, hint: str, params: list[Value], body: list[Operation], returns: list[Value]) -> str:
+        """Define a module-level `@triton.jit` function computing `returns` from `params` with the
+        ops of `body` (e.g. the combine function of a custom reduction); returns its name."""
+        sub = KernelWriter(self.target)
+        names = [sub.define(p, f"a{i}") for i, p in enumerate(params)]
+        sub.lower_ops(body)
+        sub.emit(f"return {', '.join(sub.tensor(v) for v in returns)}")
+        for helper in sub.helpers:
+            self.need_helper(helper)
+        self.uses_libdevice |= sub.uses_libdevice
+        name = self.fresh(hint)
+        self.functions.append((name, f"@triton.jit\ndef {name}({', '.join(names)}):\n" + "\n".join(sub.lines)))
         return name
 
     def libdevice(self, fn: str) -> str:
