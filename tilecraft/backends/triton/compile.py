@@ -116,8 +116,8 @@ def _stream_handle(stream: Any) -> int:
         handle = getattr(stream, attr, None)
         if isinstance(handle, int):
             return handle
-    raise TypeError(f"Argument `stream`: expected a CUDA stream (torch or CuPy stream, an object with "
-                    f"__cuda_stream__, a raw handle, or 0 for the default stream), got {type(stream).__name__}")
+    raise TypeError(f"Unsupported stream type {type(stream).__name__}: pass a torch or CuPy stream, an object "
+                    f"with __cuda_stream__, a raw CUstream handle, or 0 for the default stream")
 
 
 def _current_stream() -> int:
