@@ -279,6 +279,26 @@ def test_tiled_views(dev) -> None:
     np.testing.assert_array_equal(dev.get(mt), m.T + 1.0)
 
 
+@ct.kernel
+def list_sum_kernel(xs, out):
+    i = ct.bid(0)
+    acc = ct.zeros((8,), dtype=ct.float32)
+    for g in range(len(xs)):  # a runtime index into the list
+        acc += ct.load(xs[g], (i,), (8,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (i,), acc + xs[-2].shape[0])
+
+
+def test_list_of_arrays_argument(dev) -> None:
+    """A list argument: len() is its length, lst[i] with a runtime i picks an array (its own
+    shape), a constant negative index counts from the end."""
+    gen = rng("lists")
+    xs = [gen.standard_normal(n).astype(np.float32) for n in (20, 13, 30)]
+    out = dev.poison((32,), np.float32)
+    dev.launch((4,), list_sum_kernel, ([dev.put(x) for x in xs], out))
+    want = sum(np.pad(x, (0, 32 - len(x))) for x in xs) + 13.0
+    np.testing.assert_allclose(dev.get(out), want, rtol=1e-6)
+
+
 # ---- grid queries -------------------------------------------------------------------------------------------
 @ct.kernel
 def grid_kernel(out, a):

@@ -244,3 +244,38 @@ def test_library_matmul_more_tiles_than_the_gpu_runs_at_once(dev, dtype: str, to
     dev.launch(grid, matmul_kernel, (dev.put(a.astype(np_dtype(dtype))), dev.put(b.astype(np_dtype(dtype))), out,
                                      128, 256, 64))
     assert_mma_close(dev.get(out), a, b, np.zeros((m, n)), tol)
+
+
+@ct.kernel
+def grouped_matmul_kernel(As, Bs, Cs, programs: ct.Constant[int], tm: ct.Constant[int], tn: ct.Constant[int],
+                          tk: ct.Constant[int]):
+    """C_g = A_g @ B_g for every problem g of the lists; `programs` blocks share all the tiles."""
+    tile = ct.bid(0)
+    first = 0
+    for g in range(len(As)):
+        A, B, C = As[g], Bs[g], Cs[g]
+        tiles_n = ct.num_tiles(B, 1, (tk, tn))
+        end = first + ct.num_tiles(A, 0, (tm, tk)) * tiles_n
+        while tile < end:
+            bm, bn = (tile - first) // tiles_n, (tile - first) % tiles_n
+            acc = ct.zeros((tm, tn), dtype=ct.float32)
+            for k in range(ct.num_tiles(A, 1, (tm, tk))):
+                acc = ct.mma(ct.load(A, (bm, k), (tm, tk), padding_mode=ZERO),
+                             ct.load(B, (k, bn), (tk, tn), padding_mode=ZERO), acc)
+            ct.store(C, (bm, bn), acc.astype(C.dtype))
+            tile += programs
+        first = end
+
+
+def test_grouped_matmul_over_lists_of_arrays(dev) -> None:
+    """The grouped GEMM pattern of cuTile's samples: lists of differently sized problems, a
+    runtime index into them, a while loop over shared tiles; odd sizes everywhere."""
+    gen = rng("grouped")
+    shapes = [(37, 21, 45), (16, 50, 9), (70, 33, 64)]
+    As = [to_operand(gen.standard_normal((m, k)), "float16") for m, n, k in shapes]
+    Bs = [to_operand(gen.standard_normal((k, n)), "float16") for m, n, k in shapes]
+    Cs = [dev.poison((m, n), np.float32) for m, n, k in shapes]
+    dev.launch((3,), grouped_matmul_kernel, ([dev.put(a.astype(np.float16)) for a in As],
+                                             [dev.put(b.astype(np.float16)) for b in Bs], Cs, 3, 16, 16, 16))
+    for a, b, c in zip(As, Bs, Cs):
+        assert_mma_close(dev.get(c), a, b, np.zeros((a.shape[0], b.shape[1])), 1e-3)

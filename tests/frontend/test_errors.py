@@ -399,3 +399,22 @@ def test_combine_function_errors(which, error, message):
         launch(bad_combines, (np.zeros(8, np.float32), which))
     lines = [line for line in inspect.getsourcelines(bad_combines.fn)[0] if "# ERR" in line]
     check_error(ei, bad_combines.fn, lines[which].strip())
+
+
+@ct.kernel
+def list_kernel(xs, which: ConstInt):
+    ct.store(xs[which], index=(0,), tile=ct.zeros((4,), dtype=ct.float32))  # ERR
+
+
+def test_list_argument_errors():
+    a, b = np.zeros(8, np.float32), np.zeros(8, np.float64)
+    with pytest.raises(TypeError, match=r"every array of a list must have one dtype, rank and device; \[0\] is "
+                                        r"float32 rank 1 on cpu, \[1\] is float64"):
+        launch(list_kernel, ([a, b], 0))
+    with pytest.raises(TypeError, match="a list argument must hold at least one array"):
+        launch(list_kernel, ([], 0))
+    with pytest.raises(TypeError, match=r"Argument `xs\[1\]`: a list argument holds arrays only, got int"):
+        launch(list_kernel, ([a, 3], 0))
+    with pytest.raises(ct.TileTypeError, match="List index 2 is out of range for a list of 2 arrays") as ei:
+        launch(list_kernel, ([a, a], 2))
+    check_error(ei, list_kernel.fn, "# ERR", col_text="xs[which]")

@@ -1,6 +1,7 @@
 """Front end: Python kernel source → verified Tile IR. Knows no backend."""
 
 from .entry import compile_kernel, param_location
-from .signature import ArgSpec, ArraySpec, ConstSpec, ScalarSpec, TupleSpec
+from .signature import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 
-__all__ = ["compile_kernel", "param_location", "ArgSpec", "ArraySpec", "ConstSpec", "ScalarSpec", "TupleSpec"]
+__all__ = ["compile_kernel", "param_location", "ArgSpec", "ArraySpec", "ConstSpec", "ListSpec", "ScalarSpec",
+           "TupleSpec"]

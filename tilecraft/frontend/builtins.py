@@ -19,7 +19,7 @@ from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics
 from .memory import array_slice
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles
-from .semantics import describe, is_array, is_loose, is_tile
+from .semantics import describe, is_array, is_list, is_loose, is_tile
 from .values import BoundMethod, LocalFunction
 
 
@@ -569,6 +569,8 @@ def len_(fc: Any, x: Any) -> int:
         if not x.tile.shape:
             raise fc.sema.type_error("len() of a 0-d tile")
         return x.tile.shape[0]
+    if is_list(x):
+        return x.type.length
     if isinstance(x, Value):
         raise fc.sema.type_error(f"len() is not supported on {describe(x)}")
     return len(x)
@@ -638,6 +640,14 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
 def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
     if is_array(obj):
         raise fc.type_error("Arrays are not directly subscriptable. Use load() or gather()", node)
+    if is_list(obj):
+        key = fc.expr(index_node)
+        if isinstance(key, int) and not -obj.type.length <= key < obj.type.length:
+            raise fc.type_error(f"List index {key} is out of range for a list of {obj.type.length} arrays", node)
+        if isinstance(key, int):
+            key %= obj.type.length
+        index = fc.sema.index_scalar(key, "List index")
+        return fc.b.value(Opcode.LIST_GET, [obj, index], obj.type.elem)
     if is_tile(obj):
         parts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
         t = obj

@@ -6,9 +6,10 @@ import ast
 from typing import Any, Callable, Sequence
 
 from ..errors import Location, TileSyntaxError, TileTypeError
-from ..ir import ArrayType, Block, Function, TileType, Value, verify
+from ..ir import ArrayType, Block, Function, ListType, TileType, Value, verify
+from ..ir.types import IRType
 from .compiler import Context, FunctionCompiler, closure_vars, parse_function
-from .signature import ArgSpec, ArraySpec, ConstSpec, TupleSpec
+from .signature import ArgSpec, ArraySpec, ConstSpec, ListSpec, TupleSpec
 
 
 def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> Any:
@@ -17,7 +18,13 @@ def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> An
         return spec.value
     if isinstance(spec, TupleSpec):
         return tuple(_bind(s, f"{name}.{i}", params, names) for i, s in enumerate(spec.items))
-    t = ArrayType(spec.dtype, spec.ndim, spec.index64) if isinstance(spec, ArraySpec) else TileType(spec.dtype)
+    t: IRType
+    if isinstance(spec, ArraySpec):
+        t = ArrayType(spec.dtype, spec.ndim, spec.index64)
+    elif isinstance(spec, ListSpec):
+        t = ListType(ArrayType(spec.dtype, spec.ndim, spec.index64), spec.length)
+    else:
+        t = TileType(spec.dtype)
     v = Value(t, name)
     params.append(v)
     names.append(name)

@@ -12,7 +12,7 @@ import math
 from typing import Any, Sequence
 
 from ..errors import TileTypeError, TileValueError
-from ..ir import ArrayType, BinaryFn, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
+from ..ir import ArrayType, BinaryFn, Builder, CompareFn, ListType, Opcode, TileType, UnaryFn, Value
 from ..language import dtypes as dt
 from ..language.dtypes import DType
 
@@ -29,6 +29,10 @@ def is_tile(x: Any) -> bool:
 
 def is_array(x: Any) -> bool:
     return isinstance(x, Value) and isinstance(x.type, ArrayType)
+
+
+def is_list(x: Any) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, ListType)
 
 
 def is_pow2(n: int) -> bool:

@@ -20,6 +20,16 @@ class ArraySpec:
 
 
 @dataclass(frozen=True)
+class ListSpec:
+    """A list of `length` arrays of one dtype and rank (the length is a compile-time constant)."""
+
+    dtype: DType
+    ndim: int
+    length: int
+    index64: bool = False
+
+
+@dataclass(frozen=True)
 class ScalarSpec:
     dtype: DType
 
@@ -47,4 +57,4 @@ class TupleSpec:
     items: tuple["ArgSpec", ...]
 
 
-ArgSpec = ArraySpec | ScalarSpec | ConstSpec | TupleSpec
+ArgSpec = ArraySpec | ListSpec | ScalarSpec | ConstSpec | TupleSpec

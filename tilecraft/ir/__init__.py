@@ -4,9 +4,9 @@ from .builder import Builder
 from .ops import (AtomicFn, BinaryFn, Block, CompareFn, Function, Opcode, Operation, ReduceFn,
                   ScanFn, UnaryFn, Value)
 from .printer import format_function
-from .types import ArrayType, TileType, scalar
+from .types import ArrayType, ListType, TileType, scalar
 from .verifier import verify
 
 __all__ = ["Builder", "AtomicFn", "BinaryFn", "Block", "CompareFn", "Function", "Opcode",
            "Operation", "ReduceFn", "ScanFn", "UnaryFn", "Value", "format_function",
-           "ArrayType", "TileType", "scalar", "verify"]
+           "ArrayType", "ListType", "TileType", "scalar", "verify"]

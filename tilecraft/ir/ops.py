@@ -29,6 +29,7 @@ class Opcode(enum.Enum):
     ARRAY_SHAPE = "array_shape"  # (array) attrs: axis     -> i32 / i64
     ARRAY_STRIDE = "array_stride"  # (array) attrs: axis   -> i32 / i64
     ARRAY_SLICE = "array_slice"  # (array, start, stop) attrs: axis -> array (a view)
+    LIST_GET = "list_get"        # (list, index)            -> array (element `index`; out of range: UB)
     LOAD = "load"                # (array, *index) attrs: shape, order, padding, latency, allow_tma
     STORE = "store"              # (array, *index, tile) attrs: order, latency, allow_tma
     GATHER = "gather"            # (array, *idx, pad[, mask]) attrs: has_mask, check_bounds

@@ -46,7 +46,18 @@ class ArrayType:
         return f"array<{self.ndim}d x {self.dtype.short}{', i64' if self.index64 else ''}>"
 
 
-IRType = TileType | ArrayType
+@dataclass(frozen=True)
+class ListType:
+    """A kernel argument holding `length` arrays of one type (`lst[i]` picks one at run time)."""
+
+    elem: ArrayType
+    length: int
+
+    def __str__(self) -> str:
+        return f"list<{self.length} x {self.elem}>"
+
+
+IRType = TileType | ArrayType | ListType
 
 
 def scalar(dtype: DType) -> TileType:

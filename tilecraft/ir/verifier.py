@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..errors import TileInternalError
 from ..language.dtypes import bool_, int32, int64
 from .ops import Block, Function, Opcode, Operation, Value
-from .types import ArrayType, TileType
+from .types import ArrayType, ListType, TileType
 
 _ELEMENTWISE = {Opcode.UNARY, Opcode.BINARY, Opcode.COMPARE, Opcode.WHERE}
 _TERMINATED = {Opcode.FOR: (Opcode.YIELD,), Opcode.IF: (Opcode.YIELD, Opcode.YIELD),
@@ -56,6 +56,12 @@ def _check_op(op: Operation) -> None:
         if last is None or last.opcode != Opcode.YIELD or len(op.blocks[0].args) != 2 * len(dtypes) \
                 or [v.type for v in last.operands] != [TileType(d, ()) for d in dtypes]:
             _fail(op, "the combine block must take 2N scalars and yield N scalars of the operand dtypes")
+    elif op.opcode == Opcode.LIST_GET:
+        lst, index = op.operands
+        if not isinstance(lst.type, ListType) or op.result.type != lst.type.elem:
+            _fail(op, "picks an array of the list's element type")
+        if not isinstance(index.type, TileType) or index.tile.shape or not index.tile.dtype.is_int:
+            _fail(op, "the index must be an integer scalar")
     elif op.opcode == Opcode.BROADCAST:
         src, dst = op.operands[0].tile.shape, op.attrs["shape"]
         if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst)):

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..backends.base import ArrayFacts
-from ..frontend import ArgSpec, ArraySpec, ConstSpec, ScalarSpec, TupleSpec
+from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
 from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ScalarAnnotation
 
@@ -112,6 +112,42 @@ def _numpy_array(a: np.ndarray, name: str, index64: bool) -> ArrayArg:
     return ArrayArg(a, CPU, spec, _facts(a.ctypes.data, a.shape, strides, a.itemsize, index64))
 
 
+@dataclass
+class ListArg:
+    """A list-of-arrays argument: its arrays (one dtype, rank and device)."""
+
+    items: list[ArrayArg | ListArg]
+    spec: ListSpec
+    facts: None = None  # lists get no specialization facts (each element may differ)
+
+    @property
+    def device(self) -> str:
+        return self.items[0].device
+
+    @property
+    def data(self) -> Any:
+        return self.items[0].data
+
+
+def _list_arg(value: list, path: str, index64: bool) -> ListArg:
+    if not value:
+        raise TypeError(f"Argument `{path}`: a list argument must hold at least one array")
+    items = []
+    for i, x in enumerate(value):
+        arr = to_array(x, f"{path}[{i}]", index64)
+        if arr is None:
+            raise TypeError(f"Argument `{path}[{i}]`: a list argument holds arrays only, got {type(x).__name__}")
+        items.append(arr)
+    first = items[0]
+    for i, arr in enumerate(items[1:], 1):
+        if (arr.spec.dtype, arr.spec.ndim, arr.device) != (first.spec.dtype, first.spec.ndim, first.device):
+            raise TypeError(f"Argument `{path}`: every array of a list must have one dtype, rank and device; "
+                            f"[0] is {first.spec.dtype} rank {first.spec.ndim} on {first.device}, [{i}] is "
+                            f"{arr.spec.dtype} rank {arr.spec.ndim} on {arr.device}")
+    wide = index64 or any(a.spec.index64 for a in items)
+    return ListArg(items, ListSpec(first.spec.dtype, first.spec.ndim, len(items), wide))
+
+
 def is_torch_tensor(x: Any) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr") and hasattr(x, "is_cuda")
 
@@ -131,7 +167,7 @@ def to_array(x: Any, name: str, index64: bool) -> ArrayArg | None:
     return None
 
 
-def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg],
+def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | ListArg],
              flat: list[Any]) -> ArgSpec:
     """Spec of one argument; appends its runtime parts (depth-first) to `flat` and arrays."""
     if info.constant:
@@ -159,22 +195,27 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg],
             raise TypeError(f"Argument `{path}`: named tuples are not supported; pass a plain tuple")
         return TupleSpec(tuple(classify(v, ParamInfo(path, False, info.index64), f"{path}[{i}]", arrays, flat)
                                for i, v in enumerate(value)))
+    if isinstance(value, list):
+        lst = _list_arg(value, path, info.index64)
+        arrays.append(lst)
+        flat.append(lst)
+        return lst.spec
     arr = to_array(value, path, info.index64)
     if arr is None:
-        raise TypeError(f"Argument `{path}`: expected an array (NumPy, torch, CuPy, DLPack), a number or a "
-                        f"tuple, got {type(value).__name__}")
+        raise TypeError(f"Argument `{path}`: expected an array (NumPy, torch, CuPy, DLPack), a list of arrays, "
+                        f"a number or a tuple, got {type(value).__name__}")
     arrays.append(arr)
     flat.append(arr)
     return arr.spec
 
 
-def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple[ArgSpec, ...], list[ArrayArg], list[Any]]:
+def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple[ArgSpec, ...], list[ArrayArg | ListArg], list[Any]]:
     """Specs of all arguments, the arrays among them, and the flat runtime argument list."""
     if not isinstance(args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
     if len(args) != len(params):
         raise ArgumentError(None, f"Kernel expects {len(params)} arguments but {len(args)} were given")
-    arrays: list[ArrayArg] = []
+    arrays: list[ArrayArg | ListArg] = []
     flat: list[Any] = []
     specs = tuple(classify(v, p, p.name, arrays, flat) for v, p in zip(args, params))
     return specs, arrays, flat

@@ -10,7 +10,7 @@ import numpy as np
 from ..backends.base import Backend, BackendKind
 from ..backends.interpreter import InterpreterBackend
 from ..language import dtypes as dt
-from .args import ArrayArg, is_torch_tensor
+from .args import ArrayArg, ListArg, is_torch_tensor
 
 
 @lru_cache(maxsize=None)
@@ -43,9 +43,12 @@ def _numpy_to_torch(a: np.ndarray) -> Any:
 
 
 def convert_arrays(flat: list[Any], kind: BackendKind) -> list[Any]:
+    """The backend's argument list: arrays as the backend takes them (lists as lists of those)."""
     out = []
     for x in flat:
-        if isinstance(x, ArrayArg):
+        if isinstance(x, ListArg):
+            out.append(convert_arrays(list(x.items), kind))
+        elif isinstance(x, ArrayArg):
             data = x.data
             if kind == BackendKind.INTERPRETER and is_torch_tensor(data):
                 data = _torch_to_numpy(data)
@@ -57,7 +60,7 @@ def convert_arrays(flat: list[Any], kind: BackendKind) -> list[Any]:
     return out
 
 
-def device_arch(arrays: list[ArrayArg]) -> str | None:
+def device_arch(arrays: list[ArrayArg | ListArg]) -> str | None:
     """`sm_<major><minor>` of the device holding the arrays."""
     import torch
     index = arrays[0].data.device.index if arrays else torch.cuda.current_device()

@@ -13,10 +13,10 @@ from .. import knobs
 from ..backends.base import ArrayFacts, BackendKind, CompiledKernel
 from ..errors import TileArgumentError
 from ..frontend import ArgSpec, compile_kernel, param_location
-from ..ir import ArrayType, Function, format_function
+from ..ir import ArrayType, Function, ListType, format_function
 from ..passes import optimize
 from ..version import __version__
-from .args import ArgumentError, ArrayArg, ParamInfo, describe_args, param_infos
+from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, describe_args, param_infos
 from .cache import default_cache, entry_key
 from .fastpath import fast_plan
 
@@ -81,7 +81,7 @@ class VariantKey:
     """Everything a compiled variant depends on besides the kernel itself."""
 
     specs: tuple[ArgSpec, ...]
-    facts: tuple[ArrayFacts, ...]
+    facts: tuple[ArrayFacts | None, ...]  # per array or list argument (lists: None)
     backend: BackendKind
     arch: str | None
 
@@ -113,7 +113,7 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(f"Tile kernel {self.fn.__name__} cannot be called directly; use tilecraft.launch()")
 
-    def describe(self, args: Any) -> tuple[tuple[ArgSpec, ...], list[ArrayArg], list[Any]]:
+    def describe(self, args: Any) -> tuple[tuple[ArgSpec, ...], list[ArrayArg | ListArg], list[Any]]:
         """Classify launch arguments; mismatches become TileArgumentError at the kernel's source."""
         try:
             return describe_args(self.params, args)
@@ -171,9 +171,9 @@ class Kernel:
 
 
 def _param_facts(ir: Function, key: VariantKey) -> list[ArrayFacts | None]:
-    """Facts per IR parameter (arrays get theirs in order, scalars None)."""
+    """Facts per IR parameter (arrays get theirs in order; lists and scalars None)."""
     facts = iter(key.facts)
-    return [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+    return [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
 
 
 def _triton_version() -> str:

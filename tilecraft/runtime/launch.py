@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import knobs
 from ..backends.base import BackendKind
-from .args import CPU, CUDA, ArrayArg
+from .args import CPU, CUDA, ArrayArg, ListArg
 from .backends import backend_for, convert_arrays, device_arch
 from .fastpath import fast_key
 from .kernel import Kernel, VariantKey
@@ -48,7 +48,7 @@ def _parse_backend(value: Any, source: str) -> BackendKind | None:
         raise ValueError(f"{source} = {value!r} is not a backend; choose one of {choices}") from None
 
 
-def choose_backend(arrays: list[ArrayArg], requested: Any) -> BackendKind:
+def choose_backend(arrays: list[ArrayArg | ListArg], requested: Any) -> BackendKind:
     """From the launch option, else TILECRAFT_BACKEND, else where the arrays live."""
     devices = {a.device for a in arrays}
     if len(devices) > 1:

@@ -76,6 +76,15 @@ def _array_stride(op: Operation, c: Compiler) -> Runner:
     return run
 
 
+@rule(Opcode.LIST_GET)
+def _list_get(op: Operation, c: Compiler) -> Runner:
+    lst, i, r = c.slot(op.operands[0]), c.slot(op.operands[1]), c.slot(op.result)
+
+    def run(env: Env) -> None:  # the list argument arrives as a Python list of arrays
+        env[r] = env[lst][int(env[i])]
+    return run
+
+
 @rule(Opcode.ARRAY_SLICE)
 def _array_slice(op: Operation, c: Compiler) -> Runner:
     a, lo, hi, r = (c.slot(v) for v in (*op.operands, op.result))

@@ -92,6 +92,17 @@ def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
     return getattr(module, lowered.name)
 
 
+def list_tables(arrays: Sequence[torch.Tensor], index64: bool) -> tuple[torch.Tensor, ...]:
+    """Device tables of a list argument: addresses (int64), shapes and strides (one row per
+    array) on the arrays' device; the kernel reads element i's from row i."""
+    device = arrays[0].device
+    index = torch.int64 if index64 else torch.int32
+    ptrs = torch.tensor([a.data_ptr() for a in arrays], dtype=torch.int64)
+    shapes = torch.tensor([list(a.shape) for a in arrays], dtype=index)
+    strides = torch.tensor([list(a.stride()) for a in arrays], dtype=index)
+    return tuple(t.to(device) for t in (ptrs, shapes, strides))  # blocking: ready before the launch
+
+
 def _torch_alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
     return torch.empty(size, dtype=torch.int8, device="cuda")
 

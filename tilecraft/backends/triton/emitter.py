@@ -70,6 +70,18 @@ class ArrayParam:
         return "tl.int64" if self.index64 else "tl.int32"
 
 
+@dataclass(frozen=True)
+class ListParam:
+    """A list argument in the kernel: device tables of its arrays' addresses (int64), shapes
+    and strides (`ndim` per array, row-major), made at launch (`compile.list_tables`)."""
+
+    ptrs: str
+    shapes: str
+    strides: str
+    ndim: int
+    index64: bool
+
+
 Rule = Callable[["KernelWriter", Operation], None]
 RULES: dict[Opcode, Rule] = {}
 UNSUPPORTED: dict[Opcode, str] = {}
@@ -173,6 +185,7 @@ class KernelWriter:
         self._taken = set(keyword.kwlist) | set(HELPERS) | {"tl", "triton", "libdevice", "float", "range"}
         self.loc: Location | None = None
         self.arrays: dict[int, ArrayParam] = {}  # array value id -> its kernel parameters
+        self.lists: dict[int, ListParam] = {}  # list value id -> its tables
         self.plans: dict[int, str] = {}  # id(LOAD op) -> the tensor descriptor it uses
         self.pipelined: dict[int, int] = {}  # id(FOR op) -> num_stages of its tl.range
         self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 
 from ...errors import Location
 from ...ir import Function, Opcode
-from ...ir.types import ArrayType
+from ...ir.types import ArrayType, ListType
 from ...language import dtypes as D
 from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import compute, control, memory  # noqa: F401  (each registers its rules)
-from .emitter import RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, Target, tl_dtype
+from .emitter import (RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, ListParam, Target,
+                      tl_dtype)
 from .heuristics import LaunchConfig, choose_config, grid_loop_candidate, pipelined_loops, tile_loops
 from .helpers import HELPERS
 
@@ -67,6 +68,15 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
 
     for i, (p, pname) in enumerate(zip(fn.params, fn.param_names)):
         name = w.fresh(pname)
+        if isinstance(p.type, ListType):  # device tables of the arrays' addresses, shapes and strides
+            tables = [w.fresh(f"{name}_{part}") for part in ("ptrs", "shapes", "strides")]
+            index = D.int64 if p.type.elem.index64 else D.int32
+            for table, dtype in zip(tables, (D.int64, index, index)):
+                params.append(table)
+                signature[table] = "*" + SIGNATURE_TYPES[dtype]
+            launch.append(f"*list_tables(a{i}, {p.type.elem.index64})")
+            w.lists[p.id] = ListParam(*tables, p.type.elem.ndim, p.type.elem.index64)
+            continue
         if not isinstance(p.type, ArrayType):
             add(name, p.tile.dtype, f"a{i}")
             w.alias(p, name)

@@ -383,6 +383,22 @@ def _atomic(w: KernelWriter, op: Operation) -> None:
 
 # ---- array views -----------------------------------------------------------------------------
 
+@rule(Opcode.LIST_GET)
+def _list_get(w: KernelWriter, op: Operation) -> None:
+    """Element `index` of a list argument: its address, shape and strides read from the tables
+    (no facts: pointer accesses masked on every dim)."""
+    lst, index = w.lists[op.operands[0].id], w.expr(op.operands[1])
+    pointer = w.fresh(f"{op.result.hint or 'item'}")
+    w.emit(f"{pointer} = tl.load({lst.ptrs} + {index}).to(tl.pointer_type({tl_dtype(op.result.type.dtype)}))")
+    dims = []
+    for table, part in ((lst.shapes, "shape"), (lst.strides, "stride")):
+        names = [w.fresh(f"{pointer}_{part}{k}") for k in range(lst.ndim)]
+        for k, name in enumerate(names):
+            w.emit(f"{name} = tl.load({table} + {index} * {lst.ndim} + {k})")
+        dims.append(names)
+    w.arrays[op.result.id] = ArrayParam(pointer, dims[0], list(dims[1]), lst.index64, None)
+
+
 @rule(Opcode.ARRAY_SLICE)
 def _array_slice(w: KernelWriter, op: Operation) -> None:
     """A view: the base pointer moves by start x stride along the axis, whose size becomes
