@@ -5,7 +5,7 @@ scatter (bounds, masks, padding values), atomics (old values, duplicates), grid 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 import numpy as np
 import pytest
@@ -605,3 +605,32 @@ def test_atomic_cas_float_compares(dev) -> None:
     dev.launch((1,), cas_float_kernel, (arr, dev.put(exp), dev.put(des), old))
     assert_bits_equal(dev.get(old), init)
     assert_bits_equal(dev.get(arr), np.where(init == exp, des, init))
+
+
+StaticCols = Annotated[Any, ct.ArrayAnnotation(static_shape_dims=(-1,), static_stride_dims=(0,))]
+
+
+@ct.kernel
+def static_dims_kernel(x: StaticCols, out):
+    ct.static_assert(isinstance(x.shape[1], int) and x.strides[0] == x.shape[1])  # compiled-in constants
+    i = ct.bid(0)
+    t = ct.load(x, (i, 0), (4, x.shape[1]), padding_mode=ct.PaddingMode.ZERO)  # a constant tile shape
+    ct.store(out, (i, 0), t * ct.num_tiles(x, 1, (4, 8)))
+
+
+def test_array_annotation_static_dims(dev) -> None:
+    """static_shape_dims / static_stride_dims compile sizes and strides in as constants (one
+    variant per value); axes are checked at launch."""
+    for cols in (16, 32):
+        x = rng(f"static-{cols}").standard_normal((10, cols)).astype(np.float32)
+        out = dev.poison((10, cols), np.float32)
+        dev.launch((3,), static_dims_kernel, (dev.put(x), out))
+        np.testing.assert_array_equal(dev.get(out), x * (cols // 8))
+    assert "array_shape" not in static_dims_kernel.ir(dev.put(x), out)
+    with pytest.raises(ValueError, match=r"static_shape_dims \(2, -1\) must name distinct axes of a rank-2 array"):
+        dev.launch((1,), bad_static_axis_kernel, (dev.put(x),))
+
+
+@ct.kernel
+def bad_static_axis_kernel(x: Annotated[Any, ct.ArrayAnnotation(static_shape_dims=(2, -1))]):
+    ct.store(x, (0, 0), ct.zeros((1, 1), dtype=x.dtype))

@@ -16,7 +16,7 @@ from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
-from .memory import array_slice
+from .memory import array_dim, array_slice
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles
 from .semantics import describe, is_array, is_list, is_loose, is_tile
@@ -588,10 +588,8 @@ _TILE_METHODS = {"astype": astype, "reshape": reshape, "permute": permute, "tran
                  "expand_dims": expand_dims}
 
 
-def _array_dims(fc: Any, arr: Value, opcode: Opcode) -> tuple[Value, ...]:
-    at = arr.type
-    dtype = dt.int64 if at.index64 else dt.int32
-    return tuple(fc.b.value(opcode, [arr], TileType(dtype), axis=i) for i in range(at.ndim))
+def _array_dims(fc: Any, arr: Value, opcode: Opcode) -> tuple[Any, ...]:
+    return tuple(array_dim(fc, arr, i, opcode) for i in range(arr.type.ndim))
 
 
 def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:

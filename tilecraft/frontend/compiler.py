@@ -126,6 +126,8 @@ class Context:
         self.builder = Builder()
         self.sema = Sema(self.builder)
         self.depth = 0
+        # array parameter id -> {(ARRAY_SHAPE or ARRAY_STRIDE, axis): value} compiled in
+        self.static_dims: dict[int, dict[tuple[Opcode, int], int]] = {}
 
 
 class FunctionCompiler:

@@ -6,18 +6,18 @@ import ast
 from typing import Any, Callable, Sequence
 
 from ..errors import Location, TileSyntaxError, TileTypeError
-from ..ir import ArrayType, Block, Function, ListType, TileType, Value, verify
+from ..ir import ArrayType, Block, Function, ListType, Opcode, TileType, Value, verify
 from ..ir.types import IRType
 from .compiler import Context, FunctionCompiler, closure_vars, parse_function
 from .signature import ArgSpec, ArraySpec, ConstSpec, ListSpec, TupleSpec
 
 
-def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> Any:
+def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str], ctx: Context) -> Any:
     """Front-end value of one argument; runtime parts become IR parameters (depth-first)."""
     if isinstance(spec, ConstSpec):
         return spec.value
     if isinstance(spec, TupleSpec):
-        return tuple(_bind(s, f"{name}.{i}", params, names) for i, s in enumerate(spec.items))
+        return tuple(_bind(s, f"{name}.{i}", params, names, ctx) for i, s in enumerate(spec.items))
     t: IRType
     if isinstance(spec, ArraySpec):
         t = ArrayType(spec.dtype, spec.ndim, spec.index64)
@@ -28,6 +28,9 @@ def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str]) -> An
     v = Value(t, name)
     params.append(v)
     names.append(name)
+    if isinstance(spec, ArraySpec) and (spec.static_shape or spec.static_strides):
+        ctx.static_dims[v.id] = {**{(Opcode.ARRAY_SHAPE, a): n for a, n in spec.static_shape},
+                                 **{(Opcode.ARRAY_STRIDE, a): n for a, n in spec.static_strides}}
     return v
 
 
@@ -56,9 +59,9 @@ def compile_kernel(fn: Callable[..., Any], specs: Sequence[ArgSpec], options: di
     params: list[Value] = []
     names: list[str] = []
     scope = closure_vars(fn)
-    for name, spec in zip(arg_names, specs):
-        scope[name] = _bind(spec, name, params, names)
     ctx = Context()
+    for name, spec in zip(arg_names, specs):
+        scope[name] = _bind(spec, name, params, names, ctx)
     body = Block()
     with ctx.builder.inside(body):
         FunctionCompiler(ctx, parsed, fn.__globals__, scope, None, fdef.name).run_body(fdef.body)

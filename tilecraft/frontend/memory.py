@@ -12,6 +12,15 @@ from .registry import handles
 from .semantics import broadcast_shapes, describe, is_array, is_loose
 
 
+def array_dim(fc: Any, arr: Value, axis: int, query: Opcode = Opcode.ARRAY_SHAPE) -> Any:
+    """`arr.shape[axis]` (or `.strides[axis]` with ARRAY_STRIDE): a constant int where an
+    ArrayAnnotation compiled it in, else a runtime scalar."""
+    static = fc.ctx.static_dims.get(arr.id, {}).get((query, axis))
+    if static is not None:
+        return static
+    return fc.b.value(query, [arr], TileType(dt.int64 if arr.type.index64 else dt.int32), axis=axis)
+
+
 def _array(fc: Any, a: Any, fn: str) -> Value:
     if not is_array(a):
         raise fc.sema.type_error(f"{fn}() expects an array as its first argument, got {describe(a)}")
@@ -63,7 +72,7 @@ def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tupl
 
 
 @handles(L.num_tiles)
-def num_tiles(fc: Any, array: Any, axis: Any, shape: Any, order: Any = "C") -> Value:
+def num_tiles(fc: Any, array: Any, axis: Any, shape: Any, order: Any = "C") -> Any:
     arr = _array(fc, array, "num_tiles")
     nd = arr.type.ndim
     shape = fc.sema.check_shape(shape)
@@ -73,8 +82,9 @@ def num_tiles(fc: Any, array: Any, axis: Any, shape: Any, order: Any = "C") -> V
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"Axis {axis} is out of range for rank {nd}")
     axis %= nd
-    dtype = dt.int64 if arr.type.index64 else dt.int32
-    dim = fc.b.value(Opcode.ARRAY_SHAPE, [arr], TileType(dtype), axis=perm[axis])
+    dim = array_dim(fc, arr, perm[axis])
+    if isinstance(dim, int):
+        return -(-dim // shape[axis])
     s = fc.sema
     return s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, dim, shape[axis] - 1), shape[axis])
 

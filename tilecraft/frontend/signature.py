@@ -14,9 +14,14 @@ from ..language.dtypes import DType
 
 @dataclass(frozen=True)
 class ArraySpec:
+    """An array argument; `static_shape` / `static_strides` hold (axis, value) pairs that
+    ArrayAnnotation compiles in (`A.shape[axis]` is then a constant)."""
+
     dtype: DType
     ndim: int
     index64: bool = False
+    static_shape: tuple[tuple[int, int], ...] = ()
+    static_strides: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

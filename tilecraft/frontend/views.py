@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import BinaryFn, Opcode, TileType, Value
+from ..ir import BinaryFn, Value
 from ..language import dtypes as dt
 from ..language.enums import PaddingMode
-from .memory import array_slice, load, store
+from .memory import array_dim, array_slice, load, store
 from .semantics import describe
 
 
@@ -61,14 +61,12 @@ def _origin(fc: Any, view: TiledView, index: Any) -> tuple[Value, tuple[Any, ...
     if len(idx) != nd:
         raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
     arr, out = view.array, []
-    index_dtype = dt.int64 if arr.type.index64 else dt.int32
     for axis, (i, step, extent) in enumerate(zip(idx, view.steps, view.extents)):
         if step == extent:
             out.append(i)
             continue
         start = fc.sema.binary(BinaryFn.MUL, fc.sema.index_scalar(i), step)
-        size = fc.b.value(Opcode.ARRAY_SHAPE, [arr], TileType(index_dtype), axis=axis)
-        arr = array_slice(fc, arr, axis, start, size)
+        arr = array_slice(fc, arr, axis, start, array_dim(fc, arr, axis))
         out.append(0)
     return arr, tuple(out)
 
@@ -88,14 +86,15 @@ def view_store(fc: Any, view: TiledView, index: Any, tile: Any, *, check_bounds:
     store(fc, arr, idx, t, check_bounds=check_bounds, latency=latency, allow_tma=allow_tma)
 
 
-def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Value:
-    """cdiv(size, step) along `axis`."""
+def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Any:
+    """cdiv(size, step) along `axis` (int32)."""
     nd = view.array.type.ndim
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"num_tiles() axis must be a constant int in [-{nd}, {nd}), got {axis!r}")
-    index_dtype = dt.int64 if view.array.type.index64 else dt.int32
-    size = fc.b.value(Opcode.ARRAY_SHAPE, [view.array], TileType(index_dtype), axis=axis % nd)
+    size = array_dim(fc, view.array, axis % nd)
     step = view.steps[axis % nd]
+    if isinstance(size, int):
+        return -(-size // step)
     s = fc.sema
     return s.cast(s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, size, step - 1), step), dt.int32)
 

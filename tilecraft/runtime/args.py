@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -35,6 +35,8 @@ class ParamInfo:
     constant: bool = False
     index64: bool = False
     scalar_dtype: dt.DType | None = None
+    static_shape: tuple[int, ...] = ()   # ArrayAnnotation: axes whose size / stride is compiled in
+    static_stride: tuple[int, ...] = ()
 
 
 def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
@@ -51,7 +53,8 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         if constant and (arr or sc):
             raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
         index64 = arr is not None and str(arr.index_dtype).endswith("int64")
-        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None))
+        static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
+        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static))
     return out
 
 
@@ -201,12 +204,29 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
         flat.append(lst)
         return lst.spec
     arr = to_array(value, path, info.index64)
+    if arr is not None and (info.static_shape or info.static_stride):
+        arr.spec = _with_static_dims(arr, info, path)
     if arr is None:
         raise TypeError(f"Argument `{path}`: expected an array (NumPy, torch, CuPy, DLPack), a list of arrays, "
                         f"a number or a tuple, got {type(value).__name__}")
     arrays.append(arr)
     flat.append(arr)
     return arr.spec
+
+
+def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
+    """The array's spec with the sizes / strides of ArrayAnnotation's static dims compiled in."""
+    ndim = arr.spec.ndim
+    strides = arr.data.strides if isinstance(arr.data, np.ndarray) else arr.data.stride()
+    item = arr.data.itemsize if isinstance(arr.data, np.ndarray) else 1
+    found = []
+    for what, axes, values in (("static_shape_dims", info.static_shape, arr.data.shape),
+                               ("static_stride_dims", info.static_stride, [s // item for s in strides])):
+        norm = [a % ndim if -ndim <= a < ndim else None for a in axes]
+        if None in norm or len(set(norm)) != len(norm):
+            raise ValueError(f"Argument `{path}`: {what} {axes} must name distinct axes of a rank-{ndim} array")
+        found.append(tuple((a, int(values[a])) for a in sorted(norm)))  # type: ignore[index]
+    return replace(arr.spec, static_shape=found[0], static_strides=found[1])
 
 
 def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple[ArgSpec, ...], list[ArrayArg | ListArg], list[Any]]:
