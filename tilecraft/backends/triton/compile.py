@@ -95,7 +95,7 @@ def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
 def list_tables(arrays: Sequence[torch.Tensor], index64: bool) -> tuple[torch.Tensor, ...]:
     """Device tables of a list argument: addresses (int64), shapes and strides (one row per
     array) on the arrays' device; the kernel reads element i's from row i."""
-    if torch.cuda.is_current_stream_capturing():
+    if arrays[0].is_cuda and torch.cuda.is_current_stream_capturing():
         raise RuntimeError("List arguments are not allowed while the stream is being captured into a CUDA graph "
                            "(each launch copies a table of the arrays' addresses to the device)")
     device = arrays[0].device
