@@ -6,6 +6,7 @@ Every kernel is checked against the same computation in plain Python.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -484,3 +485,66 @@ def test_host_defined_lambda(dev):
     out = dev.poison(8, np.float32)
     dev.launch((1,), calls_host_lambda, (dev.put(x), out))
     np.testing.assert_array_equal(dev.get(out), x * 2 + 1)
+
+
+# ---- with: user context managers ---------------------------------------------------------------------------
+@contextlib.contextmanager
+def accumulate(out, slot, start):
+    """Yields a starting value; on exit stores how many steps the body's loop took (cleanup sees
+    the setup's locals)."""
+    steps_before = start * 0
+    yield start
+    ct.store(out, (slot,), steps_before + slot * 100)
+
+
+@contextlib.contextmanager
+def offset_by(delta):
+    yield delta
+
+
+@ct.kernel
+def with_kernel(out, n):
+    with accumulate(out, 0, 5) as total, offset_by(2) as d:
+        for i in range(n):
+            if i == 3:
+                break  # the cleanup still runs
+            total += i + d
+        ct.store(out, (1,), total)
+    with accumulate(out, 2, 0):
+        ct.store(out, (3,), n)
+
+
+def test_with_context_managers(dev) -> None:
+    out = dev.poison((4,), np.int32)
+    dev.launch((1,), with_kernel, (out, 10))
+    np.testing.assert_array_equal(dev.get(out), [0, 5 + (0 + 2) + (1 + 2) + (2 + 2), 200, 10])
+
+
+@contextlib.contextmanager
+def two_yields():
+    yield 1
+    yield 2
+
+
+@ct.kernel
+def bad_with_kernel(out, which: ct.Constant[int]):
+    if which == 0:
+        with two_yields():
+            ct.store(out, (0,), 1)
+    elif which == 1:
+        with len((1, 2)):
+            pass
+    else:
+        with offset_by(1):
+            return
+
+
+@pytest.mark.only_backends("interpreter")
+@pytest.mark.parametrize("which, error, message", [
+    (0, ct.TileSyntaxError, "must have exactly one `yield`"),
+    (1, ct.TileTypeError, "needs a @contextlib.contextmanager function"),
+    (2, ct.TileUnsupportedFeatureError, "`return` inside a `with` body"),
+])
+def test_with_errors(dev, which, error, message) -> None:
+    with pytest.raises(error, match=message):
+        dev.launch((1,), bad_with_kernel, (dev.poison((4,), np.int32), which))

@@ -20,6 +20,7 @@ from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn,
 from ..language import ops as L
 from . import combine  # noqa: F401  (registers reduce/scan with a combine function)
 from .builtins import attribute, call, matmul, subscript
+from .contexts import compile_with
 from .printing import joined_str
 from .rewrite import BREAK, CONTINUE, RETVAL, rewrite_function
 from .semantics import Sema, describe, is_array, is_loose, is_tile
@@ -662,9 +663,8 @@ class FunctionCompiler:
             return None
         return bool(v)
 
-    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> Any:
-        """Compile a call of a plain Python function (or nested def) into the current block;
-        `node` is the call (None: a call made by a builtin, at the current statement)."""
+    def callee(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> "FunctionCompiler":
+        """A compiler for the body of `fn` called with these arguments (the caller runs it)."""
         if isinstance(fn, LocalFunction):
             parsed, scope, globals_, name = fn.parsed, dict(fn.scope), fn.globals, fn.name
             sig = fn.signature
@@ -680,17 +680,25 @@ class FunctionCompiler:
         scope.update(bound.arguments)
         scope[RETVAL] = None
         caller = self.loc(node) if node is not None else self.b.loc
-        self.ctx.depth += 1
-        if self.ctx.depth > MAX_INLINE_DEPTH:
+        if self.ctx.depth + 1 > MAX_INLINE_DEPTH:
             raise TileRecursionError(f"Maximum inlining depth {MAX_INLINE_DEPTH} exceeded in {name}()", caller)
+        return FunctionCompiler(self.ctx, parsed, globals_, scope, caller, name)
+
+    def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> Any:
+        """Compile a call of a plain Python function (or nested def) into the current block;
+        `node` is the call (None: a call made by a builtin, at the current statement)."""
+        sub = self.callee(fn, args, kwargs, node)
+        self.ctx.depth += 1
         try:
-            sub = FunctionCompiler(self.ctx, parsed, globals_, scope, caller, name)
-            if isinstance(parsed.fdef, ast.Lambda):
-                return sub.expr(parsed.fdef.body)
-            sub.run_body(parsed.fdef.body)
+            if isinstance(sub.parsed.fdef, ast.Lambda):
+                return sub.expr(sub.parsed.fdef.body)
+            sub.run_body(sub.parsed.fdef.body)
             return sub.lookup(RETVAL, node)
         finally:
             self.ctx.depth -= 1
+
+    def stmt_With(self, node: ast.With) -> None:
+        compile_with(self, node)
 
 
 class _Mismatch(Exception):
@@ -796,7 +804,7 @@ def _construct_name(node: ast.AST) -> str:
              "Delete": "del", "Import": "import", "ImportFrom": "import", "ClassDef": "class definition",
              "Match": "match", "NamedExpr": "The walrus operator (:=)", "ListComp": "A list comprehension",
              "DictComp": "A dict comprehension", "SetComp": "A set comprehension", "Dict": "A dict display",
-             "Set": "A set display", "Yield": "yield", "Await": "await", "With": "with",
+             "Set": "A set display", "Yield": "yield", "Await": "await",
              "AsyncFor": "async for", "AsyncWith": "async with"}
     return names.get(type(node).__name__, type(node).__name__)
 
