@@ -280,6 +280,25 @@ def test_tiled_views(dev) -> None:
 
 
 @ct.kernel
+def view_atomics_kernel(counts, best):
+    i = ct.bid(0)
+    counts.tiled_view(8, traversal_steps=4).atomic_store_add(i, 1)  # overlapping tiles: 2 hits inside
+    best.tiled_view((2, 4)).atomic_store_max((0, i % 2), i)
+
+
+def test_tiled_view_atomic_stores(dev) -> None:
+    """TiledView.atomic_store_*: every lane of the tile updated atomically (overlapping tiles
+    of several blocks add up), lanes outside the array skipped."""
+    counts, best = dev.put(np.zeros(18, np.int32)), dev.put(np.full((2, 8), -1, np.int32))
+    dev.launch((5,), view_atomics_kernel, (counts, best))
+    want = np.zeros(18, np.int32)
+    for i in range(5):
+        want[4 * i:4 * i + 8] += 1
+    np.testing.assert_array_equal(dev.get(counts), want)
+    np.testing.assert_array_equal(dev.get(best), np.repeat([[4, 3]], 2, axis=0).repeat(4, axis=1))
+
+
+@ct.kernel
 def list_sum_kernel(xs, out):
     i = ct.bid(0)
     acc = ct.zeros((8,), dtype=ct.float32)

@@ -353,14 +353,14 @@ def bad_views(a, which: ConstInt):
         v = a.tiled_view(4, traversal_steps=(0,))  # ERR
     else:
         v = a.tiled_view(4)
-        v.atomic_store_add(0, ct.zeros((4,), dtype=ct.float32))  # ERR
+        v.atomic_store_nand(0, ct.zeros((4,), dtype=ct.float32))  # ERR
     v.store(0, 1.0)
 
 
 @pytest.mark.parametrize("which, error, message", [
     (0, ct.TileTypeError, r"tile_shape \(4, 4\) must have the array's rank 1"),
     (1, ct.TileTypeError, "traversal_steps must be 1 positive constant ints"),
-    (2, ct.TileUnsupportedFeatureError, "atomic_store_add"),
+    (2, ct.TileTypeError, "TiledView has no attribute `atomic_store_nand`"),
 ])
 def test_tiled_view_errors(which, error, message):
     with pytest.raises(error, match=message) as ei:

@@ -626,8 +626,6 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
             return BoundMethod(VIEW_METHODS[name], obj)
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
-        if name.startswith("atomic_store_"):
-            raise TileUnsupportedFeatureError(f"TiledView.{name}() is not supported yet by tilecraft", fc.loc(node))
         raise fc.type_error(f"TiledView has no attribute `{name}`", node)
     try:
         return getattr(obj, name)

@@ -212,8 +212,9 @@ _ATOMIC_DTYPES = {
 }
 
 
-def _atomic(fc: Any, fn: AtomicFn, array: Any, indices: Any, values: list[Any], check_bounds: bool,
-            memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
+def atomic_update(fc: Any, fn: AtomicFn, array: Any, indices: Any, values: list[Any], check_bounds: bool,
+                  memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
+    """An ATOMIC op on the elements at `indices` (index tiles broadcast together); the old values."""
     name = "atomic_" + fn.value
     arr = _array(fc, array, name)
     d = arr.type.dtype
@@ -235,7 +236,7 @@ def _rmw(fn: AtomicFn, stub: Any) -> None:
     def handler(fc: Any, array: Any, indices: Any, update: Any, *, check_bounds: bool = True,
                 memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                 memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
-        return _atomic(fc, fn, array, indices, [update], check_bounds, memory_order, memory_scope)
+        return atomic_update(fc, fn, array, indices, [update], check_bounds, memory_order, memory_scope)
     handler.__name__ = stub.__name__
     handles(stub)(handler)
 
@@ -250,4 +251,4 @@ for _fn, _stub in ((AtomicFn.XCHG, L.atomic_xchg), (AtomicFn.ADD, L.atomic_add),
 def atomic_cas(fc: Any, array: Any, indices: Any, expected: Any, desired: Any, *, check_bounds: bool = True,
                memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
-    return _atomic(fc, AtomicFn.CAS, array, indices, [expected, desired], check_bounds, memory_order, memory_scope)
+    return atomic_update(fc, AtomicFn.CAS, array, indices, [expected, desired], check_bounds, memory_order, memory_scope)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import BinaryFn, Value
+from ..ir import AtomicFn, BinaryFn, Opcode, TileType, Value
 from ..language import dtypes as dt
-from ..language.enums import PaddingMode
-from .memory import array_dim, array_slice, load, store
+from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
+from .memory import array_dim, array_slice, atomic_update, load, store
 from .semantics import describe
 
 
@@ -99,5 +99,26 @@ def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Any:
     return s.cast(s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, size, step - 1), step), dt.int32)
 
 
-VIEW_METHODS = {"load": view_load, "store": view_store, "num_tiles": view_num_tiles}
+def _atomic_store(fn: AtomicFn) -> Any:
+    def handler(fc: Any, view: TiledView, index: Any, update: Any, /) -> None:
+        """Atomically combine `update` (broadcast to the tile) into the view's tile `index`:
+        relaxed, device scope; lanes outside the array are skipped."""
+        nd = view.array.type.ndim
+        idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) != nd:
+            raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
+        s, lanes = fc.sema, []
+        for axis, (i, step, extent) in enumerate(zip(idx, view.steps, view.extents)):
+            origin = s.binary(BinaryFn.MUL, s.index_scalar(i), step)
+            offsets = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (extent,)), size=extent)
+            offsets = s.reshape(offsets, tuple(extent if k == axis else 1 for k in range(nd)))
+            lanes.append(s.binary(BinaryFn.ADD, offsets, origin))
+        atomic_update(fc, fn, view.array, tuple(lanes), [update], True, MemoryOrder.RELAXED, MemoryScope.DEVICE)
+    handler.__name__ = f"atomic_store_{fn.value}"
+    return handler
+
+
+VIEW_METHODS = {"load": view_load, "store": view_store, "num_tiles": view_num_tiles,
+                **{f"atomic_store_{fn.value}": _atomic_store(fn) for fn in (AtomicFn.ADD, AtomicFn.MAX, AtomicFn.MIN,
+                                                                             AtomicFn.AND, AtomicFn.OR, AtomicFn.XOR)}}
 VIEW_ATTRS = {"dtype": "dtype", "tile_shape": "tile_shape", "traversal_steps": "steps"}  # name -> field
