@@ -7,6 +7,7 @@ Every kernel is checked against the same computation in plain Python.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -548,3 +549,73 @@ def bad_with_kernel(out, which: ct.Constant[int]):
 def test_with_errors(dev, which, error, message) -> None:
     with pytest.raises(error, match=message):
         dev.launch((1,), bad_with_kernel, (dev.poison((4,), np.int32), which))
+
+
+# ---- frozen dataclasses holding tiles ----------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Base:
+    scale: object = 2
+
+    def scaled(self, t):
+        return t * self.scale
+
+
+@dataclasses.dataclass(frozen=True)
+class Affine(Base):
+    shift: object = 0
+    total: object = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "total", self.scale + self.shift)
+
+    @property
+    def doubled_shift(self):
+        return self.shift * 2
+
+    def __call__(self, t):
+        return self.scaled(t) + self.shift
+
+    def __getitem__(self, i):
+        return (self.scale, self.shift)[i]
+
+
+@ct.kernel
+def record_kernel(x, out, n):
+    t = ct.load(x, (0,), (8,))
+    f = Affine(n, shift=t)           # a runtime scalar and a tile as fields; defaults; a base class
+    g = dataclasses.replace(f, scale=3)
+    ct.store(out, (0,), f(t) + g.doubled_shift + f[0] + g.total)
+
+
+def test_frozen_dataclasses_with_runtime_fields(dev) -> None:
+    x = rng("records").standard_normal(8).astype(np.float32)
+    out = dev.poison((8,), np.float32)
+    dev.launch((1,), record_kernel, (dev.put(x), out, 5))
+    want = (x * 5 + x) + 2 * x + 5 + (3 + x)
+    np.testing.assert_allclose(dev.get(out), want, rtol=1e-6)
+
+
+@dataclasses.dataclass
+class Mutable:
+    v: object
+
+
+@dataclasses.dataclass(frozen=True)
+class WithFactory:
+    v: object
+    extra: tuple = dataclasses.field(default_factory=tuple)
+
+
+@ct.kernel
+def bad_record_kernel(x, which: ct.Constant[int]):
+    t = ct.load(x, (0,), (4,))
+    r = Mutable(t) if which == 0 else WithFactory(t)
+    ct.store(x, (0,), r.v)
+
+
+@pytest.mark.only_backends("interpreter")
+@pytest.mark.parametrize("which, message", [(0, "Only frozen dataclasses can be built in tile code"),
+                                            (1, "uses init=False or default_factory")])
+def test_dataclass_errors(dev, which, message) -> None:
+    with pytest.raises(ct.TileTypeError, match=message):
+        dev.launch((1,), bad_record_kernel, (dev.poison((4,), np.float32), which))

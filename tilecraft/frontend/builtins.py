@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import builtins as py
+import dataclasses
 import math
 import types
 from typing import Any
@@ -16,6 +17,7 @@ from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
+from . import records
 from .memory import array_dim, array_slice
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles
@@ -34,6 +36,19 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         return dtype_call(fc, fn, *args)
     if isinstance(fn, LocalFunction):
         return fc.inline(fn, args, kwargs, node)
+    runtime = any(records.has_runtime(a) for a in (*args, *kwargs.values()))
+    if isinstance(fn, type) and dataclasses.is_dataclass(fn) and runtime:
+        return records.construct(fc, fn, args, kwargs, node)
+    if fn is dataclasses.replace and args and records.is_record(args[0]) and runtime:
+        return records.replace(fc, args[0], kwargs, node)
+    if fn is object.__setattr__ and args and records.is_record(args[0]):  # in __post_init__
+        object.__setattr__(*args)
+        return None
+    if isinstance(fn, types.MethodType) and records.special_method(fn.__self__, fn.__name__) is not None:
+        return fc.inline(fn.__func__, [fn.__self__, *args], kwargs, node)
+    dunder_call = records.special_method(fn, "__call__")
+    if dunder_call is not None:
+        return fc.inline(dunder_call, [fn, *args], kwargs, node)
     target = getattr(fn, "__tile_function__", fn)
     if isinstance(target, types.FunctionType):
         return fc.inline(target, args, kwargs, node)
@@ -627,6 +642,9 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
         raise fc.type_error(f"TiledView has no attribute `{name}`", node)
+    prop = records.special_method(obj, name)
+    if isinstance(prop, property):
+        return fc.inline(prop.fget, [obj], {}, node)
     try:
         return getattr(obj, name)
     except AttributeError as exc:
@@ -661,6 +679,9 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
                 raise fc.type_error("Directly indexing a tile is not supported; use extract() or item()", node)
         return t
     key = fc.expr(index_node)
+    getitem = records.special_method(obj, "__getitem__")
+    if getitem is not None:
+        return fc.inline(getitem, [obj, key], {}, node)
     if isinstance(obj, tuple) and isinstance(key, Value):
         raise fc.type_error("Tuple indices must be constant", node)
     if isinstance(obj, tuple) and not isinstance(key, (int, slice)):
