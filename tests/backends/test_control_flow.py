@@ -587,6 +587,33 @@ def record_kernel(x, out, n):
     ct.store(out, (0,), f(t) + g.doubled_shift + f[0] + g.total)
 
 
+@dataclasses.dataclass(frozen=True)
+class Running:
+    total: object
+    count: object = 0
+
+
+@ct.kernel
+def record_flow_kernel(x, out, n):
+    t = ct.load(x, (0,), (8,))
+    r = Running(ct.zeros((8,), dtype=ct.float32))
+    for i in range(n):  # a loop-carried record
+        r = Running(r.total + t, r.count + 1)
+    if n > 2:           # a record chosen by a runtime branch
+        s = dataclasses.replace(r, count=r.count * 10)
+    else:
+        s = r
+    ct.store(out, (0,), s.total + s.count)
+
+
+def test_dataclasses_through_loops_and_branches(dev) -> None:
+    x = rng("record-flow").standard_normal(8).astype(np.float32)
+    for n, want in ((3, 3 * x + 30), (2, 2 * x + 2)):
+        out = dev.poison((8,), np.float32)
+        dev.launch((1,), record_flow_kernel, (dev.put(x), out, n))
+        np.testing.assert_allclose(dev.get(out), want, rtol=1e-6)
+
+
 def test_frozen_dataclasses_with_runtime_fields(dev) -> None:
     x = rng("records").standard_normal(8).astype(np.float32)
     out = dev.poison((8,), np.float32)

@@ -19,6 +19,7 @@ from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, 
 from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
 from ..language import ops as L
 from . import combine  # noqa: F401  (registers reduce/scan with a combine function)
+from . import records
 from .builtins import attribute, call, matmul, subscript
 from .contexts import compile_with
 from .printing import joined_str
@@ -719,6 +720,8 @@ def _same(a: Any, b: Any) -> bool:
         return True
     if isinstance(a, Value) or isinstance(b, Value):
         return False
+    if records.is_record(a) or records.is_record(b):
+        return type(a) is type(b) and _same(records.fields_of(a), records.fields_of(b))
     if is_loose(a) and is_loose(b):
         return type(a) is type(b) and (a == b or (a != a and b != b))
     if isinstance(a, tuple) and isinstance(b, tuple):
@@ -731,6 +734,9 @@ def _same(a: Any, b: Any) -> bool:
 
 def _dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
     """Split v into its runtime-able leaves (tiles and numbers) and a function rebuilding it."""
+    if records.is_record(v):
+        leaves, rebuild_fields = _dynamic_leaves(records.fields_of(v))
+        return leaves, lambda vals: records.rebuild(v, rebuild_fields(vals))
     if isinstance(v, tuple):
         parts = [_dynamic_leaves(x) for x in v]
         counts = [len(p[0]) for p in parts]
@@ -749,6 +755,8 @@ def _dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
 
 def _same_static(a: Any, b: Any) -> bool:
     """Whether two values agree in everything that is not a runtime leaf."""
+    if records.is_record(a) or records.is_record(b):
+        return type(a) is type(b) and _same_static(records.fields_of(a), records.fields_of(b))
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
             _same_static(x, y) for x, y in zip(a, b))
@@ -763,6 +771,9 @@ def _pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[
     """Pair up the differing leaves of two branch values; None if their structure differs."""
     if _same(a, b):
         return [], lambda vals: a
+    if records.is_record(a) or records.is_record(b):
+        paired = _pair_leaves(records.fields_of(a), records.fields_of(b)) if type(a) is type(b) else None
+        return None if paired is None else (paired[0], lambda vals: records.rebuild(a, paired[1](vals)))
     if isinstance(a, tuple) or isinstance(b, tuple):
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
             return None

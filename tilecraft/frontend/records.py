@@ -73,3 +73,17 @@ def special_method(obj: Any, name: str) -> Any:
     if not is_record(obj) or not has_runtime(obj):
         return None
     return getattr(type(obj), name, None)
+
+
+def fields_of(obj: Any) -> tuple[Any, ...]:
+    """The field values of a record, in field order (control flow treats them like a tuple)."""
+    return tuple(getattr(obj, f.name) for f in dataclasses.fields(obj))
+
+
+def rebuild(template: Any, values: tuple[Any, ...]) -> Any:
+    """A record of `template`'s class with these field values (no `__post_init__`: the values
+    already passed it)."""
+    obj = object.__new__(type(template))
+    for f, value in zip(dataclasses.fields(template), values):
+        object.__setattr__(obj, f.name, value)
+    return obj
