@@ -19,12 +19,12 @@ from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, 
 from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
 from ..language import ops as L
 from . import combine  # noqa: F401  (registers reduce/scan with a combine function)
-from . import records
 from .builtins import attribute, call, matmul, subscript
 from .contexts import compile_with
 from .printing import joined_str
+from .merge import dynamic_leaves, pair_leaves, same, same_static
 from .rewrite import BREAK, CONTINUE, RETVAL, rewrite_function
-from .semantics import Sema, describe, is_array, is_loose, is_tile
+from .semantics import Sema, describe, is_array, is_loose
 from .static import static_call
 from .values import LocalFunction, ParsedFunction, Undefined
 
@@ -256,7 +256,7 @@ class FunctionCompiler:
         """Emit IF with the values that differ between the branches as results."""
         (tblk, tscope), (eblk, escope) = branches
         names = sorted(n for n in set(tscope) | set(escope)
-                       if not _same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
+                       if not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
         yields: tuple[list[Value], list[Value]] = ([], [])
         rebuilds: list[tuple[str, Callable[[list[Value]], Any], int]] = []
         for n in names:
@@ -265,7 +265,7 @@ class FunctionCompiler:
                 why = f"`{n}` is possibly undefined: it is not assigned on every path"
                 self.scope[n] = tv if isinstance(tv, Undefined) else ev if isinstance(ev, Undefined) else Undefined(why)
                 continue
-            pairs = _pair_leaves(tv, ev)
+            pairs = pair_leaves(tv, ev)
             if pairs is None:
                 self.scope[n] = Undefined(_path_msg(n))
                 continue
@@ -401,7 +401,7 @@ class FunctionCompiler:
             v = before.get(n, _MISSING)
             if v is _MISSING or isinstance(v, Undefined):
                 continue
-            leaves, rebuild = _dynamic_leaves(v)
+            leaves, rebuild = dynamic_leaves(v)
             vals = [self.sema.to_tile(x) for x in leaves]
             inits.extend(vals)
             carried.append((n, vals, rebuild, v))
@@ -420,8 +420,8 @@ class FunctionCompiler:
                 new = scope.get(n, _MISSING)
                 if isinstance(new, Undefined) or new is _MISSING:
                     raise self.type_error(f"`{n}` is possibly undefined at the end of the loop body", node)
-                leaves, _ = _dynamic_leaves(new)
-                if len(leaves) != len(vals) or not _same_static(orig, new):
+                leaves, _ = dynamic_leaves(new)
+                if len(leaves) != len(vals) or not same_static(orig, new):
                     raise self.type_error(f"Type of `{n}` depends on path taken: it changes inside the loop", node)
                 for leaf, init in zip(leaves, vals):
                     if isinstance(leaf, Value):
@@ -713,85 +713,6 @@ def _path_msg(name: str) -> str:
     if name == RETVAL:
         return "Type of return value depends on path taken"
     return f"Type of `{name}` depends on path taken"
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, Value) or isinstance(b, Value):
-        return False
-    if records.is_record(a) or records.is_record(b):
-        return type(a) is type(b) and _same(records.fields_of(a), records.fields_of(b))
-    if is_loose(a) and is_loose(b):
-        return type(a) is type(b) and (a == b or (a != a and b != b))
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except Exception:
-        return False
-
-
-def _dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
-    """Split v into its runtime-able leaves (tiles and numbers) and a function rebuilding it."""
-    if records.is_record(v):
-        leaves, rebuild_fields = _dynamic_leaves(records.fields_of(v))
-        return leaves, lambda vals: records.rebuild(v, rebuild_fields(vals))
-    if isinstance(v, tuple):
-        parts = [_dynamic_leaves(x) for x in v]
-        counts = [len(p[0]) for p in parts]
-
-        def rebuild(vals: list[Value]) -> Any:
-            out, pos = [], 0
-            for (_, rb), c in zip(parts, counts):
-                out.append(rb(vals[pos:pos + c]))
-                pos += c
-            return tuple(out)
-        return [leaf for p in parts for leaf in p[0]], rebuild
-    if is_tile(v) or is_loose(v):
-        return [v], lambda vals: vals[0]
-    return [], lambda vals: v
-
-
-def _same_static(a: Any, b: Any) -> bool:
-    """Whether two values agree in everything that is not a runtime leaf."""
-    if records.is_record(a) or records.is_record(b):
-        return type(a) is type(b) and _same_static(records.fields_of(a), records.fields_of(b))
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
-            _same_static(x, y) for x, y in zip(a, b))
-    dyn_a = is_tile(a) or is_loose(a)
-    dyn_b = is_tile(b) or is_loose(b)
-    if dyn_a or dyn_b:
-        return dyn_a and dyn_b
-    return _same(a, b)
-
-
-def _pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[Value]], Any]] | None:
-    """Pair up the differing leaves of two branch values; None if their structure differs."""
-    if _same(a, b):
-        return [], lambda vals: a
-    if records.is_record(a) or records.is_record(b):
-        paired = _pair_leaves(records.fields_of(a), records.fields_of(b)) if type(a) is type(b) else None
-        return None if paired is None else (paired[0], lambda vals: records.rebuild(a, paired[1](vals)))
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-            return None
-        parts = [_pair_leaves(x, y) for x, y in zip(a, b)]
-        if any(p is None for p in parts):
-            return None
-        counts = [len(p[0]) for p in parts]  # type: ignore[index]
-
-        def rebuild(vals: list[Value]) -> Any:
-            out, pos = [], 0
-            for p, c in zip(parts, counts):
-                out.append(p[1](vals[pos:pos + c]))  # type: ignore[index]
-                pos += c
-            return tuple(out)
-        return [pair for p in parts for pair in p[0]], rebuild  # type: ignore[index]
-    if (is_tile(a) or is_loose(a)) and (is_tile(b) or is_loose(b)):
-        return [(a, b)], lambda vals: vals[0]
-    return None
 
 
 def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda, defaults: list[Any],
