@@ -295,12 +295,19 @@ class TritonKernel:
         small = self._small_grid and (lambda: self.small_grid_kernel().specialize(args))
         return _DirectLauncher(compiled, self._flatten, self._descriptors, self._programs(flat), small)
 
-    def compile_for(self, capability: int = 90) -> Any:
+    def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
-        launch: a check of the generated code, or ahead-of-time use. Returns Triton's compiled
-        kernel (its `.asm` holds ttir/ttgir/ptx/cubin)."""
+        launch: a check of the generated code, or ahead-of-time use. With `args` (as for
+        `launch`), integer arguments divisible by 16 are specialized as Triton does at a launch.
+        Returns Triton's compiled kernel (`.asm` holds ttir/ttgir/llir/ptx/cubin, and sass)."""
         fn = self._fn if not self.interpret else _load(self.path, self.lowered, interpret=False)
-        attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
+        aligned = set(self.lowered.aligned)
+        if args is not None:
+            flat = self._flatten(*args)
+            grid = set(self.lowered.grid_params)
+            aligned |= {i for i, (name, v) in enumerate(zip(self.lowered.signature, flat))
+                        if name not in grid and type(v) is int and v % 16 == 0}
+        attrs = {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
         try:
             return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)

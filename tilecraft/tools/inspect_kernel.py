@@ -1,0 +1,146 @@
+"""See every stage of a kernel for given arguments: Tile IR, generated Triton, TTIR, TTGIR,
+LLVM IR, PTX and SASS, with registers, spills and shared memory, compiled for a GPU
+architecture without needing that GPU.
+
+    from tilecraft.tools import inspect_kernel
+    info = inspect_kernel(matmul_kernel, (A, B, C, 128, 256, 64))   # CPU tensors are fine
+    print(info.stage("ptx")); print(info.summary())
+
+    python -m tilecraft inspect tilecraft/library/matmul.py:matmul_kernel \\
+        'float16[4096,4096]' 'float16[4096,4096]' 'float16[4096,4096]' 128 256 64 --stage ttgir
+
+An argument `dtype[d0,d1,...]` stands for a contiguous array of that shape (no data needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+from triton.tools.disasm import path_to_cuobjdump
+
+from ..backends.base import BackendKind
+from ..backends.triton import TritonBackend
+from ..ir import ArrayType, ListType, format_function
+from ..runtime.backends import convert_arrays
+from ..runtime.kernel import Kernel
+
+STAGES = ("ir", "triton", "ttir", "ttgir", "llir", "ptx", "sass")
+
+
+@dataclass
+class Inspection:
+    """The stages of one kernel variant and the resources its GPU code uses."""
+
+    ir: str
+    triton: str
+    asm: dict[str, Any]   # Triton's compiled asm: ttir, ttgir, llir, ptx, cubin (sass on access)
+    capability: int
+    num_warps: int
+    num_stages: int
+    shared_bytes: int
+    registers: int | None
+    spill_bytes: int | None
+
+    def stage(self, name: str) -> str:
+        """The text of stage `name` (one of STAGES)."""
+        if name == "ir":
+            return self.ir
+        if name == "triton":
+            return self.triton
+        if name not in STAGES:
+            raise ValueError(f"unknown stage {name!r}; choose from {', '.join(STAGES)}")
+        return self.asm[name]
+
+    def summary(self) -> str:
+        regs = "?" if self.registers is None else str(self.registers)
+        spills = "?" if self.spill_bytes is None else str(self.spill_bytes)
+        return (f"sm_{self.capability}: {self.num_warps} warps, {self.num_stages} stages, {regs} registers/thread, "
+                f"{spills} bytes spilled/thread, {self.shared_bytes} bytes shared memory")
+
+
+def _resources(cubin: bytes) -> tuple[int | None, int | None]:
+    """(registers, spill bytes) per thread from `cuobjdump -res-usage` (Triton ships it)."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        try:
+            out = subprocess.run([path_to_cuobjdump(), "-res-usage", f.name], capture_output=True, text=True,
+                                 check=True).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None, None
+    regs, stack = re.search(r"REG:(\d+)", out), re.search(r"STACK:(\d+)", out)
+    return (int(regs.group(1)) if regs else None), (int(stack.group(1)) if stack else None)
+
+
+def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90) -> Inspection:
+    """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
+    exactly as a launch on such a GPU would: same specialization facts, same lowering."""
+    specs, arrays, flat = kernel.describe(args)
+    arch = f"sm_{capability}"
+    ir = kernel.lower(specs, arch)
+    facts = iter(a.facts for a in arrays)
+    param_facts = [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
+    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, param_facts)
+    binary = compiled.compile_for(capability, convert_arrays(flat, BackendKind.TRITON))
+    registers, spills = _resources(binary.asm["cubin"])
+    return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
+                      compiled.config.num_stages, binary.metadata.shared, registers, spills)
+
+
+# ---- command line -----------------------------------------------------------------------------
+
+def _load_kernel(target: str) -> Kernel:
+    path, _, name = target.rpartition(":")
+    if not path or not name:
+        raise SystemExit(f"expected FILE.py:KERNEL, got {target!r}")
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(Path(path).resolve().parent))
+    spec.loader.exec_module(module)
+    kernel = getattr(module, name, None)
+    if not isinstance(kernel, Kernel):
+        raise SystemExit(f"{path} has no tile kernel named {name!r}")
+    return kernel
+
+
+def _parse_arg(text: str) -> Any:
+    """`dtype[d0,...]` -> an empty contiguous CPU tensor; anything else a Python literal."""
+    match = re.fullmatch(r"(\w+)\[([\d, ]*)\]", text.strip())
+    if match:
+        dtype = getattr(torch, match.group(1), None)
+        if not isinstance(dtype, torch.dtype):
+            raise SystemExit(f"unknown dtype {match.group(1)!r} in {text!r}")
+        shape = [int(d) for d in match.group(2).split(",") if d.strip()]
+        return torch.empty(shape, dtype=dtype)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise SystemExit(f"cannot read argument {text!r}: give dtype[shape] or a Python literal") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tilecraft inspect", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kernel", help="FILE.py:KERNEL")
+    p.add_argument("args", nargs="*", help="kernel arguments: dtype[shape] or Python literals")
+    p.add_argument("--stage", default="summary", choices=("summary", "all", *STAGES))
+    p.add_argument("--capability", type=int, default=90, help="NVIDIA compute capability (90 = Hopper)")
+    opts = p.parse_args(argv)
+    info = inspect_kernel(_load_kernel(opts.kernel), tuple(_parse_arg(a) for a in opts.args),
+                          capability=opts.capability)
+    for stage in (STAGES if opts.stage == "all" else () if opts.stage == "summary" else (opts.stage,)):
+        print(f"==== {stage} ====\n{info.stage(stage)}")
+    print(info.summary())
+    return 0
