@@ -9,6 +9,7 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
+import layernorm as layernorm_sample  # noqa: E402
 import matmul as matmul_sample  # noqa: E402
 import softmax as softmax_sample  # noqa: E402
 import vector_add as vector_add_sample  # noqa: E402
@@ -28,3 +29,7 @@ def test_vector_add_sample(backend):
 
 def test_softmax_sample(backend):
     assert softmax_sample.main(["--backend", backend, "--rows", "5", "--cols", "100"]) < 1e-6
+
+
+def test_layernorm_sample(backend):
+    assert layernorm_sample.main(["--backend", backend, "--rows", "5", "--cols", "300", "--tile", "64"]) < 1e-6
