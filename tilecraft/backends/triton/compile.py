@@ -175,17 +175,21 @@ def _sm_slots(compiled: Any) -> int:
     return props["multiprocessor_count"] * max(per_sm, 1)
 
 
-def _one_program_per_block(blocks: int, slots: int) -> bool:
-    """Whether a grid-loop kernel launches its one-program-per-block variant instead: when the
-    GPU runs every block at once anyway, or the block count overflows the loop's int32."""
-    return blocks <= slots or blocks >= 2**31
+def _grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple] | None:
+    """(launch grid, Triton args) of a grid-loop kernel asked to run `grid` blocks on a GPU that
+    runs `slots` programs at once; None when its one-program-per-block variant should run them
+    instead (all blocks fit at once anyway, or their count overflows the loop's int32)."""
+    blocks = grid[0] * grid[1] * grid[2]
+    if blocks <= slots or blocks >= 2**31:
+        return None
+    return (slots, 1, 1), (*flat, *grid)
 
 
 class _DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
     `TritonKernel.specialize`). A grid-loop kernel's launcher has `slots` (the programs the GPU
     runs at once) and `small_grid`, which makes the launcher of its one-program-per-block
-    variant (see `_one_program_per_block`)."""
+    variant (see `_grid_loop_launch`)."""
 
     def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None) -> None:
@@ -201,12 +205,12 @@ class _DirectLauncher:
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         flat = self._flatten(*args)
         if self._slots is not None:
-            blocks = grid[0] * grid[1] * grid[2]
-            if _one_program_per_block(blocks, self._slots) and self._small_grid is not None:
+            looped = _grid_loop_launch(grid, flat, self._slots)
+            if looped is None:
                 if self._small is None:
                     self._small = self._small_grid()
                 return self._small.launch(grid, args, stream)
-            grid, flat = (min(blocks, self._slots), 1, 1), (*flat, *grid)
+            grid, flat = looped
         handle = _current_stream() if stream is None else _stream_handle(stream)
         if self._descriptors:
             _ensure_allocator()
@@ -234,7 +238,7 @@ class TritonKernel:
         self._small: TritonKernel | None = None
 
     def small_grid_kernel(self) -> "TritonKernel | None":
-        """The one-program-per-block variant of a grid-loop kernel (see `_one_program_per_block`;
+        """The one-program-per-block variant of a grid-loop kernel (see `_grid_loop_launch`;
         made on first use)."""
         if self._small is None and self._small_grid is not None:
             self._small = self._small_grid()
@@ -255,12 +259,10 @@ class TritonKernel:
         flat = self._flatten(*args)
         try:
             if self.lowered.grid_loop:
-                slots = self._programs(flat + grid)
-                blocks = grid[0] * grid[1] * grid[2]
-                small = self.small_grid_kernel() if _one_program_per_block(blocks, slots) else None
-                if small is not None:
-                    return small.launch(grid, args, stream)
-                grid, flat = (min(blocks, slots), 1, 1), (*flat, *grid)
+                looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
+                if looped is None:
+                    return self.small_grid_kernel().launch(grid, args, stream)
+                grid, flat = looped
             if self.interpret:
                 ctx = _interpreter_asserts() if self.lowered.has_assert else contextlib.nullcontext()
                 with ctx:
@@ -292,8 +294,8 @@ class TritonKernel:
             return _DirectLauncher(compiled, self._flatten, self._descriptors)
         flat = (*flat, 1, 1, 1)
         compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-        small = self._small_grid and (lambda: self.small_grid_kernel().specialize(args))
-        return _DirectLauncher(compiled, self._flatten, self._descriptors, self._programs(flat), small)
+        return _DirectLauncher(compiled, self._flatten, self._descriptors, self._programs(flat),
+                               lambda: self.small_grid_kernel().specialize(args))
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
