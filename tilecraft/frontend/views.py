@@ -54,14 +54,19 @@ def tiled_view(fc: Any, array: Value, tile_shape: Any, *, padding_mode: PaddingM
     return TiledView(array, shape, padding_mode, steps)
 
 
-def _origin(fc: Any, view: TiledView, index: Any) -> tuple[Value, tuple[Any, ...]]:
-    """(array, tile index) of an ordinary tile access that covers the view's tile `index`."""
+def _tile_index(fc: Any, view: TiledView, index: Any) -> tuple[Any, ...]:
+    """A view tile index as a tuple of one entry per array dim."""
     nd = view.array.type.ndim
     idx = index if isinstance(index, tuple) else (index,)
     if len(idx) != nd:
         raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
+    return idx
+
+
+def _origin(fc: Any, view: TiledView, index: Any) -> tuple[Value, tuple[Any, ...]]:
+    """(array, tile index) of an ordinary tile access that covers the view's tile `index`."""
     arr, out = view.array, []
-    for axis, (i, step, extent) in enumerate(zip(idx, view.steps, view.extents)):
+    for axis, (i, step, extent) in enumerate(zip(_tile_index(fc, view, index), view.steps, view.extents)):
         if step == extent:
             out.append(i)
             continue
@@ -104,11 +109,8 @@ def _atomic_store(fn: AtomicFn) -> Any:
         """Atomically combine `update` (broadcast to the tile) into the view's tile `index`:
         relaxed, device scope; lanes outside the array are skipped."""
         nd = view.array.type.ndim
-        idx = index if isinstance(index, tuple) else (index,)
-        if len(idx) != nd:
-            raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
         s, lanes = fc.sema, []
-        for axis, (i, step, extent) in enumerate(zip(idx, view.steps, view.extents)):
+        for axis, (i, step, extent) in enumerate(zip(_tile_index(fc, view, index), view.steps, view.extents)):
             origin = s.binary(BinaryFn.MUL, s.index_scalar(i), step)
             offsets = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (extent,)), size=extent)
             offsets = s.reshape(offsets, tuple(extent if k == axis else 1 for k in range(nd)))

@@ -7,7 +7,7 @@ index of the extreme, ignoring NaN.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -85,21 +85,28 @@ def _combine(op: Operation, c: Compiler) -> tuple[tuple[int, ...], tuple[int, ..
     return c.slots(op.operands), c.slots(op.results), step
 
 
-def _start(op: Operation, shape: tuple[int, ...]) -> list[Any]:
-    return [np.full(shape, i, dtype=v.tile.dtype.np_dtype) for i, v in zip(op.attrs["identities"], op.operands)]
+def _folds(op: Operation, step: Callable[[Env, list[Any]], list[Any]], env: Env, vals: list[Any],
+           order: Iterable[int]) -> Iterator[tuple[int, list[Any]]]:
+    """(k, the fold of the identities and the slices taken so far) for each position k of
+    `order` along the op's axis."""
+    axis = op.attrs["axis"]
+    shape = vals[0].shape[:axis] + vals[0].shape[axis + 1:]
+    acc = [np.full(shape, i, dtype=v.tile.dtype.np_dtype) for i, v in zip(op.attrs["identities"], op.operands)]
+    for k in order:
+        acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
+        yield k, acc
 
 
 @rule(Opcode.REDUCE_WITH)
 def _reduce_with(op: Operation, c: Compiler) -> Runner:
-    """A left fold from the identity along the axis."""
+    """A left fold from the identity along the axis (tile dims are at least 1)."""
     xs, rs, step = _combine(op, c)
     axis, keepdims = op.attrs["axis"], op.attrs["keepdims"]
 
     def run(env: Env) -> None:
         vals = [np.asarray(env[s]) for s in xs]
-        acc = _start(op, vals[0].shape[:axis] + vals[0].shape[axis + 1:])
-        for k in range(vals[0].shape[axis]):
-            acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
+        for _, acc in _folds(op, step, env, vals, range(vals[0].shape[axis])):
+            pass
         for s, a in zip(rs, acc):
             env[s] = np.expand_dims(a, axis) if keepdims else a
     return run
@@ -114,10 +121,8 @@ def _scan_with(op: Operation, c: Compiler) -> Runner:
     def run(env: Env) -> None:
         vals = [np.asarray(env[s]) for s in xs]
         n = vals[0].shape[axis]
-        acc = _start(op, vals[0].shape[:axis] + vals[0].shape[axis + 1:])
         outs = [np.empty_like(v) for v in vals]
-        for k in (reversed(range(n)) if reverse else range(n)):
-            acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
+        for k, acc in _folds(op, step, env, vals, reversed(range(n)) if reverse else range(n)):
             for o, a in zip(outs, acc):
                 o[(slice(None),) * axis + (k,)] = a
         for s, o in zip(rs, outs):
