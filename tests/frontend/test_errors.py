@@ -38,6 +38,12 @@ def check_error(excinfo, fn, marker: str, *, col_text: str | None = None) -> Non
         assert code_row[rendered[caret_row].index("^"):].startswith(col_text), (code_row, rendered[caret_row])
 
 
+def check_nth_marked_error(excinfo, fn, n: int) -> None:
+    """check_error at the n-th line of `fn` marked `# ERR` (kernels holding several error cases)."""
+    lines = [line for line in inspect.getsourcelines(fn)[0] if "# ERR" in line]
+    check_error(excinfo, fn, lines[n].strip())
+
+
 @ct.kernel
 def non_pow2_tile(a):
     t = ct.load(a, index=(0,), shape=(3,))  # ERR
@@ -341,8 +347,7 @@ def bad_slices(a, which: ConstInt):
 def test_array_slice_errors(which, message):
     with pytest.raises(ct.TileTypeError, match=message) as ei:
         launch(bad_slices, (np.zeros(8, np.float32), which))
-    lines = [line for line in inspect.getsourcelines(bad_slices.fn)[0] if "# ERR" in line]
-    check_error(ei, bad_slices.fn, lines[which].strip())
+    check_nth_marked_error(ei, bad_slices.fn, which)
 
 
 @ct.kernel
@@ -365,8 +370,7 @@ def bad_views(a, which: ConstInt):
 def test_tiled_view_errors(which, error, message):
     with pytest.raises(error, match=message) as ei:
         launch(bad_views, (np.zeros(8, np.float32), which))
-    lines = [line for line in inspect.getsourcelines(bad_views.fn)[0] if "# ERR" in line]
-    check_error(ei, bad_views.fn, lines[which].strip())
+    check_nth_marked_error(ei, bad_views.fn, which)
 
 
 @ct.kernel
@@ -397,8 +401,7 @@ def bad_combines(a, which: ConstInt):
 def test_combine_function_errors(which, error, message):
     with pytest.raises(error, match=message) as ei:
         launch(bad_combines, (np.zeros(8, np.float32), which))
-    lines = [line for line in inspect.getsourcelines(bad_combines.fn)[0] if "# ERR" in line]
-    check_error(ei, bad_combines.fn, lines[which].strip())
+    check_nth_marked_error(ei, bad_combines.fn, which)
 
 
 @ct.kernel

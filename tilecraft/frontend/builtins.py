@@ -36,10 +36,11 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         return dtype_call(fc, fn, *args)
     if isinstance(fn, LocalFunction):
         return fc.inline(fn, args, kwargs, node)
-    runtime = any(records.has_runtime(a) for a in (*args, *kwargs.values()))
-    if isinstance(fn, type) and dataclasses.is_dataclass(fn) and runtime:
+    def runtime() -> bool:
+        return any(records.has_runtime(a) for a in (*args, *kwargs.values()))
+    if isinstance(fn, type) and dataclasses.is_dataclass(fn) and runtime():
         return records.construct(fc, fn, args, kwargs, node)
-    if fn is dataclasses.replace and args and records.is_record(args[0]) and runtime:
+    if fn is dataclasses.replace and args and records.is_record(args[0]) and runtime():
         return records.replace(fc, args[0], kwargs, node)
     if fn is object.__setattr__ and args and records.is_record(args[0]):  # in __post_init__
         object.__setattr__(*args)

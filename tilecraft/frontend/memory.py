@@ -18,7 +18,7 @@ def array_dim(fc: Any, arr: Value, axis: int, query: Opcode = Opcode.ARRAY_SHAPE
     static = fc.ctx.static_dims.get(arr.id, {}).get((query, axis))
     if static is not None:
         return static
-    return fc.b.value(query, [arr], TileType(dt.int64 if arr.type.index64 else dt.int32), axis=axis)
+    return fc.b.value(query, [arr], TileType(arr.type.index_dtype), axis=axis)
 
 
 def _array(fc: Any, a: Any, fn: str) -> Value:
@@ -102,8 +102,7 @@ def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Valu
             raise fc.sema.type_error(f"slice() {name} must not be negative, got {bound}")
     if isinstance(start, int) and isinstance(stop, int) and stop < start:
         raise fc.sema.type_error(f"slice() stop ({stop}) must not be less than start ({start})")
-    index_dtype = dt.int64 if array.type.index64 else dt.int32
-    bounds = [fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), index_dtype)
+    bounds = [fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), array.type.index_dtype)
               for name, b in (("start", start), ("stop", stop))]
     return fc.b.value(Opcode.ARRAY_SLICE, [array, *bounds], array.type, axis=axis % nd)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..language.dtypes import DType
+from ..language.dtypes import DType, int32, int64
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,11 @@ class ArrayType:
     dtype: DType
     ndim: int
     index64: bool = False
+
+    @property
+    def index_dtype(self) -> DType:
+        """The dtype of this array's shapes, strides and offsets."""
+        return int64 if self.index64 else int32
 
     def __str__(self) -> str:
         return f"array<{self.ndim}d x {self.dtype.short}{', i64' if self.index64 else ''}>"

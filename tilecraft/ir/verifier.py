@@ -6,7 +6,7 @@ A failure is a bug in the front end or a pass, so it raises `TileInternalError` 
 from __future__ import annotations
 
 from ..errors import TileInternalError
-from ..language.dtypes import bool_, int32, int64
+from ..language.dtypes import bool_
 from .ops import Block, Function, Opcode, Operation, Value
 from .types import ArrayType, ListType, TileType
 
@@ -17,10 +17,6 @@ _TERMINATED = {Opcode.FOR: (Opcode.YIELD,), Opcode.IF: (Opcode.YIELD, Opcode.YIE
 
 def _fail(op: Operation, msg: str) -> None:
     raise TileInternalError(f"IR verification failed at {op.opcode.value}: {msg}", op.loc)
-
-
-def _index_dtype(arr: ArrayType):
-    return int64 if arr.index64 else int32
 
 
 def _check_op(op: Operation) -> None:
@@ -47,7 +43,7 @@ def _check_op(op: Operation) -> None:
             _fail(op, "slices an array into an array of the same type")
         if not 0 <= op.attrs["axis"] < arr.type.ndim:
             _fail(op, f"axis {op.attrs['axis']} out of range")
-        if any(not isinstance(v.type, TileType) or v.tile.shape or v.tile.dtype is not _index_dtype(arr.type)
+        if any(not isinstance(v.type, TileType) or v.tile.shape or v.tile.dtype is not arr.type.index_dtype
                for v in (start, stop)):
             _fail(op, "start and stop must be scalars of the array's index type")
     elif op.opcode in (Opcode.REDUCE_WITH, Opcode.SCAN_WITH):

@@ -32,7 +32,7 @@ def _assign_all(w: KernelWriter, targets: list[str], values: list[Value]) -> Non
             w.emit(f"{target} = {src}")
 
 
-def _body(w: KernelWriter, ops: list[Operation], targets: list[str], tail: tuple[str, ...] = ()) -> None:
+def lower_block(w: KernelWriter, ops: list[Operation], targets: list[str], tail: tuple[str, ...] = ()) -> None:
     """An indented block: its ops, the `tail` statements, then its YIELD assigned to `targets`
     (`pass` if empty)."""
     with w.indented():
@@ -64,7 +64,7 @@ def _for(w: KernelWriter, op: Operation) -> None:
     else:
         loop = f"range({bounds})"
     w.emit(f"for {w.define(iv, 'i')} in {loop}:")
-    _body(w, body.ops, names, tuple(advances))
+    lower_block(w, body.ops, names, tuple(advances))
     for result, name in zip(op.results, names):
         w.alias(result, name)
 
@@ -74,10 +74,10 @@ def _if(w: KernelWriter, op: Operation) -> None:
     then, other = op.blocks
     names = [w.define(r, "r") for r in op.results]
     w.emit(f"if {w.expr(op.operands[0])}:")
-    _body(w, then.ops, names)
+    lower_block(w, then.ops, names)
     if names or len(other.ops) > 1:
         w.emit("else:")
-        _body(w, other.ops, names)
+        lower_block(w, other.ops, names)
 
 
 @rule(Opcode.WHILE)

@@ -70,7 +70,7 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
         name = w.fresh(pname)
         if isinstance(p.type, ListType):  # device tables of the arrays' addresses, shapes and strides
             tables = [w.fresh(f"{name}_{part}") for part in ("ptrs", "shapes", "strides")]
-            index = D.int64 if p.type.elem.index64 else D.int32
+            index = p.type.elem.index_dtype
             for table, dtype in zip(tables, (D.int64, index, index)):
                 params.append(table)
                 signature[table] = "*" + SIGNATURE_TYPES[dtype]
@@ -150,8 +150,8 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
     has_assert = any(op.opcode == Opcode.ASSERT for op in fn.walk())
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
-                         (*w.helpers, *(name for name, _ in w.functions)), config, first - 1, bool(w.plans), has_assert, fn.loc,
-                         w.grid_loop.sizes if w.grid_loop else ())
+                         (*w.helpers, *(name for name, _ in w.functions)), config, first - 1, bool(w.plans),
+                         has_assert, fn.loc, w.grid_loop.sizes if w.grid_loop else ())
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
@@ -163,8 +163,4 @@ def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
     w.emit(f"for {loop.tile} in tl.range(tl.program_id(0), {x} * {y} * {z}, tl.num_programs(0)"
            f"{', flatten=True' if flatten else ''}):")
     w.loc = None
-    with w.indented():
-        start = len(w.lines)
-        w.lower_ops(fn.body.ops)
-        if len(w.lines) == start:
-            w.emit("pass")
+    control.lower_block(w, fn.body.ops, [])
