@@ -1,18 +1,29 @@
-"""Appends ops to the block being built; the front end's only way to create IR."""
+"""The one way to create IR: appends typed ops to the block being built.
+
+`emit(OpClass, **fields)` builds an op from its named operands and attributes, gives it results
+of the types its typing rule (`result_types`) computes and the current source location, and
+appends it to the current block. Value ids come from the builder, so they are unique and stable
+within one function (0, 1, 2, ... in creation order), whatever process built it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar
 
-from ..errors import Location
-from .ops import Block, Opcode, Operation, Value
+from ..errors import Location, TileInternalError
+from .ops import Block, IRError, Op, Value
 from .types import IRType
+
+O = TypeVar("O", bound=Op)
 
 
 class Builder:
     def __init__(self) -> None:
         self._blocks: list[Block] = []
+        self._ids = itertools.count()
         self.loc: Location | None = None
 
     @property
@@ -28,13 +39,25 @@ class Builder:
         finally:
             self._blocks.pop()
 
-    def emit(self, opcode: Opcode, operands: list[Value], result_types: list[IRType],
-             blocks: list[Block] | None = None, **attrs: Any) -> Operation:
-        op = Operation(opcode, list(operands), [Value(t) for t in result_types], attrs,
-                       self.loc, blocks or [])
+    def new_value(self, type: IRType, hint: str = "") -> Value:
+        """A fresh value that no op defines: a function parameter or block argument."""
+        return Value(type, next(self._ids), hint)
+
+    def make(self, cls: type[O], **fields: Any) -> O:
+        """Build an op of `cls` with its results, at the current location, without appending it."""
+        try:
+            draft = cls(**fields, loc=self.loc)
+            types = draft.result_types()
+        except IRError as e:  # a front-end bug: its typing rule rejects the operands
+            raise TileInternalError(f"cannot build {cls.__name__}: {e}", self.loc) from None
+        return dataclasses.replace(draft, results=tuple(self.new_value(t) for t in types))
+
+    def emit(self, cls: type[O], **fields: Any) -> O:
+        """Build an op of `cls` (see `make`) and append it to the current block."""
+        op = self.make(cls, **fields)
         self.block.ops.append(op)
         return op
 
-    def value(self, opcode: Opcode, operands: list[Value], result_type: IRType, **attrs: Any) -> Value:
+    def value(self, cls: type[Op], **fields: Any) -> Value:
         """Emit a single-result op and return its result."""
-        return self.emit(opcode, operands, [result_type], **attrs).result
+        return self.emit(cls, **fields).result

@@ -1,211 +1,858 @@
-"""The Tile IR: values, operations, blocks and kernel functions.
+"""The Tile IR operations: one frozen, typed declaration per op (or op family).
 
-Every op is an `Operation` with an `Opcode`, operand values, result values, attributes and
-(for control flow) nested blocks. The front end builds it; passes rewrite it; backends register
-one rule per opcode. Operand conventions the front end guarantees (and the verifier checks):
+Reading a declaration tells its operands (fields of type Value), attributes (the other fields),
+result type (`result_types`, the typing rule) and invariants (`check`); see `core` for how the
+fields are sorted. Ops are built only through `Builder.emit` / `Builder.value`. Backends register
+one rule per op class and a test keeps every class covered (`OP_CLASSES`).
 
-- elementwise ops (UNARY, BINARY, COMPARE, WHERE) take operands of one shape; BINARY operands and
-  the two WHERE values share one dtype; broadcasting and promotion are explicit ops before them;
-- BROADCAST keeps the rank (dims of 1 grow); RESHAPE adds or removes dims;
-- LOAD/STORE indices are int32/int64 scalars, one per array dim; STORE's tile has the array dtype;
-- GATHER/SCATTER/ATOMIC index tiles, masks and values all have one shape.
+Conventions the front end guarantees (and `check` enforces): elementwise operands share one
+shape; broadcasting and promotion are explicit ops before them; tile-load indices are int32 or
+int64 scalars, one per array dim; gather/scatter/atomic index tiles, values and masks share one
+shape.
 """
 
 from __future__ import annotations
 
-import enum
-import itertools
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Location
-from .types import IRType, TileType
+from ..language import dtypes as dt
+from ..language.dtypes import DType
+from ..language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
+from .core import Block, IRError, Op, Value, declared, need, op, snake
+from .kinds import DIRECTED, ROUNDED_BINARY, AtomicFn, BinaryFn, CompareFn, ReduceFn, ScanFn, UnaryFn
+from .types import ArrayType, IRType, ListType, TileType
 
 
-class Opcode(enum.Enum):
-    CONST = "const"              # attrs: value            -> scalar
-    BID = "bid"                  # attrs: axis             -> i32
-    NUM_BLOCKS = "num_blocks"    # attrs: axis             -> i32
-    ARRAY_SHAPE = "array_shape"  # (array) attrs: axis     -> i32 / i64
-    ARRAY_STRIDE = "array_stride"  # (array) attrs: axis   -> i32 / i64
-    ARRAY_SLICE = "array_slice"  # (array, start, stop) attrs: axis -> array (a view)
-    LIST_GET = "list_get"        # (list, index)            -> array (element `index`; out of range: UB)
-    LOAD = "load"                # (array, *index) attrs: shape, order, padding, latency, allow_tma
-    STORE = "store"              # (array, *index, tile) attrs: order, latency, allow_tma
-    GATHER = "gather"            # (array, *idx, pad[, mask]) attrs: has_mask, check_bounds
-    SCATTER = "scatter"          # (array, *idx, value[, mask]) attrs: has_mask, check_bounds
-    ATOMIC = "atomic"            # (array, *idx, *vals[, mask]) attrs: fn, order, scope, has_mask
-    ARANGE = "arange"            # attrs: size             -> i32 tile (0..size-1)
-    CAST = "cast"                # (x) attrs: dtype, rounding
-    BITCAST = "bitcast"          # (x) attrs: dtype
-    BROADCAST = "broadcast"      # (x) attrs: shape
-    RESHAPE = "reshape"          # (x) attrs: shape
-    PERMUTE = "permute"          # (x) attrs: axes
-    CAT = "cat"                  # (a, b) attrs: axis
-    EXTRACT = "extract"          # (x, *index) attrs: shape
-    UNARY = "unary"              # (x) attrs: fn: UnaryFn
-    BINARY = "binary"            # (x, y) attrs: fn: BinaryFn
-    COMPARE = "compare"          # (x, y) attrs: fn: CompareFn -> bool
-    WHERE = "where"              # (cond, x, y)
-    REDUCE = "reduce"            # (x) attrs: fn: ReduceFn, axis, keepdims
-    SCAN = "scan"                # (x) attrs: fn: ScanFn, axis, reverse
-    REDUCE_WITH = "reduce_with"  # (*xs) attrs: axis, keepdims, identities; blocks: [combine(*a, *b)
-                                 #   -> YIELD of one 0-d value per x]      -> one tile per x
-    SCAN_WITH = "scan_with"      # (*xs) attrs: axis, reverse, identities; blocks: as REDUCE_WITH
-    MMA = "mma"                  # (a, b, acc)
-    PRINT = "print"              # (*tiles) attrs: pieces (str segments between tiles), formats
-                                 #   (per tile: '{:<py spec>}', C '%..' specifier or None)
-    ASSERT = "assert"            # (cond) attrs: message
-    FOR = "for"                  # (lb, ub, step, *init) blocks: [body(iv, *carried)]
-    IF = "if"                    # (cond) blocks: [then, else]
-    WHILE = "while"              # (*init) blocks: [before(*carried) -> CONDITION, after(*carried)]
-    YIELD = "yield"              # (*values): ends FOR body, IF branches, WHILE after
-    CONDITION = "condition"      # (cond, *values): ends WHILE before
+# ---- typing helpers -----------------------------------------------------------------------------------
+def _scalar_of(v: Value, what: str, dtypes: tuple[DType, ...] | None = None) -> None:
+    need(isinstance(v.type, TileType) and v.type.shape == (), f"{what} must be a scalar, got {v.type}")
+    if dtypes is not None:
+        need(v.tile.dtype in dtypes, f"{what} must be {'/'.join(map(str, dtypes))}, got {v.tile.dtype}")
 
 
-class UnaryFn(enum.Enum):
-    NEG = "neg"
-    ABS = "abs"
-    NOT = "not"          # bitwise not (logical on bool)
-    EXP = "exp"
-    EXP2 = "exp2"
-    LOG = "log"
-    LOG2 = "log2"
-    SQRT = "sqrt"
-    RSQRT = "rsqrt"
-    SIN = "sin"
-    COS = "cos"
-    TAN = "tan"
-    SINH = "sinh"
-    COSH = "cosh"
-    TANH = "tanh"
-    FLOOR = "floor"
-    CEIL = "ceil"
-    ISNAN = "isnan"      # -> bool
+def _tile(v: Value, what: str) -> TileType:
+    need(isinstance(v.type, TileType), f"{what} must be a tile, got {v.type}")
+    return v.tile
 
 
-class BinaryFn(enum.Enum):
-    ADD = "add"
-    SUB = "sub"
-    MUL = "mul"
-    TRUEDIV = "truediv"  # float operands only
-    FLOORDIV = "floordiv"  # Python semantics: ints round toward -inf
-    MOD = "mod"          # Python semantics: sign of the divisor
-    POW = "pow"
-    MIN = "min"          # NaN ignored
-    MAX = "max"
-    MIN_NAN = "min_nan"  # NaN propagated
-    MAX_NAN = "max_nan"
-    AND = "and"
-    OR = "or"
-    XOR = "xor"
-    SHL = "shl"
-    SHR = "shr"          # arithmetic for signed, logical for unsigned
-    ATAN2 = "atan2"
+def _array(v: Value, what: str = "array") -> ArrayType:
+    need(isinstance(v.type, ArrayType), f"{what} must be an array, got {v.type}")
+    return v.type
 
 
-class CompareFn(enum.Enum):
-    EQ = "eq"
-    NE = "ne"
-    LT = "lt"
-    LE = "le"
-    GT = "gt"
-    GE = "ge"
+def _axis(axis: int, ndim: int) -> None:
+    need(0 <= axis < ndim, f"axis {axis} out of range for rank {ndim}")
 
 
-class ReduceFn(enum.Enum):
-    SUM = "sum"
-    PROD = "prod"
-    MAX = "max"
-    MIN = "min"
-    ARGMAX = "argmax"    # -> int32, first index, NaN ignored
-    ARGMIN = "argmin"
+def _pow2_shape(shape: tuple[int, ...]) -> None:
+    need(all(d > 0 and d & (d - 1) == 0 for d in shape), f"tile shape {shape} must have power-of-two dims")
 
 
-class ScanFn(enum.Enum):
-    CUMSUM = "cumsum"
-    CUMPROD = "cumprod"
+def _same_shapes(*vals: Value) -> None:
+    shapes = {_tile(v, "operand").shape for v in vals}
+    need(len(shapes) == 1, f"operand shapes differ: {sorted(shapes)}")
 
 
-class AtomicFn(enum.Enum):
-    CAS = "cas"          # vals: expected, desired
-    XCHG = "xchg"
-    ADD = "add"
-    MAX = "max"
-    MIN = "min"
-    AND = "and"
-    OR = "or"
-    XOR = "xor"
+def _index_scalars(index: tuple[Value, ...], arr: ArrayType) -> None:
+    need(len(index) == arr.ndim, f"{len(index)} indices for a rank-{arr.ndim} array")
+    for v in index:
+        _scalar_of(v, "tile index", (dt.int32, dt.int64))
 
 
-_ids = itertools.count()
+def _permutation(order: tuple[int, ...], ndim: int) -> None:
+    need(sorted(order) == list(range(ndim)), f"order {order} is not a permutation of {ndim} axes")
 
 
-class Value:
-    """An SSA value: the result of one op or an argument of a block or function."""
-
-    __slots__ = ("type", "id", "hint")
-
-    def __init__(self, type: IRType, hint: str = "") -> None:
-        self.type = type
-        self.id = next(_ids)
-        self.hint = hint
-
-    @property
-    def tile(self) -> TileType:
-        assert isinstance(self.type, TileType), self.type
-        return self.type
-
-    def __repr__(self) -> str:
-        return f"%{self.hint or 'v'}{self.id}: {self.type}"
+def _element_access(arr: ArrayType, index: tuple[Value, ...], others: tuple[Value | None, ...]) -> tuple[int, ...]:
+    """Shared invariants of gather/scatter/atomics: one integer index tile per array dim and
+    values/mask of the index shape; returns that shape."""
+    need(len(index) == arr.ndim, f"{len(index)} index tiles for a rank-{arr.ndim} array")
+    for v in index:
+        need(_tile(v, "index").dtype.is_int, f"index tiles must be integers, got {v.type}")
+    vals = [*index, *(o for o in others if o is not None)]
+    if not vals:
+        return ()
+    _same_shapes(*vals)
+    return vals[0].tile.shape
 
 
-@dataclass(eq=False)
-class Block:
-    """A straight-line list of ops with arguments (loop-carried values, induction variable)."""
-
-    args: list[Value] = field(default_factory=list)
-    ops: list["Operation"] = field(default_factory=list)
-
-    @property
-    def terminator(self) -> "Operation | None":
-        return self.ops[-1] if self.ops else None
+def _mask(mask: Value | None) -> None:
+    if mask is not None:
+        need(_tile(mask, "mask").dtype is dt.bool_, f"mask must be bool, got {mask.type}")
 
 
-@dataclass(eq=False)
-class Operation:
-    opcode: Opcode
-    operands: list[Value]
-    results: list[Value]
-    attrs: dict[str, Any]
-    loc: Location | None
-    blocks: list[Block] = field(default_factory=list)
-
-    @property
-    def result(self) -> Value:
-        assert len(self.results) == 1
-        return self.results[0]
+def _memory_order(order: MemoryOrder, scope: MemoryScope, allowed: tuple[MemoryOrder, ...]) -> None:
+    need(order in allowed, f"memory_order {order.name} is not allowed here")
+    need((order is MemoryOrder.WEAK) == (scope is MemoryScope.NONE),
+         f"memory_order {order.name} cannot go with memory_scope {scope.name}")
 
 
-@dataclass(eq=False)
-class Function:
-    """One specialized kernel: its runtime parameters (flattened) and body."""
+def _yield_types(block: Block, kind: type[Op]) -> tuple[IRType, ...]:
+    last = block.terminator
+    need(isinstance(last, kind), f"a region must end with {snake(kind.__name__)}")
+    vals = last.values
+    return tuple(v.type for v in vals)
 
-    name: str
-    params: list[Value]
-    param_names: list[str]
+
+def _arg_types(block: Block) -> tuple[IRType, ...]:
+    return tuple(a.type for a in block.args)
+
+
+# ---- constants and grid queries -----------------------------------------------------------------------
+@op
+class Const(Op):
+    """A scalar constant; `value` is already converted to `dtype` (wrapped or rounded)."""
+
+    value: bool | int | float
+    dtype: DType
+
+    def result_types(self):
+        return (TileType(self.dtype),)
+
+    def check(self):
+        if self.dtype is dt.bool_:
+            need(isinstance(self.value, bool), "a bool constant holds a bool")
+        elif self.dtype.is_int:
+            need(isinstance(self.value, int) and not isinstance(self.value, bool), "an int constant holds an int")
+            lo = -(1 << (self.dtype.bitwidth - 1)) if self.dtype.signed else 0
+            need(lo <= self.value < lo + (1 << self.dtype.bitwidth), f"{self.value} out of range of {self.dtype}")
+        else:
+            need(isinstance(self.value, float), "a float constant holds a float")
+
+
+@op
+class Bid(Op):
+    """This block's index along grid axis 0, 1 or 2 (int32)."""
+
+    axis: int
+
+    def result_types(self):
+        return (TileType(dt.int32),)
+
+    def check(self):
+        _axis(self.axis, 3)
+
+
+@op
+class NumBlocks(Op):
+    """The grid's size along axis 0, 1 or 2 (int32)."""
+
+    axis: int
+
+    def result_types(self):
+        return (TileType(dt.int32),)
+
+    def check(self):
+        _axis(self.axis, 3)
+
+
+# ---- arrays ---------------------------------------------------------------------------------------------
+@op
+class ArrayShape(Op):
+    """`array.shape[axis]` at run time, in the array's index type."""
+
+    array: Value
+    axis: int
+
+    def result_types(self):
+        return (TileType(_array(self.array).index_dtype),)
+
+    def check(self):
+        _axis(self.axis, _array(self.array).ndim)
+
+
+@op
+class ArrayStride(Op):
+    """`array.strides[axis]` (in elements) at run time, in the array's index type."""
+
+    array: Value
+    axis: int
+
+    def result_types(self):
+        return (TileType(_array(self.array).index_dtype),)
+
+    def check(self):
+        _axis(self.axis, _array(self.array).ndim)
+
+
+@op
+class ArraySlice(Op):
+    """A view of `array` restricted to [start, stop) along `axis` (0 <= start <= stop <= size is
+    the program's promise); same type as `array`."""
+
+    array: Value
+    start: Value
+    stop: Value
+    axis: int
+
+    def result_types(self):
+        return (_array(self.array),)
+
+    def check(self):
+        arr = _array(self.array)
+        _axis(self.axis, arr.ndim)
+        for v in (self.start, self.stop):
+            _scalar_of(v, "slice bound", (arr.index_dtype,))
+
+
+@op
+class ListGet(Op):
+    """Element `index` of a list argument (an array; out of range is undefined)."""
+
+    list: Value
+    index: Value
+
+    def result_types(self):
+        need(isinstance(self.list.type, ListType), f"list_get needs a list, got {self.list.type}")
+        return (self.list.type.elem,)
+
+    def check(self):
+        need(_tile(self.index, "index").dtype.is_int and self.index.tile.shape == (), "the index must be an integer scalar")
+
+
+# ---- memory -------------------------------------------------------------------------------------------
+_LOAD_ORDERS = (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE)
+_STORE_ORDERS = (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.RELEASE)
+
+
+@op
+class Load(Op):
+    """The tile at tile coordinate `index` of `array` viewed with axes permuted by `order` and cut
+    into `shape` tiles: result[x] = V[index * shape + x], V axis k = array axis order[k]. Lanes
+    outside the array get `padding`'s value. `shape == ()` on an n-d array loads one element.
+
+    check_bounds=False promises a tile inside the array (masks may be skipped); latency (1..10)
+    and allow_tma are scheduling hints; memory_order/scope order the load (WEAK: plain)."""
+
+    array: Value
+    index: tuple[Value, ...]
+    shape: tuple[int, ...]
+    order: tuple[int, ...]
+    padding: PaddingMode = PaddingMode.UNDETERMINED
+    check_bounds: bool = True
+    latency: int | None = None
+    allow_tma: bool | None = None
+    memory_order: MemoryOrder = MemoryOrder.WEAK
+    memory_scope: MemoryScope = MemoryScope.NONE
+
+    def result_types(self):
+        return (TileType(_array(self.array).dtype, self.shape),)
+
+    def check(self):
+        arr = _array(self.array)
+        _index_scalars(self.index, arr)
+        need(len(self.shape) in (0, arr.ndim), f"a rank-{len(self.shape)} tile of a rank-{arr.ndim} array")
+        _pow2_shape(self.shape)
+        _permutation(self.order, arr.ndim)
+        need(self.latency is None or 1 <= self.latency <= 10, f"latency {self.latency} not in 1..10")
+        _memory_order(self.memory_order, self.memory_scope, _LOAD_ORDERS)
+
+
+@op
+class Store(Op):
+    """Store `tile` (of the array's dtype) at tile coordinate `index`; lanes outside the array are
+    dropped. Hints and ordering as for Load."""
+
+    array: Value
+    index: tuple[Value, ...]
+    tile: Value
+    order: tuple[int, ...]
+    check_bounds: bool = True
+    latency: int | None = None
+    allow_tma: bool | None = None
+    memory_order: MemoryOrder = MemoryOrder.WEAK
+    memory_scope: MemoryScope = MemoryScope.NONE
+
+    effects = True
+
+    def check(self):
+        arr = _array(self.array)
+        _index_scalars(self.index, arr)
+        t = _tile(self.tile, "stored tile")
+        need(t.dtype is arr.dtype, f"stored tile dtype {t.dtype} differs from the array dtype {arr.dtype}")
+        need(t.ndim in (0, arr.ndim), f"a rank-{t.ndim} tile stored into a rank-{arr.ndim} array")
+        _permutation(self.order, arr.ndim)
+        need(self.latency is None or 1 <= self.latency <= 10, f"latency {self.latency} not in 1..10")
+        _memory_order(self.memory_order, self.memory_scope, _STORE_ORDERS)
+
+
+@op
+class Gather(Op):
+    """result[x] = array[index_0[x], index_1[x], ...]; lanes out of bounds (when check_bounds) or
+    masked off get `padding` (a tile of the result)."""
+
+    array: Value
+    index: tuple[Value, ...]
+    padding: Value
+    mask: Value | None = None
+    check_bounds: bool = True
+    latency: int | None = None
+
+    def result_types(self):
+        return (TileType(_array(self.array).dtype, _tile(self.padding, "padding").shape),)
+
+    def check(self):
+        arr = _array(self.array)
+        _element_access(arr, self.index, (self.padding, self.mask))
+        need(self.padding.tile.dtype is arr.dtype, "padding has the array dtype")
+        _mask(self.mask)
+
+
+@op
+class Scatter(Op):
+    """array[index_0[x], ...] = value[x] for lanes in bounds (when check_bounds) and not masked."""
+
+    array: Value
+    index: tuple[Value, ...]
+    value: Value
+    mask: Value | None = None
+    check_bounds: bool = True
+    latency: int | None = None
+
+    effects = True
+
+    def check(self):
+        arr = _array(self.array)
+        _element_access(arr, self.index, (self.value, self.mask))
+        need(self.value.tile.dtype is arr.dtype, "the value has the array dtype")
+        _mask(self.mask)
+
+
+_ATOMIC_ORDERS = (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL)
+
+
+@op
+class AtomicRMW(Op):
+    """Per lane, atomically array[idx] = fn(array[idx], value); returns the old values (lanes
+    skipped, out of bounds or masked off, return 0). Lanes apply as if one at a time in
+    row-major lane order."""
+
+    fn: AtomicFn
+    array: Value
+    index: tuple[Value, ...]
+    value: Value
+    mask: Value | None = None
+    check_bounds: bool = True
+    memory_order: MemoryOrder = MemoryOrder.ACQ_REL
+    memory_scope: MemoryScope = MemoryScope.DEVICE
+
+    effects = True
+
+    def result_types(self):
+        return (self.value.type,)
+
+    def check(self):
+        arr = _array(self.array)
+        _element_access(arr, self.index, (self.value, self.mask))
+        need(self.value.tile.dtype is arr.dtype, "the update has the array dtype")
+        _mask(self.mask)
+        need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
+        need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
+
+
+@op
+class AtomicCAS(Op):
+    """Per lane, atomically: if the bits of array[idx] equal expected's, store desired; returns
+    the old values (skipped lanes return `expected`)."""
+
+    array: Value
+    index: tuple[Value, ...]
+    expected: Value
+    desired: Value
+    mask: Value | None = None
+    check_bounds: bool = True
+    memory_order: MemoryOrder = MemoryOrder.ACQ_REL
+    memory_scope: MemoryScope = MemoryScope.DEVICE
+
+    effects = True
+
+    def result_types(self):
+        return (self.expected.type,)
+
+    def check(self):
+        arr = _array(self.array)
+        _element_access(arr, self.index, (self.expected, self.desired, self.mask))
+        need(self.expected.tile.dtype is arr.dtype and self.desired.tile.dtype is arr.dtype,
+             "expected and desired have the array dtype")
+        _mask(self.mask)
+        need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
+        need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
+
+
+# ---- tile construction, conversion and shape ----------------------------------------------------------
+@op
+class Arange(Op):
+    """The int32 tile [0, 1, ..., size-1]."""
+
+    size: int
+
+    def result_types(self):
+        return (TileType(dt.int32, (self.size,)),)
+
+    def check(self):
+        _pow2_shape((self.size,))
+
+
+@op
+class Cast(Op):
+    """Value conversion to `dtype`: float→int truncates toward zero (saturating, NaN → 0),
+    int→bool is != 0, to a float rounds by `rounding` (None: nearest even)."""
+
+    x: Value
+    dtype: DType
+    rounding: RoundingMode | None = None
+
+    def result_types(self):
+        return (_tile(self.x, "x").with_dtype(self.dtype),)
+
+    def check(self):
+        if self.rounding is not None:
+            need(self.rounding in DIRECTED, f"rounding mode {self.rounding.name} on a cast")
+            need(self.dtype.is_float or self.dtype.is_restricted, "a rounding mode needs a float result")
+
+
+@op
+class Bitcast(Op):
+    """The same bits read as `dtype` (same bit width, not bool)."""
+
+    x: Value
+    dtype: DType
+
+    def result_types(self):
+        return (_tile(self.x, "x").with_dtype(self.dtype),)
+
+    def check(self):
+        src = self.x.tile.dtype
+        need(src.bitwidth == self.dtype.bitwidth and dt.bool_ not in (src, self.dtype),
+             f"bitcast {src} -> {self.dtype} changes the bit width or involves bool")
+
+
+@op
+class Broadcast(Op):
+    """NumPy broadcast to `shape` of the same rank (dims of 1 grow)."""
+
+    x: Value
+    shape: tuple[int, ...]
+
+    def result_types(self):
+        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+
+    def check(self):
+        src = self.x.tile.shape
+        need(len(src) == len(self.shape) and all(s in (1, d) for s, d in zip(src, self.shape)),
+             f"cannot broadcast {src} to {self.shape}")
+
+
+@op
+class Reshape(Op):
+    """Row-major reshape to `shape` (same element count)."""
+
+    x: Value
+    shape: tuple[int, ...]
+
+    def result_types(self):
+        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+
+    def check(self):
+        n = 1
+        for d in self.x.tile.shape:
+            n *= d
+        m = 1
+        for d in self.shape:
+            m *= d
+        need(n == m, f"cannot reshape {self.x.tile.shape} to {self.shape}")
+
+
+@op
+class Permute(Op):
+    """Result axis k is input axis axes[k]."""
+
+    x: Value
+    axes: tuple[int, ...]
+
+    def result_types(self):
+        t = _tile(self.x, "x")
+        _permutation(self.axes, t.ndim)
+        return (TileType(t.dtype, tuple(t.shape[a] for a in self.axes)),)
+
+
+@op
+class Cat(Op):
+    """lhs and rhs (same dtype, same dims but `axis`) concatenated along `axis`."""
+
+    lhs: Value
+    rhs: Value
+    axis: int
+
+    def result_types(self):
+        a, b = _tile(self.lhs, "lhs"), _tile(self.rhs, "rhs")
+        need(a.ndim == b.ndim and a.dtype is b.dtype, f"cat of {a} and {b}")
+        _axis(self.axis, a.ndim)
+        shape = list(a.shape)
+        shape[self.axis] += b.shape[self.axis]
+        return (TileType(a.dtype, tuple(shape)),)
+
+    def check(self):
+        a, b = self.lhs.tile, self.rhs.tile
+        need(all(p == q for k, (p, q) in enumerate(zip(a.shape, b.shape)) if k != self.axis),
+             f"cat of {a} and {b}: dims other than {self.axis} differ")
+        _pow2_shape(self.results[0].tile.shape if self.results else ())
+
+
+@op
+class Extract(Op):
+    """Sub-tile `index` (int scalars, one per dim) of x cut into `shape` blocks."""
+
+    x: Value
+    index: tuple[Value, ...]
+    shape: tuple[int, ...]
+
+    def result_types(self):
+        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+
+    def check(self):
+        src = self.x.tile.shape
+        need(len(self.shape) == len(src) == len(self.index), f"extract of rank {len(self.shape)} from rank {len(src)}")
+        need(all(d % s == 0 for d, s in zip(src, self.shape)), f"{self.shape} does not divide {src}")
+        for v in self.index:
+            _scalar_of(v, "extract index", (dt.int32, dt.int64))
+
+
+# ---- elementwise ----------------------------------------------------------------------------------------
+def _check_rounding(rounding: RoundingMode | None, ftz: bool, dtype: DType, approx_ok: bool) -> None:
+    if rounding is not None:
+        allowed = DIRECTED + ((RoundingMode.FULL, RoundingMode.APPROX) if approx_ok else ())
+        need(rounding in allowed, f"rounding mode {rounding.name} not allowed here")
+        need(dtype.is_float, f"a rounding mode needs float operands, got {dtype}")
+        if rounding in (RoundingMode.FULL, RoundingMode.APPROX):
+            need(dtype is dt.float32, "FULL/APPROX only on float32")
+    if ftz:
+        need(dtype is dt.float32, f"flush_to_zero only on float32, got {dtype}")
+
+
+@op
+class Unary(Op):
+    """fn(x) per element. `rounding` (SQRT: RN/RZ/RM/RP/APPROX; EXP, TANH: FULL/APPROX) and
+    `flush_to_zero` (float32: subnormal inputs and results become ±0)."""
+
+    fn: UnaryFn
+    x: Value
+    rounding: RoundingMode | None = None
+    flush_to_zero: bool = False
+
+    def result_types(self):
+        t = _tile(self.x, "x")
+        return (t.with_dtype(dt.bool_) if self.fn is UnaryFn.ISNAN else t,)
+
+    def check(self):
+        d = self.x.tile.dtype
+        if self.rounding is not None:
+            approx = {UnaryFn.SQRT: DIRECTED + (RoundingMode.APPROX,),
+                      UnaryFn.EXP: (RoundingMode.FULL, RoundingMode.APPROX),
+                      UnaryFn.TANH: (RoundingMode.FULL, RoundingMode.APPROX)}.get(self.fn, ())
+            need(self.rounding in approx, f"rounding mode {self.rounding.name} on {self.fn.value}")
+            _check_rounding(self.rounding, False, d, True)
+        if self.flush_to_zero:
+            need(self.fn in (UnaryFn.EXP2, UnaryFn.SQRT, UnaryFn.RSQRT), f"flush_to_zero on {self.fn.value}")
+            _check_rounding(None, True, d, False)
+
+
+@op
+class Binary(Op):
+    """fn(lhs, rhs) per element on operands of one type. ADD/SUB/MUL/TRUEDIV may carry a
+    rounding mode (RN/RZ/RM/RP; TRUEDIV also FULL/APPROX) and flush_to_zero (float32; also on
+    MIN/MAX)."""
+
+    fn: BinaryFn
+    lhs: Value
+    rhs: Value
+    rounding: RoundingMode | None = None
+    flush_to_zero: bool = False
+
+    def result_types(self):
+        return (_tile(self.lhs, "lhs"),)
+
+    def check(self):
+        need(self.lhs.type == self.rhs.type, f"operand types differ: {self.lhs.type}, {self.rhs.type}")
+        d = self.lhs.tile.dtype
+        if self.rounding is not None:
+            need(self.fn in ROUNDED_BINARY, f"rounding mode on {self.fn.value}")
+        if self.flush_to_zero:
+            need(self.fn in ROUNDED_BINARY | {BinaryFn.MIN, BinaryFn.MAX, BinaryFn.MIN_NAN, BinaryFn.MAX_NAN},
+                 f"flush_to_zero on {self.fn.value}")
+        _check_rounding(self.rounding, self.flush_to_zero, d, self.fn is BinaryFn.TRUEDIV)
+
+
+@op
+class Compare(Op):
+    """fn(lhs, rhs) per element -> bool; floats ordered except NE (NaN != NaN)."""
+
+    fn: CompareFn
+    lhs: Value
+    rhs: Value
+
+    def result_types(self):
+        return (_tile(self.lhs, "lhs").with_dtype(dt.bool_),)
+
+    def check(self):
+        need(self.lhs.type == self.rhs.type, f"operand types differ: {self.lhs.type}, {self.rhs.type}")
+
+
+@op
+class Where(Op):
+    """x where cond else y (cond bool; all three of one shape, x and y of one type)."""
+
+    cond: Value
+    x: Value
+    y: Value
+
+    def result_types(self):
+        return (_tile(self.x, "x"),)
+
+    def check(self):
+        _same_shapes(self.cond, self.x, self.y)
+        need(self.cond.tile.dtype is dt.bool_ and self.x.type == self.y.type,
+             "where needs a bool condition and two values of one type")
+
+
+# ---- reductions, scans, matrix multiply ------------------------------------------------------------------
+@op
+class Reduce(Op):
+    """fn over `axis` (keepdims keeps it as 1). SUM/PROD keep the dtype (integers wrap); MAX/MIN
+    ignore NaN; ARGMAX/ARGMIN give the int32 first index of the extreme, ignoring NaN."""
+
+    fn: ReduceFn
+    x: Value
+    axis: int
+    keepdims: bool = False
+
+    def result_types(self):
+        t = _tile(self.x, "x")
+        _axis(self.axis, t.ndim)
+        shape = t.shape[:self.axis] + ((1,) if self.keepdims else ()) + t.shape[self.axis + 1:]
+        arg = self.fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN)
+        return (TileType(dt.int32 if arg else t.dtype, shape),)
+
+    def check(self):
+        d = self.x.tile.dtype
+        need(not d.is_restricted and d is not dt.bool_, f"reduce of {d}")
+
+
+@op
+class Scan(Op):
+    """Inclusive fn-scan along `axis` (reverse: from the end)."""
+
+    fn: ScanFn
+    x: Value
+    axis: int
+    reverse: bool = False
+
+    def result_types(self):
+        t = _tile(self.x, "x")
+        _axis(self.axis, t.ndim)
+        return (t,)
+
+    def check(self):
+        d = self.x.tile.dtype
+        need(not d.is_restricted and d is not dt.bool_, f"scan of {d}")
+
+
+def _check_combine(xs: tuple[Value, ...], identities: tuple[Any, ...], combine: Block) -> None:
+    scalars = tuple(TileType(v.tile.dtype) for v in xs)
+    need(len(identities) == len(xs), "one identity per operand")
+    need(_arg_types(combine) == scalars + scalars, "the combine block takes 2N scalars of the operand dtypes")
+    need(_yield_types(combine, Yield) == scalars, "the combine block yields N scalars of the operand dtypes")
+    _same_shapes(*xs)
+
+
+@op
+class ReduceWith(Op):
+    """Reduce the tiles `xs` (one shape) along `axis` with the `combine` block: combine(*a, *b)
+    on 0-d values yields N 0-d values; `identities` are its neutral elements."""
+
+    xs: tuple[Value, ...]
+    axis: int
+    keepdims: bool
+    identities: tuple[bool | int | float, ...]
+    combine: Block
+
+    def result_types(self):
+        need(len(self.xs) > 0, "reduce_with needs operands")
+        t = _tile(self.xs[0], "x")
+        _axis(self.axis, t.ndim)
+        shape = t.shape[:self.axis] + ((1,) if self.keepdims else ()) + t.shape[self.axis + 1:]
+        return tuple(TileType(x.tile.dtype, shape) for x in self.xs)
+
+    def check(self):
+        _check_combine(self.xs, self.identities, self.combine)
+
+
+@op
+class ScanWith(Op):
+    """Inclusive scan of `xs` along `axis` with the `combine` block (as ReduceWith)."""
+
+    xs: tuple[Value, ...]
+    axis: int
+    reverse: bool
+    identities: tuple[bool | int | float, ...]
+    combine: Block
+
+    def result_types(self):
+        need(len(self.xs) > 0, "scan_with needs operands")
+        _axis(self.axis, _tile(self.xs[0], "x").ndim)
+        return tuple(x.type for x in self.xs)
+
+    def check(self):
+        _check_combine(self.xs, self.identities, self.combine)
+
+
+MMA_ACCUMULATORS: dict[DType, tuple[DType, ...]] = {
+    dt.float16: (dt.float16, dt.float32), dt.bfloat16: (dt.float32,), dt.float32: (dt.float32,),
+    dt.tfloat32: (dt.float32,), dt.float64: (dt.float64,), dt.float8_e4m3fn: (dt.float16, dt.float32),
+    dt.float8_e5m2: (dt.float16, dt.float32), dt.int8: (dt.int32,), dt.uint8: (dt.int32,),
+}
+"""Operand dtype -> the accumulator dtypes MMA allows (the first is matmul's)."""
+
+
+@op
+class Mma(Op):
+    """a @ b + acc on 2-D or 3-D (batched, equal batch) tiles; result type = acc's. float32
+    operands multiply exactly (the tf32 path is the tfloat32 dtype); use_fast_acc (fp8 only)
+    allows a less precise accumulation inside the K loop."""
+
+    a: Value
+    b: Value
+    acc: Value
+    use_fast_acc: bool = False
+
+    def result_types(self):
+        return (_tile(self.acc, "acc"),)
+
+    def check(self):
+        a, b, c = self.a.tile, self.b.tile, self.acc.tile
+        need(a.ndim == b.ndim == c.ndim and a.ndim in (2, 3), f"mma ranks {a.ndim}, {b.ndim}, {c.ndim}")
+        need(a.shape[:-2] == b.shape[:-2] == c.shape[:-2], "mma batch dims differ")
+        need(a.shape[-1] == b.shape[-2] and c.shape[-2:] == (a.shape[-2], b.shape[-1]),
+             f"mma shapes {a.shape} @ {b.shape} -> {c.shape}")
+        ints = (dt.int8, dt.uint8)
+        need(a.dtype is b.dtype or (a.dtype in ints and b.dtype in ints), f"mma of {a.dtype} and {b.dtype}")
+        need(c.dtype in MMA_ACCUMULATORS.get(a.dtype, ()), f"mma of {a.dtype} into {c.dtype}")
+        need(not self.use_fast_acc or a.dtype in (dt.float8_e4m3fn, dt.float8_e5m2), "use_fast_acc needs fp8")
+
+
+# ---- utilities -------------------------------------------------------------------------------------------
+@op
+class Print(Op):
+    """Print pieces[0], tiles[0], pieces[1], ...; formats: per tile '{:<py spec>}', a C '%'
+    specifier, or None (nested lists, floats with 6 decimals)."""
+
+    tiles: tuple[Value, ...]
+    pieces: tuple[str, ...]
+    formats: tuple[str | None, ...]
+
+    effects = True
+
+    def check(self):
+        need(len(self.pieces) == len(self.tiles) + 1 and len(self.formats) == len(self.tiles),
+             "print needs one more piece than tiles and one format per tile")
+
+
+@op
+class Assert(Op):
+    """Trap with `message` if any element of the bool tile `cond` is False."""
+
+    cond: Value
+    message: str
+
+    effects = True
+
+    def check(self):
+        need(_tile(self.cond, "cond").dtype is dt.bool_, "assert needs a bool tile")
+
+
+# ---- structured control flow -------------------------------------------------------------------------------
+@op
+class For(Op):
+    """for iv in range(lower, upper, step) (step > 0; otherwise no iteration): body(iv, *carried)
+    yields the next carried values; the results are the last ones (`init` if no iteration)."""
+
+    lower: Value
+    upper: Value
+    step: Value
+    init: tuple[Value, ...]
     body: Block
-    loc: Location | None
-    options: dict[str, Any] = field(default_factory=dict)
 
-    def walk(self):
-        """Every op, depth first, in program order."""
-        stack = [iter(self.body.ops)]
-        while stack:
-            op = next(stack[-1], None)
-            if op is None:
-                stack.pop()
-                continue
-            yield op
-            for blk in reversed(op.blocks):
-                stack.append(iter(blk.ops))
+    def result_types(self):
+        return tuple(v.type for v in self.init)
+
+    def check(self):
+        bounds = {v.type for v in (self.lower, self.upper, self.step)}
+        need(len(bounds) == 1, "loop bounds of one type")
+        _scalar_of(self.lower, "loop bound", (dt.int32, dt.int64))
+        init = self.result_types()
+        need(_arg_types(self.body) == (self.lower.type, *init), "the body takes the counter and the carried values")
+        need(_yield_types(self.body, Yield) == init, "the body yields values of the carried types")
+
+
+@op
+class If(Op):
+    """Run `then` if the bool scalar `cond` holds, else `orelse`; each yields the results."""
+
+    cond: Value
+    then: Block
+    orelse: Block
+
+    def result_types(self):
+        return _yield_types(self.then, Yield)
+
+    def check(self):
+        _scalar_of(self.cond, "condition", (dt.bool_,))
+        need(not self.then.args and not self.orelse.args, "if regions take no arguments")
+        need(_yield_types(self.orelse, Yield) == self.result_types(), "both branches yield the same types")
+
+
+@op
+class While(Op):
+    """scf.while: `before(*carried)` ends with Condition(cond, *passed); while cond holds,
+    `after(*passed)` yields the next carried values; the results are the last passed values."""
+
+    init: tuple[Value, ...]
+    before: Block
+    after: Block
+
+    effects = True  # may not terminate: never removed
+
+    def result_types(self):
+        return _yield_types(self.before, Condition)
+
+    def check(self):
+        init = tuple(v.type for v in self.init)
+        need(_arg_types(self.before) == init, "before takes the carried values")
+        need(_arg_types(self.after) == self.result_types(), "after takes the passed values")
+        need(_yield_types(self.after, Yield) == init, "after yields values of the carried types")
+        _scalar_of(self.before.terminator.cond, "condition", (dt.bool_,))
+
+
+@op
+class Yield(Op):
+    """Ends a For body, If branch, While `after` or combine block with its values."""
+
+    values: tuple[Value, ...]
+
+    terminator = True
+    effects = True
+
+
+@op
+class Condition(Op):
+    """Ends While's `before`: continue while `cond`, passing `values` on."""
+
+    cond: Value
+    values: tuple[Value, ...]
+
+    terminator = True
+    effects = True
+
+
+OP_CLASSES: tuple[type[Op], ...] = declared()
+"""Every op class, in declaration order (backends and tests walk it)."""

@@ -1,10 +1,11 @@
-"""Readable text form of Tile IR, e.g. `%12 = binary[add] %10, %11 : tile<32x32xf32>  # k.py:7`."""
+"""Readable text form of Tile IR, e.g. `%12 = binary[fn=add] %10, %11 : tile<32x32xf32>  # k.py:7`."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
-from .ops import Block, Function, Operation, Value
+from .core import Block, Function, Op, Value
 
 
 def _attr(v) -> str:
@@ -19,9 +20,11 @@ def _name(v: Value) -> str:
     return f"%{v.id}"
 
 
-def _op(op: Operation, indent: str, out: list[str]) -> None:
-    attrs = ", ".join(f"{k}={_attr(v)}" for k, v in op.attrs.items() if v is not None)
-    head = op.opcode.value + (f"[{attrs}]" if attrs else "")
+def _op(op: Op, indent: str, out: list[str]) -> None:
+    defaults = {f.name: f.default for f in dataclasses.fields(op)}
+    attrs = ", ".join(f"{k}={_attr(v)}" for k, v in op.attributes().items()
+                      if v is not None and not (k in defaults and defaults[k] is v))
+    head = op.name + (f"[{attrs}]" if attrs else "")
     lhs = ", ".join(_name(r) for r in op.results)
     rhs = ", ".join(_name(o) for o in op.operands)
     types = ", ".join(str(r.type) for r in op.results)
@@ -31,9 +34,9 @@ def _op(op: Operation, indent: str, out: list[str]) -> None:
     if op.loc is not None:
         line += f"  # {op.loc.file.rsplit('/', 1)[-1]}:{op.loc.line}"
     out.append(line)
-    for i, blk in enumerate(op.blocks):
+    for name, blk in zip(op._block_fields, op.blocks):
         args = ", ".join(f"{_name(a)}: {a.type}" for a in blk.args)
-        out.append(f"{indent}  ^{i}({args}):")
+        out.append(f"{indent}  ^{name}({args}):")
         _block(blk, indent + "    ", out)
 
 
