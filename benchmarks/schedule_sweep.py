@@ -24,10 +24,11 @@ import torch
 
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
 from matmul import CASES, TOLERANCE, Case, CudaTimer, meta, relative_error, tiles_for
+from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind
 from tilecraft.backends.triton import TritonBackend
 from tilecraft.library import matmul_kernel, persistent_matmul_kernel
-from tilecraft.runtime.backends import convert_arrays
+from tilecraft.runtime.args import backend_args
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -50,7 +51,7 @@ def tilecraft_runner(case: Case, A: torch.Tensor, B: torch.Tensor, C: torch.Tens
     facts = iter(a.facts for a in arrays)
     param_facts = [next(facts) if hasattr(p.type, "ndim") else None for p in fn.params]
     compiled = TritonBackend(BackendKind.TRITON, **options).compile(fn, param_facts)
-    args = convert_arrays(flat, BackendKind.TRITON)
+    args = backend_args(flat, as_torch)
     compiled.launch(grid, args, None)
     launcher = compiled.specialize(args)
     stream = torch.cuda.current_stream()

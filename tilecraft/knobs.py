@@ -18,7 +18,8 @@ class Knob:
 
 
 BACKEND = Knob("TILECRAFT_BACKEND", "",
-               "Force a backend for every launch: interpreter, triton or triton-interpret.")
+               "Force a backend for every launch by name: interpreter, triton, triton-interpret or one registered "
+               "in tilecraft/backends.")
 CACHE_DIR = Knob("TILECRAFT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilecraft"),
                  "Directory of the on-disk compile cache; empty or 'off' disables it.")
 DUMP_IR = Knob("TILECRAFT_DUMP_IR", "", "Set to 1 to print each kernel's Tile IR to stderr when it is compiled.")

@@ -4,7 +4,11 @@ GPU-only code (tensor descriptors, libdevice) is also compiled for sm_90 without
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import enum
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 
 import numpy as np
@@ -14,14 +18,17 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 from tilecraft.backends.base import ArrayFacts, BackendKind  # noqa: E402
+from tilecraft.backends.interpreter import rounding as reference  # noqa: E402
 from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
-from tilecraft.backends.triton.emitter import Target  # noqa: E402
+from tilecraft.backends.triton import rounding  # noqa: E402
+from tilecraft.backends.triton.emitter import KIND_TABLES, RULES, UNSUPPORTED, Target, covers  # noqa: E402
 from tilecraft.backends.triton.heuristics import choose_config  # noqa: E402
 from tilecraft.backends.triton.lower import lower  # noqa: E402
-from tilecraft.errors import Location, TileCompilerExecutionError  # noqa: E402
-from tilecraft.ir import (AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Opcode,  # noqa: E402
-                          ReduceFn, ScanFn, UnaryFn, Value, verify)
-from tilecraft.ir.types import ArrayType, TileType, scalar  # noqa: E402
+from tilecraft.backends.triton.plan import build_plan  # noqa: E402
+from tilecraft.errors import Location, TileCompilerExecutionError, TileUnsupportedFeatureError  # noqa: E402
+from tilecraft.ir import (OP_CLASSES, AtomicFn, BinaryFn, Block, Builder, CompareFn, Function,  # noqa: E402
+                          ReduceFn, ScanFn, UnaryFn, Value, ops, verify)
+from tilecraft.ir.types import ArrayType, scalar  # noqa: E402
 from tilecraft.passes.ranges import nonnegative  # noqa: E402
 from tilecraft.language import dtypes as D  # noqa: E402
 from tilecraft.language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode  # noqa: E402
@@ -40,84 +47,99 @@ I32, F32 = scalar(D.int32), scalar(D.float32)
 
 
 class K:
-    """A tiny IR builder for tests: each op records the test line that created it."""
+    """A tiny IR builder for tests over `Builder.value` / `Builder.emit`: each op records the
+    test line that created it (the first caller outside this class)."""
 
     def __init__(self, name: str) -> None:
         self.name, self.b, self.params, self.names = name, Builder(), [], []
         self.body = Block()
-        self.b._blocks.append(self.body)
+        self._scope = contextlib.ExitStack()
+        self._scope.enter_context(self.b.inside(self.body))
 
     def array(self, name: str, dtype, ndim: int) -> Value:
-        v = Value(ArrayType(dtype, ndim), name)
-        self.params.append(v)
-        self.names.append(name)
-        return v
+        return self._param(ArrayType(dtype, ndim), name)
 
     def scalar_param(self, name: str, dtype) -> Value:
-        v = Value(scalar(dtype), name)
+        return self._param(scalar(dtype), name)
+
+    def _param(self, type_, name: str) -> Value:
+        v = self.b.new_value(type_, name)
         self.params.append(v)
         self.names.append(name)
         return v
 
-    def op(self, opcode, operands, rtype=None, blocks=None, **attrs):
+    def block(self, *types, hints=()) -> Block:
+        """A region with fresh arguments of `types` (fill it with `with k.b.inside(blk)`)."""
+        hints = tuple(hints) + ("",) * (len(types) - len(hints))
+        return Block([self.b.new_value(t, h) for t, h in zip(types, hints)])
+
+    def _locate(self) -> None:
         frame = sys._getframe(1)
         while isinstance(frame.f_locals.get("self"), K):
             frame = frame.f_back
         self.b.loc = Location(frame.f_code.co_filename, frame.f_lineno, 4)
-        types = [] if rtype is None else (rtype if isinstance(rtype, list) else [rtype])
-        op = self.b.emit(opcode, operands, types, blocks=blocks, **attrs)
+
+    def value(self, cls, **fields) -> Value:
+        """`b.value(cls, **fields)`: the result of a single-result op."""
+        self._locate()
+        return self.b.value(cls, **fields)
+
+    def emit(self, cls, **fields):
+        """`b.emit(cls, **fields)`: the op's results (one value, a tuple, or () for none)."""
+        self._locate()
+        op = self.b.emit(cls, **fields)
         return op.results[0] if len(op.results) == 1 else op.results
 
     # -- value helpers
     def const(self, value, dtype=D.int32):
-        return self.op(Opcode.CONST, [], scalar(dtype), value=value)
+        py = bool if dtype is D.bool_ else int if dtype.is_int else float
+        return self.value(ops.Const, value=py(value), dtype=dtype)
 
     def full(self, shape, value, dtype):
         c = self.const(value, dtype)
-        r = self.op(Opcode.RESHAPE, [c], TileType(dtype, (1,) * len(shape)), shape=(1,) * len(shape))
-        return self.op(Opcode.BROADCAST, [r], TileType(dtype, tuple(shape)), shape=tuple(shape))
+        r = self.value(ops.Reshape, x=c, shape=(1,) * len(shape))
+        return self.value(ops.Broadcast, x=r, shape=tuple(shape))
 
     def bid(self, axis=0):
-        return self.op(Opcode.BID, [], I32, axis=axis)
+        return self.value(ops.Bid, axis=axis)
 
     def arange(self, n):
-        return self.op(Opcode.ARANGE, [], TileType(D.int32, (n,)), size=n)
+        return self.value(ops.Arange, size=n)
 
-    def load(self, arr, idx, shape, order=None, padding=PaddingMode.ZERO, allow_tma=None):
-        res = TileType(arr.type.dtype, tuple(shape))
-        return self.op(Opcode.LOAD, [arr, *idx], res, shape=tuple(shape), order=order, padding=padding,
-                       latency=None, allow_tma=allow_tma)
+    def array_shape(self, arr, axis):
+        return self.value(ops.ArrayShape, array=arr, axis=axis)
 
-    def store(self, arr, idx, tile, order=None):
-        self.op(Opcode.STORE, [arr, *idx, tile], order=order, latency=None, allow_tma=None)
+    def load(self, arr, idx, shape, order=None, padding=PaddingMode.ZERO, **hints):
+        return self.value(ops.Load, array=arr, index=tuple(idx), shape=tuple(shape),
+                          order=order or tuple(range(arr.type.ndim)), padding=padding, **hints)
 
-    def binary(self, fn, x, y):
-        return self.op(Opcode.BINARY, [x, y], x.type, fn=fn)
+    def store(self, arr, idx, tile, order=None, **hints):
+        self.emit(ops.Store, array=arr, index=tuple(idx), tile=tile, order=order or tuple(range(arr.type.ndim)),
+                  **hints)
 
-    def unary(self, fn, x):
-        t = x.tile.with_dtype(D.bool_) if fn is UnaryFn.ISNAN else x.type
-        return self.op(Opcode.UNARY, [x], t, fn=fn)
+    def binary(self, fn, x, y, **options):
+        return self.value(ops.Binary, fn=fn, lhs=x, rhs=y, **options)
+
+    def unary(self, fn, x, **options):
+        return self.value(ops.Unary, fn=fn, x=x, **options)
 
     def compare(self, fn, x, y):
-        return self.op(Opcode.COMPARE, [x, y], x.tile.with_dtype(D.bool_), fn=fn)
+        return self.value(ops.Compare, fn=fn, lhs=x, rhs=y)
 
     def cast(self, x, dtype, rounding=None):
-        return self.op(Opcode.CAST, [x], x.tile.with_dtype(dtype), dtype=dtype, rounding=rounding)
+        return self.value(ops.Cast, x=x, dtype=dtype, rounding=rounding)
 
     def reduce(self, fn, x, axis, keepdims=False):
-        shape = list(x.tile.shape)
-        if keepdims:
-            shape[axis] = 1
-        else:
-            del shape[axis]
-        dtype = D.int32 if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN) else x.tile.dtype
-        return self.op(Opcode.REDUCE, [x], TileType(dtype, tuple(shape)), fn=fn, axis=axis, keepdims=keepdims)
+        return self.value(ops.Reduce, fn=fn, x=x, axis=axis, keepdims=keepdims)
+
+    def mma(self, a, b, acc, **options):
+        return self.value(ops.Mma, a=a, b=b, acc=acc, **options)
 
     def for_(self, lb, ub, step, inits, body):
-        blk = Block([Value(lb.type, "k")] + [Value(v.type) for v in inits])
+        blk = self.block(lb.type, *(v.type for v in inits), hints=("k",))
         with self.b.inside(blk):
-            self.op(Opcode.YIELD, body(*blk.args))
-        return self.op(Opcode.FOR, [lb, ub, step, *inits], [v.type for v in inits], blocks=[blk])
+            self.emit(ops.Yield, values=tuple(body(*blk.args)))
+        return self.emit(ops.For, lower=lb, upper=ub, step=step, init=tuple(inits), body=blk)
 
     def fn(self) -> Function:
         return verify(Function(self.name, self.params, self.names, self.body, Location(__file__, 1, 0)))
@@ -151,8 +173,19 @@ def randn(*shape, dtype=torch.float32):
 
 # ---- basics ---------------------------------------------------------------------------------
 
-def test_every_opcode_has_a_rule():
+def test_every_op_class_has_a_rule_or_a_reason():
     assert missing_rules() == []
+    for cls in OP_CLASSES:
+        assert cls in RULES or UNSUPPORTED.get(cls), cls.__name__
+    assert all(reason.strip() for reason in UNSUPPORTED.values())
+
+
+def test_every_sub_kind_has_a_lowering():
+    for kind in (UnaryFn, BinaryFn, CompareFn, ReduceFn, ScanFn, AtomicFn):
+        assert set(KIND_TABLES[kind]) == set(kind), kind.__name__
+    partial = enum.Enum("Partial", ["ONE", "TWO", "THREE"])
+    with pytest.raises(ImportError, match="Partial TWO, THREE"):
+        covers(partial, {partial.ONE: "one"})
 
 
 def _vector_add(tile=16):
@@ -260,20 +293,20 @@ def test_zero_d_array_beside_descriptor_loads():
 
 # ---- matrix multiply ------------------------------------------------------------------------
 
-def _matmul(in_dtype, acc_dtype, out_dtype, tk=16, mma_dtype=None, tm=16, tn=16):
+def _matmul(in_dtype, acc_dtype, out_dtype, tk=16, mma_dtype=None, tm=16, tn=16, latency=None):
     k = K("matmul")
     a, b, c = k.array("A", in_dtype, 2), k.array("B", in_dtype, 2), k.array("C", out_dtype, 2)
     bm, bn = k.bid(0), k.bid(1)
     acc0 = k.full((tm, tn), 0.0, acc_dtype)
-    kdim = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=1)
+    kdim = k.array_shape(a, 1)
     nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, kdim, k.const(tk - 1)), k.const(tk))
 
     def body(kk, acc):
-        x = k.load(a, [bm, kk], (tm, tk))
-        y = k.load(b, [kk, bn], (tk, tn))
+        x = k.load(a, [bm, kk], (tm, tk), latency=latency)
+        y = k.load(b, [kk, bn], (tk, tn), latency=latency)
         if mma_dtype is not None:
             x, y = k.cast(x, mma_dtype), k.cast(y, mma_dtype)
-        return [k.op(Opcode.MMA, [x, y, acc], acc.type)]
+        return [k.mma(x, y, acc)]
 
     acc = k.for_(k.const(0), nk, k.const(1), [acc0], body)
     k.store(c, [bm, bn], k.cast(acc, out_dtype) if out_dtype is not acc_dtype else acc)
@@ -310,15 +343,14 @@ def _stacked_matmul(tm=128, tn=128, tk=16):
     k = K("stacked_matmul")
     a, b, c = k.array("A", D.float32, 2), k.array("B", D.float32, 2), k.array("C", D.float32, 2)
     bm, bn, bz = k.bid(0), k.bid(1), k.bid(2)
-    kdim = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=1)
+    kdim = k.array_shape(a, 1)
     nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, kdim, k.const(tk - 1)), k.const(tk))
     acc = k.for_(k.const(0), nk, k.const(1), [k.full((tm, tn), 0.0, D.float32)],
-                 lambda kk, acc: [k.op(Opcode.MMA, [k.load(a, [bm, kk], (tm, tk)), k.load(b, [kk, bn], (tk, tn)),
-                                                     acc], acc.type)])
+                 lambda kk, acc: [k.mma(k.load(a, [bm, kk], (tm, tk)), k.load(b, [kk, bn], (tk, tn)), acc)])
     scale = k.cast(k.binary(BinaryFn.ADD, bz, k.const(1)), D.float32)
-    scale = k.op(Opcode.RESHAPE, [scale], TileType(D.float32, (1, 1)), shape=(1, 1))
-    scale = k.op(Opcode.BROADCAST, [scale], acc.type, shape=(tm, tn))
-    row = k.binary(BinaryFn.ADD, k.binary(BinaryFn.MUL, bz, k.op(Opcode.NUM_BLOCKS, [], I32, axis=0)), bm)
+    scale = k.value(ops.Reshape, x=scale, shape=(1, 1))
+    scale = k.value(ops.Broadcast, x=scale, shape=(tm, tn))
+    row = k.binary(BinaryFn.ADD, k.binary(BinaryFn.MUL, bz, k.value(ops.NumBlocks, axis=0)), bm)
     k.store(c, [row, bn], k.binary(BinaryFn.MUL, acc, scale))
     return k
 
@@ -364,8 +396,8 @@ def test_grid_loop_only_for_one_mma_tile_per_block():
     assert not lower(_vector_add(64).fn(), facts, target).grid_loop
     assert not lower(_stacked_matmul(tm=64, tn=128).fn(), facts, target).grid_loop  # small tiles
     k = _stacked_matmul()
-    k.op(Opcode.ATOMIC, [k.params[2], k.const(0), k.const(0), k.const(1.0, D.float32)], F32, fn=AtomicFn.ADD,
-         order=MemoryOrder.RELAXED, scope=MemoryScope.DEVICE, has_mask=False)
+    k.emit(ops.AtomicRMW, fn=AtomicFn.ADD, array=k.params[2], index=(k.const(0), k.const(0)),
+           value=k.const(1.0, D.float32), memory_order=MemoryOrder.RELAXED, memory_scope=MemoryScope.DEVICE)
     assert not lower(k.fn(), facts, target).grid_loop
 
     k = K("own_tile_loop")
@@ -373,11 +405,10 @@ def test_grid_loop_only_for_one_mma_tile_per_block():
 
     def tile(t):
         acc = k.for_(k.const(0), k.const(4), k.const(1), [k.full((64, 64), 0.0, D.float32)],
-                     lambda kk, acc: [k.op(Opcode.MMA, [k.load(a, [t, kk], (64, 32)), k.load(a, [kk, t], (32, 64)),
-                                                         acc], acc.type)])
+                     lambda kk, acc: [k.mma(k.load(a, [t, kk], (64, 32)), k.load(a, [kk, t], (32, 64)), acc)])
         k.store(c, [t, t], acc)
         return []
-    k.for_(k.bid(), k.const(8), k.op(Opcode.NUM_BLOCKS, [], I32, axis=0), [], tile)
+    k.for_(k.bid(), k.const(8), k.value(ops.NumBlocks, axis=0), [], tile)
     lowered = lower(k.fn(), [None, None], target)
     assert not lowered.grid_loop and lowered.source.count("flatten=True") == 1
     assert GPU.compile(k.fn(), [None, None]).compile_for(90)
@@ -440,7 +471,7 @@ def test_scans(fn, reverse, dtype):
     k = K("scan")
     xa, oa = k.array("X", dtype, 2), k.array("O", dtype, 2)
     t = k.load(xa, [k.const(0), k.const(0)], (4, 8))
-    s = k.op(Opcode.SCAN, [t], t.type, fn=fn, axis=1, reverse=reverse)
+    s = k.value(ops.Scan, fn=fn, x=t, axis=1, reverse=reverse)
     k.store(oa, [k.const(0), k.const(0)], s)
     out = poison((4, 8), tdt)
     run(k, (1,), [x, out])
@@ -463,11 +494,11 @@ def test_gather_scatter_bounds_and_masks():
     xa, ga, ya = k.array("X", D.float32, 1), k.array("G", D.float32, 1), k.array("Y", D.float32, 1)
     idx = _lane_indices(k, 16, 3, 5)
     mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 7, D.int32))
-    g = k.op(Opcode.GATHER, [xa, idx, k.const(-1.0, D.float32), mask], TileType(D.float32, (16,)),
-             has_mask=True, check_bounds=True)
+    g = k.value(ops.Gather, array=xa, index=(idx,), padding=k.full((16,), -1.0, D.float32), mask=mask,
+                check_bounds=True)
     k.store(ga, [k.const(0)], g)
     vals = k.cast(k.arange(16), D.float32)
-    k.op(Opcode.SCATTER, [ya, idx, vals, mask], has_mask=True, check_bounds=True)
+    k.emit(ops.Scatter, array=ya, index=(idx,), value=vals, mask=mask, check_bounds=True)
     x, gout, y = randn(20), poison(16), torch.full((20,), 0.5)
     run(k, (1,), [x, gout, y])
     lane = np.arange(16)
@@ -485,8 +516,7 @@ def test_gather_2d_with_unsigned_indices_never_wraps():
     za, ga = k.array("Z", D.int32, 2), k.array("G", D.int32, 1)
     rows = _lane_indices(k, 16, 1, 6)  # -6 .. 9 (5 rows)
     cols = k.cast(_lane_indices(k, 16, 2, 9), D.uint32)  # negatives become huge unsigned
-    g = k.op(Opcode.GATHER, [za, rows, cols, k.const(-1)], TileType(D.int32, (16,)),
-             has_mask=False, check_bounds=True)
+    g = k.value(ops.Gather, array=za, index=(rows, cols), padding=k.full((16,), -1, D.int32), check_bounds=True)
     k.store(ga, [k.const(0)], g)
     z = torch.arange(35, dtype=torch.int32).reshape(5, 7)
     gout = poison(16, torch.int32)
@@ -501,8 +531,8 @@ def test_atomic_add_returns_old_values():
     ca, oa = k.array("C", D.int32, 1), k.array("O", D.int32, 1)
     idx = _lane_indices(k, 16, 1, 4)  # -4 .. 11 over 8 counters
     mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 6, D.int32))
-    old = k.op(Opcode.ATOMIC, [ca, idx, k.full((16,), 5, D.int32), mask], TileType(D.int32, (16,)),
-               fn=AtomicFn.ADD, order=MemoryOrder.ACQ_REL, scope=MemoryScope.DEVICE, has_mask=True)
+    old = k.value(ops.AtomicRMW, fn=AtomicFn.ADD, array=ca, index=(idx,), value=k.full((16,), 5, D.int32),
+                  mask=mask, memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE)
     k.store(oa, [k.const(0)], old)
     counters = torch.arange(8, dtype=torch.int32) * 10
     out = poison(16, torch.int32)
@@ -523,8 +553,8 @@ def test_atomic_cas_masked_and_out_of_bounds_lanes_return_expected():
     expected = k.load(ea, [k.const(0)], (16,))
     desired = k.load(da, [k.const(0)], (16,))
     mask = k.compare(CompareFn.NE, k.arange(16), k.full((16,), 9, D.int32))
-    old = k.op(Opcode.ATOMIC, [fa, idx, expected, desired, mask], TileType(D.float32, (16,)),
-               fn=AtomicFn.CAS, order=MemoryOrder.ACQ_REL, scope=MemoryScope.DEVICE, has_mask=True)
+    old = k.value(ops.AtomicCAS, array=fa, index=(idx,), expected=expected, desired=desired, mask=mask,
+                  memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE)
     k.store(oa, [k.const(0)], old)
     f0 = np.arange(8, dtype=np.float32)
     lane = np.arange(16)
@@ -549,10 +579,10 @@ def test_if_with_results_and_scalar_stores():
     x = k.load(xa, [i], ())
     then, other = Block(), Block()
     with k.b.inside(then):
-        k.op(Opcode.YIELD, [k.const(10.0, D.float32), k.const(1)])
+        k.emit(ops.Yield, values=(k.const(10.0, D.float32), k.const(1)))
     with k.b.inside(other):
-        k.op(Opcode.YIELD, [k.binary(BinaryFn.MUL, x, x), i])
-    r, n = k.op(Opcode.IF, [k.compare(CompareFn.EQ, i, k.const(1))], [F32, I32], blocks=[then, other])
+        k.emit(ops.Yield, values=(k.binary(BinaryFn.MUL, x, x), i))
+    r, n = k.emit(ops.If, cond=k.compare(CompareFn.EQ, i, k.const(1)), then=then, orelse=other)
     k.store(oa, [i], k.binary(BinaryFn.ADD, r, k.cast(n, D.float32)))
     x_t, out = randn(4), poison(4)
     run(k, (4,), [x_t, out])
@@ -565,18 +595,18 @@ def test_while_loop_counts_collatz_steps():
     k = K("collatz")
     na, sa = k.array("N", D.int32, 1), k.array("S", D.int32, 1)
     i = k.bid()
-    before, after = Block([Value(I32, "n"), Value(I32, "steps")]), Block([Value(I32), Value(I32)])
+    before, after = k.block(I32, I32, hints=("n", "steps")), k.block(I32, I32)
     with k.b.inside(before):
         n, steps = before.args
-        k.op(Opcode.CONDITION, [k.compare(CompareFn.NE, n, k.const(1)), n, steps])
+        k.emit(ops.Condition, cond=k.compare(CompareFn.NE, n, k.const(1)), values=(n, steps))
     with k.b.inside(after):
         n, steps = after.args
         even = k.compare(CompareFn.EQ, k.binary(BinaryFn.MOD, n, k.const(2)), k.const(0))
         half = k.binary(BinaryFn.FLOORDIV, n, k.const(2))
         triple = k.binary(BinaryFn.ADD, k.binary(BinaryFn.MUL, n, k.const(3)), k.const(1))
-        nxt = k.op(Opcode.WHERE, [even, half, triple], I32)
-        k.op(Opcode.YIELD, [nxt, k.binary(BinaryFn.ADD, steps, k.const(1))])
-    _, steps = k.op(Opcode.WHILE, [k.load(na, [i], ()), k.const(0)], [I32, I32], blocks=[before, after])
+        nxt = k.value(ops.Where, cond=even, x=half, y=triple)
+        k.emit(ops.Yield, values=(nxt, k.binary(BinaryFn.ADD, steps, k.const(1))))
+    _, steps = k.emit(ops.While, init=(k.load(na, [i], ()), k.const(0)), before=before, after=after)
     k.store(sa, [i], steps)
     starts = torch.tensor([1, 6, 7, 27], dtype=torch.int32)
     out = poison(4, torch.int32)
@@ -619,7 +649,7 @@ def test_casts():
     k.store(za, [k.const(0)], k.cast(x, D.float16, RoundingMode.RZ))
     big = k.binary(BinaryFn.MUL, xi, k.full((16,), 100, D.int32))
     k.store(wa, [k.const(0)], k.cast(big, D.int8))
-    k.store(ca, [k.const(0)], k.op(Opcode.BITCAST, [x], TileType(D.int32, (16,)), dtype=D.int32))
+    k.store(ca, [k.const(0)], k.value(ops.Bitcast, x=x, dtype=D.int32))
     x_t = torch.tensor([-2.7, -1.0, -0.5, 0.0, 0.4, 1.5, 2.99, 3.3333, -3.3333, 7.1, -9.9, 100.7,
                         1e-3, -1e-3, 65.123, 12345.678], dtype=torch.float32)
     outs = [poison(16, torch.int32), poison(16, torch.bool), poison(16, torch.float16),
@@ -719,12 +749,12 @@ def test_broadcast_reshape_permute_cat():
     k = K("shapes")
     xa, oa, ca = k.array("X", D.float32, 2), k.array("O", D.float32, 2), k.array("C", D.float32, 2)
     row = k.load(xa, [k.const(0), k.const(0)], (1, 8))
-    b = k.op(Opcode.BROADCAST, [row], TileType(D.float32, (4, 8)), shape=(4, 8))
-    flat = k.op(Opcode.RESHAPE, [b], TileType(D.float32, (32,)), shape=(32,))
-    sq = k.op(Opcode.RESHAPE, [flat], TileType(D.float32, (8, 4)), shape=(8, 4))
-    t = k.op(Opcode.PERMUTE, [sq], TileType(D.float32, (4, 8)), axes=(1, 0))
+    b = k.value(ops.Broadcast, x=row, shape=(4, 8))
+    flat = k.value(ops.Reshape, x=b, shape=(32,))
+    sq = k.value(ops.Reshape, x=flat, shape=(8, 4))
+    t = k.value(ops.Permute, x=sq, axes=(1, 0))
     k.store(oa, [k.const(0), k.const(0)], t)
-    both = k.op(Opcode.CAT, [b, t], TileType(D.float32, (4, 16)), axis=1)
+    both = k.value(ops.Cat, lhs=b, rhs=t, axis=1)
     k.store(ca, [k.const(0), k.const(0)], both)
     x, out, cat = randn(1, 8), poison((4, 8)), poison((4, 16))
     run(k, (1,), [x, out, cat])
@@ -742,9 +772,9 @@ def test_cat_axis0_and_extract_at_runtime_index(dtype):
     i = k.bid()
     x = k.load(xa, [k.const(0), k.const(0)], (8, 8))
     j = k.binary(BinaryFn.AND, i, k.const(1))
-    sub = k.op(Opcode.EXTRACT, [x, i, j], TileType(dtype, (2, 4)), shape=(2, 4))
+    sub = k.value(ops.Extract, x=x, index=(i, j), shape=(2, 4))
     k.store(ea, [i, k.const(0)], sub)
-    k.store(ca, [k.const(0), k.const(0)], k.op(Opcode.CAT, [x, x], TileType(dtype, (16, 8)), axis=0))
+    k.store(ca, [k.const(0), k.const(0)], k.value(ops.Cat, lhs=x, rhs=x, axis=0))
     x_t = randn(8, 8).to(tdt) if dtype is D.float32 else torch.arange(64, dtype=tdt).reshape(8, 8) - 30
     x_t[2, 5] = -0.0 if dtype is D.float32 else 0
     e, c = poison((8, 4), tdt), poison((16, 8), tdt)
@@ -787,7 +817,7 @@ def test_device_assert_fires_under_the_interpreter():
     k = K("asserting")
     xa = k.array("X", D.int32, 1)
     x = k.load(xa, [k.const(0)], (16,))
-    k.op(Opcode.ASSERT, [k.compare(CompareFn.LT, x, k.full((16,), 10, D.int32))], message="x < 10")
+    k.emit(ops.Assert, cond=k.compare(CompareFn.LT, x, k.full((16,), 10, D.int32)), message="x < 10")
     run(k, (1,), [torch.arange(16, dtype=torch.int32) % 10])
     with pytest.raises(AssertionError, match="x < 10"):
         run(k, (1,), [torch.arange(16, dtype=torch.int32)])
@@ -811,9 +841,9 @@ def test_gpu_math_atomics_and_loops_compile_for_sm90():
     x = k.load(xa, [k.bid()], (32,))
     y = k.binary(BinaryFn.ATAN2, k.unary(UnaryFn.TANH, x), k.binary(BinaryFn.POW, x, x))
     k.store(xa, [k.bid()], y)
-    k.op(Opcode.ATOMIC, [ca, k.arange(32), k.cast(k.unary(UnaryFn.ISNAN, y), D.int32)],
-         TileType(D.int32, (32,)), fn=AtomicFn.ADD, order=MemoryOrder.RELAXED,
-         scope=MemoryScope.DEVICE, has_mask=False)
+    k.emit(ops.AtomicRMW, fn=AtomicFn.ADD, array=ca, index=(k.arange(32),),
+           value=k.cast(k.unary(UnaryFn.ISNAN, y), D.int32), memory_order=MemoryOrder.RELAXED,
+           memory_scope=MemoryScope.DEVICE)
     kernel = GPU.compile(k.fn(), [None, None])
     assert "libdevice.atan2(" in kernel.source and "libdevice.tanh(" in kernel.source
     assert "atom" in kernel.compile_for(90).asm["ptx"]
@@ -824,7 +854,7 @@ def test_launch_config_heuristics():
         k = K("mma")
         a = k.full((m, kk), 1.0, dtype)
         b = k.full((kk, n), 1.0, dtype)
-        k.op(Opcode.MMA, [a, b, k.full((m, n), 0.0, D.float32)], TileType(D.float32, (m, n)))
+        k.mma(a, b, k.full((m, n), 0.0, D.float32))
         return k.fn()
 
     cfg = choose_config(mma_kernel(128, 256, 64, D.float16))
@@ -875,8 +905,7 @@ def test_floordiv_and_mod_of_nonnegative_values_are_plain():
     out = k.array("O", D.int32, 1)
     n = k.scalar_param("n", D.int32)
     i = k.bid(0)
-    tiles = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, k.op(Opcode.ARRAY_SHAPE, [out], I32, axis=0),
-                                                  k.const(7)), k.const(8))
+    tiles = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, k.array_shape(out, 0), k.const(7)), k.const(8))
     below = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.SUB, i, k.const(1)), tiles)
     rem = k.binary(BinaryFn.MOD, i, tiles)
     unknown = k.binary(BinaryFn.MOD, n, k.const(3))
@@ -884,7 +913,7 @@ def test_floordiv_and_mod_of_nonnegative_values_are_plain():
                    lambda kk, acc: [k.binary(BinaryFn.ADD, acc, k.binary(BinaryFn.FLOORDIV, kk, k.const(2)))])
     vals = [below, rem, unknown, total]
     for slot, v in enumerate(vals):
-        k.store(out, [k.const(slot)], k.op(Opcode.RESHAPE, [v], TileType(D.int32, (1,)), shape=(1,)))
+        k.store(out, [k.const(slot)], k.value(ops.Reshape, x=v, shape=(1,)))
     fn = k.fn()
     known = nonnegative(fn)
     assert [v.id in known for v in (i, tiles, below, rem, unknown)] == [True, True, False, True, False]
@@ -917,7 +946,7 @@ def test_loop_loads_advance_a_carried_pointer_tile(lb, step, transposed):
     k = K("strided_sum")
     a, out = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
     bm = k.bid(0)
-    ncols = k.op(Opcode.ARRAY_SHAPE, [a], I32, axis=0 if transposed else 1)
+    ncols = k.array_shape(a, 0 if transposed else 1)
     nk = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, ncols, k.const(7)), k.const(8))
     order = (1, 0) if transposed else None
     total = k.for_(k.const(lb), nk, k.const(step), [k.full((4, 8), 0.0, D.float32)],
@@ -949,3 +978,138 @@ def test_index64_arrays_use_64_bit_offsets():
     kernel.launch((2, 3, 1), [a_t, b_t], None)
     assert "tl.int64" in kernel.source
     np.testing.assert_array_equal(b_t.numpy(), a_t.numpy())
+
+
+# ---- the lowering plan ----------------------------------------------------------------------
+
+def _snapshot(plan):
+    return {f.name: dict(getattr(plan, f.name)) if isinstance(getattr(plan, f.name), Mapping)
+            else getattr(plan, f.name) for f in dataclasses.fields(plan)}
+
+
+@pytest.mark.parametrize("descriptors", [False, True], ids=["pointers", "descriptors"])
+def test_plan_is_frozen_and_emission_only_reads_it(descriptors):
+    """Every analysis is decided before the first statement: the plan cannot be changed, and
+    lowering it (twice) writes the same source as a fresh lowering and leaves it as it was."""
+    fn = _matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64).fn()
+    facts = [facts_of(torch.empty(64, 64, dtype=torch.float16))] * 2 + [facts_of(torch.empty(64, 64))]
+    target = Target(interpret=False, descriptors=descriptors, force_descriptors=descriptors)
+    plan = build_plan(fn, facts, target)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.grid_loop = True
+    loop = next(op for op in fn.walk() if isinstance(op, ops.For))
+    with pytest.raises(TypeError):
+        plan.stages[loop] = 1
+    before = _snapshot(plan)
+    source = lower(fn, facts, target, plan).source
+    assert lower(fn, facts, target, plan).source == source == lower(fn, facts, target).source
+    assert _snapshot(plan) == before
+    loads = tuple(op for op in loop.body.ops if isinstance(op, ops.Load))
+    assert plan.stages == {loop: plan.config.num_stages}
+    if descriptors:  # A and B loads, the C store; no pointer tiles, no masks
+        assert len(plan.descriptors) == 3 and set(loads) <= set(plan.descriptor_of)
+        assert not plan.pointer_tiles and not plan.masked_axes
+    else:  # both loads walk carried pointer tiles, masked on both axes (sizes unknown)
+        assert not plan.descriptor_of and plan.pointer_tiles == {loop: loads}
+        assert all(plan.masked_axes[op] == {0, 1} for op in loads)
+
+
+@dynamic_loops
+def test_load_latency_sets_the_loop_stages():
+    """The largest latency hint of a pipelined loop's loads is its num_stages, capped by the
+    shared memory its loads take per stage; without hints the kernel's stages stay."""
+    def source(**kw):
+        return lower(_matmul(D.float16, D.float32, D.float32, **kw).fn(), [None] * 3,
+                     Target(interpret=False, descriptors=False)).source
+    assert "num_stages=4)" in source(tk=32, tm=64, tn=64)
+    assert "num_stages=7)" in source(tk=32, tm=64, tn=64, latency=7)
+    assert "num_stages=1)" in source(tk=128, tm=256, tn=256, latency=10)  # 128 KiB per stage
+    a, b, c = randn(37, 45, dtype=torch.float16), randn(45, 29, dtype=torch.float16), poison((37, 29))
+    run(_matmul(D.float16, D.float32, D.float32, latency=3), (3, 2), [a, b, c])
+    np.testing.assert_allclose(c.double().numpy(), a.double().numpy() @ b.double().numpy(), rtol=1e-3, atol=1e-2)
+
+
+def test_fp8_fast_accumulation():
+    """use_fast_acc lets an fp8 dot accumulate its whole K at reduced precision; without it
+    tl.dot keeps Triton's default."""
+    def kernel(fast):
+        k = K("fp8_mma")
+        a, b, c = k.array("A", D.float8_e4m3fn, 2), k.array("B", D.float8_e4m3fn, 2), k.array("C", D.float32, 2)
+        zero = k.const(0)
+        acc = k.mma(k.load(a, [zero, zero], (64, 32)), k.load(b, [zero, zero], (32, 64)),
+                    k.full((64, 64), 0.0, D.float32), use_fast_acc=fast)
+        k.store(c, [zero, zero], acc)
+        return k.fn()
+    assert "max_num_imprecise_acc=32" in GPU.compile(kernel(True), [None] * 3).source
+    assert "max_num_imprecise_acc" not in GPU.compile(kernel(False), [None] * 3).source
+    assert "wgmma" in GPU.compile(kernel(True), [None] * 3).compile_for(90).asm["ptx"]
+
+
+# ---- rounding options -----------------------------------------------------------------------
+
+def _bits(t):
+    return t.numpy().view(np.uint32)
+
+
+@pytest.mark.parametrize("mode", [RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP])
+@pytest.mark.parametrize("fn", [BinaryFn.ADD, BinaryFn.TRUEDIV])
+def test_directed_rounding_calls_the_rounding_helper(fn, mode):
+    x, y = randn(16), randn(16) * 1e-3
+    out, kernel = _elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=mode), D.float32, 2, [x, y])
+    body = kernel.source.split("def elementwise(", 1)[1]
+    assert f"{rounding.rounded_call(fn, D.float32, mode)}(" in body
+    want = reference.rounded_binary(fn, x.numpy(), y.numpy(), D.float32, mode)
+    np.testing.assert_array_equal(_bits(out), want.view(np.uint32))
+    plain, nearest = (_elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=r), D.float32, 2, [x, y])[1].source
+                      for r in (None, RoundingMode.RN))  # one line: the same location comments
+    assert nearest == plain and "_tcr_" not in plain
+
+
+def test_sqrt_rounding_and_flush_to_zero():
+    tiny = np.float32(2.0 ** -130)  # subnormal
+    x = torch.tensor([tiny, -tiny, 2.0, 3.0, 1e-20, 5.0, 7.0, 0.5] * 2, dtype=torch.float32)
+    y = torch.tensor([1.0, 1.0, 2.0 ** -127, -(2.0 ** -127), 1e-20, tiny, 3.0, 1.0] * 2, dtype=torch.float32)
+    out, kernel = _elementwise(lambda k, a, b: k.binary(BinaryFn.MUL, a, b, flush_to_zero=True), D.float32, 2, [x, y])
+    assert f"{rounding.FLUSH_HELPER}(" in kernel.source.split("def elementwise(", 1)[1]
+    flush = reference.flush_subnormals
+    np.testing.assert_array_equal(_bits(out), flush(flush(x.numpy()) * flush(y.numpy())).view(np.uint32))
+    out, kernel = _elementwise(lambda k, a: k.unary(UnaryFn.SQRT, a, rounding=RoundingMode.RP, flush_to_zero=True),
+                               D.float32, 1, [x.abs()])
+    assert f"{rounding.rounded_call(UnaryFn.SQRT, D.float32, RoundingMode.RP)}(" in kernel.source
+    want = flush(reference.rounded_sqrt(flush(x.abs().numpy()), D.float32, RoundingMode.RP))
+    np.testing.assert_array_equal(_bits(out), want.view(np.uint32))
+
+
+# ---- memory order ---------------------------------------------------------------------------
+
+def _ordered_copy(load_order, store_order, dtype=D.float32):
+    k = K("ordered_copy")
+    a, b = k.array("A", dtype, 1), k.array("B", dtype, 1)
+    scope = {MemoryOrder.WEAK: MemoryScope.NONE}
+    i = k.bid()
+    t = k.load(a, [i], (16,), memory_order=load_order, memory_scope=scope.get(load_order, MemoryScope.DEVICE))
+    k.store(b, [i], t, memory_order=store_order, memory_scope=scope.get(store_order, MemoryScope.DEVICE))
+    return k, _ordered_copy.__code__.co_firstlineno + 5
+
+
+def test_relaxed_loads_and_stores():
+    """RELAXED: a volatile load and a relaxed atomic store (masked like a plain one)."""
+    k, _ = _ordered_copy(MemoryOrder.RELAXED, MemoryOrder.RELAXED)
+    a, b = randn(37), poison(40)
+    kernel = run(k, (3,), [a, b[:37]])
+    assert "volatile=True" in kernel.source and "sem='relaxed', scope='gpu'" in kernel.source
+    np.testing.assert_array_equal(b[:37].numpy(), a.numpy())
+    assert torch.isnan(b[37:]).all()
+    k, _ = _ordered_copy(MemoryOrder.WEAK, MemoryOrder.RELAXED, D.float16)
+    with pytest.raises(TileUnsupportedFeatureError, match="memory_order=RELAXED on a store of float16"):
+        INTERP.compile(k.fn(), [None, None])
+
+
+@pytest.mark.parametrize("order", ["ACQUIRE load", "RELEASE store"])
+def test_acquire_loads_and_release_stores_are_refused_where_written(order):
+    load = MemoryOrder.ACQUIRE if order == "ACQUIRE load" else MemoryOrder.WEAK
+    k, line = _ordered_copy(load, MemoryOrder.RELEASE if load is MemoryOrder.WEAK else MemoryOrder.WEAK)
+    with pytest.raises(TileUnsupportedFeatureError, match=f"memory_order={order.replace(' ', ' on ')}") as info:
+        INTERP.compile(k.fn(), [None, None])
+    assert info.value.loc is not None and info.value.loc.line == line + (order == "RELEASE store")
+

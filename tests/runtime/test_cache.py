@@ -36,7 +36,7 @@ def run(kernel: Kernel, factor: int) -> np.ndarray:
 
 def test_second_kernel_object_loads_ir_from_disk(cache_dir, monkeypatch):
     run(ct.kernel(scale_fn), 3)
-    entries = list(cache_dir.rglob("*.pkl"))
+    entries = list(cache_dir.rglob("*.json"))
     assert len(entries) == 1
     fresh = ct.kernel(scale_fn)
     monkeypatch.setattr(Kernel, "lower", lambda *a, **k: pytest.fail("front end ran despite a disk hit"))
@@ -47,7 +47,7 @@ def test_each_constant_value_is_its_own_entry(cache_dir):
     k = ct.kernel(scale_fn)
     run(k, 2)
     run(k, 5)
-    assert len(list(cache_dir.rglob("*.pkl"))) == 2
+    assert len(list(cache_dir.rglob("*.json"))) == 2
 
 
 def test_cache_disabled(monkeypatch):
@@ -77,7 +77,7 @@ def test_concurrent_processes_share_one_valid_entry(cache_dir, tmp_path):
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs) and all("ok" in o for o in outs)
     entries = [p for p in cache_dir.rglob("*") if p.is_file()]
-    assert len(entries) == 1 and entries[0].suffix == ".pkl"
+    assert len(entries) == 1 and entries[0].suffix == ".json"
     again = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
 
@@ -97,7 +97,7 @@ def test_closure_functions_and_dicts_are_part_of_the_key(cache_dir):
         b = np.full(want.shape, np.nan, np.float32)
         ct.launch(None, (1,), reduce_factory(op, kw), (a, b))
         np.testing.assert_allclose(b, want, rtol=1e-5, err_msg=f"{op.__name__} {kw}")
-    assert len(list(cache_dir.rglob("*.pkl"))) == 4
+    assert len(list(cache_dir.rglob("*.json"))) == 4
 
 
 def test_repeat_launches_take_the_fast_path_and_respecialize(cache_dir, monkeypatch):
@@ -120,3 +120,85 @@ def test_fast_path_keeps_argument_errors(cache_dir):
     run(k, 3)
     with pytest.raises(TypeError, match="Constant parameter"):
         ct.launch(None, (3,), k, (np.zeros(20, np.float32), np.zeros(20, np.float32), np.zeros(2)))
+
+
+_KERNEL_FILE = """
+import sys
+import numpy as np
+import tilecraft as ct
+import helpers
+from helpers import Cfg
+
+@ct.kernel
+def k(a, which: ct.Constant[int]):
+    v = helpers.CONST if which == 0 else helpers.fn() if which == 1 else Cfg.SCALE if which == 2 else helpers.sub.DEEP
+    ct.store(a, index=(0,), tile=ct.full((4,), v, ct.float32))
+
+out = []
+for which in range(4):
+    a = np.full(4, np.nan, np.float32)
+    ct.launch(None, (1,), k, (a, which))
+    out.append(float(a[0]))
+print(out)
+"""
+
+_HELPERS = """
+import types
+CONST = {v}
+def fn():
+    return {v}
+class Cfg:
+    SCALE = {v}
+sub = types.SimpleNamespace()
+"""
+
+
+def test_values_reached_through_modules_and_classes_are_part_of_the_key(cache_dir, tmp_path):
+    """A second process sees the helper module's new values (module constants, functions, class
+    attributes), not the first process's cached IR."""
+    (tmp_path / "kernel_file.py").write_text(_KERNEL_FILE)
+    pkg = tmp_path / "sub_pkg.py"
+
+    def run_with(v: float) -> list[float]:
+        (tmp_path / "helpers.py").write_text(_HELPERS.format(v=v) + "import sub_pkg as sub\n")
+        pkg.write_text(f"DEEP = {v}\n")
+        r = subprocess.run([sys.executable, str(tmp_path / "kernel_file.py")], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path, env={**__import__("os").environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        assert r.returncode == 0, r.stderr
+        return eval(r.stdout.strip().splitlines()[-1])
+
+    assert run_with(2.0) == [2.0] * 4
+    assert run_with(3.0) == [3.0] * 4
+    assert run_with(2.0) == [2.0] * 4  # and the first entry is still good
+
+
+def test_same_kernel_text_in_another_file_reports_its_own_lines(cache_dir, tmp_path):
+    body = "import numpy as np\nimport tilecraft as ct\n{pad}@ct.kernel\ndef k(a):\n    ct.store(a, index=(0,), tile=ct.load(a, index=(0,), shape=(3,)))\n" \
+           "ct.launch(None, (1,), k, (np.zeros(4, np.float32),))\n"
+    for name, pad in (("first.py", ""), ("second.py", "\n\n\n")):
+        (tmp_path / name).write_text(body.format(pad=pad))
+        r = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and f"{name}\", line {5 + len(pad)}" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "flip", "foreign", "empty"])
+def test_damaged_entries_are_rebuilt_with_a_warning(cache_dir, damage):
+    run(ct.kernel(scale_fn), 3)
+    (entry,) = cache_dir.rglob("*.json")
+    raw = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(raw[: len(raw) // 2])
+    elif damage == "garbage":
+        entry.write_bytes(bytes(range(256)) * 3)
+    elif damage == "flip":
+        i = len(raw) * 2 // 3
+        entry.write_bytes(raw[:i] + bytes([raw[i] ^ 0x04]) + raw[i + 1:])
+    elif damage == "foreign":  # a valid entry of another kernel under this key
+        run(ct.kernel(scale_fn), 5)
+        other = [p for p in cache_dir.rglob("*.json") if p != entry][0]
+        entry.write_bytes(other.read_bytes())
+    else:
+        entry.write_bytes(b"")
+    with pytest.warns(RuntimeWarning, match="discarding damaged cache entry"):
+        run(ct.kernel(scale_fn), 3)
+    run(ct.kernel(scale_fn), 3)  # rebuilt: loads cleanly now

@@ -10,6 +10,9 @@ from ..ir import Function
 
 
 class BackendKind(enum.Enum):
+    """The built-in backends' names (registered in backends/__init__.py): TritonBackend's two
+    modes; `launch(backend=...)` takes these members as well as any registered name."""
+
     INTERPRETER = "interpreter"            # NumPy execution of the IR (CPU)
     TRITON = "triton"                      # generated Triton code on a GPU
     TRITON_INTERPRET = "triton-interpret"  # generated Triton code under TRITON_INTERPRET=1 (CPU)
@@ -62,11 +65,12 @@ class CompiledKernel(Protocol):
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
         """Run the kernel on `grid` blocks; `args` follow `Function.params` order (arrays as
-        NumPy arrays for the interpreter, torch tensors for Triton; scalars as Python numbers)."""
+        the backend's `BackendSpec.to_array` gives them: NumPy arrays for the interpreter, torch
+        tensors for Triton; scalars as Python numbers)."""
 
 
 class Backend(Protocol):
-    kind: BackendKind
+    """What a BackendSpec builds: a compiler from verified IR to launchable kernels."""
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> CompiledKernel:
         """Compile `fn`; `facts[i]` describes param i when it is an array, else None."""

@@ -6,22 +6,24 @@ from __future__ import annotations
 import ast
 import builtins as py
 import dataclasses
+import inspect
 import math
 import types
 from typing import Any
 
 from ..errors import TileStaticAssertionError, TileUnsupportedFeatureError
-from ..ir import (ArrayType, BinaryFn, CompareFn, Opcode, ReduceFn, ScanFn, TileType,
-                  UnaryFn, Value)
+from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
+from ..ir.kinds import DIRECTED
 from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
+from ..language.enums import RoundingMode
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import records
 from .memory import array_dim, array_slice
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
-from .registry import HANDLERS, handles
-from .semantics import describe, is_array, is_list, is_loose, is_tile
+from .registry import HANDLERS, handles, register
+from .semantics import FULL_APPROX, describe, is_array, is_list, is_loose, is_tile
 from .values import BoundMethod, LocalFunction
 
 
@@ -72,12 +74,18 @@ def _hashable(x: Any) -> bool:
 
 
 def _invoke(fc: Any, handler: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
+    """Call a handler (`args` start with `fc`); arguments that do not fit its public signature
+    (the handler's without `fc`) are a TileTypeError naming the function and the argument."""
     try:
         return handler(*args, **kwargs)
-    except TypeError as exc:
-        if "argument" not in str(exc):
-            raise
-        raise fc.sema.type_error(f"{name}(): {exc}".replace(handler.__name__ + "()", "")) from None
+    except TypeError:
+        sig = inspect.signature(handler)
+        public = sig.replace(parameters=list(sig.parameters.values())[1:])
+        try:
+            public.bind(*args[1:], **kwargs)
+        except TypeError as exc:
+            raise fc.sema.type_error(f"{name}(): {exc}") from None
+        raise
 
 
 def as_dtype(fc: Any, d: Any) -> DType:
@@ -114,23 +122,24 @@ def dtype_call(fc: Any, d: DType, value: Any) -> Any:
 
 
 @handles(L.astype)
-def astype(fc: Any, x: Any, dtype: Any, *, rounding_mode: Any = None) -> Any:
+def astype(fc: Any, x: Any, dtype: Any, /, *, rounding_mode: Any = None) -> Value:
     d = as_dtype(fc, dtype)
     t = tile_of(fc, x)
     if d is dt.tfloat32 and t.tile.dtype not in (dt.float32, dt.tfloat32):
         raise fc.sema.type_error(f"Only float32 tiles can be converted to tfloat32, got {t.tile.dtype}")
-    if rounding_mode is not None and not (d.is_float or d.is_restricted):
-        raise fc.sema.type_error(f"Rounding mode {rounding_mode} is not supported for a cast to {d}")
-    return fc.sema.cast(t, d, rounding_mode)
+    fp = fc.sema.float_options("astype", DIRECTED, rounding_mode)
+    if fp.rounding is not None and not (d.is_float or d.is_restricted):
+        raise fc.sema.type_error(f"Rounding mode {fp.rounding.name} is not supported for a cast to {d}")
+    return fc.sema.cast(t, d, fp.rounding)
 
 
 @handles(L.bitcast)
-def bitcast(fc: Any, x: Any, dtype: Any) -> Value:
+def bitcast(fc: Any, x: Any, /, dtype: Any) -> Value:
     d = as_dtype(fc, dtype)
     t = tile_of(fc, x)
     if d.bitwidth != t.tile.dtype.bitwidth or dt.bool_ in (d, t.tile.dtype):
         raise fc.sema.type_error(f"bitcast() needs dtypes of one bit width (not bool): {t.tile.dtype} → {d}")
-    return fc.b.value(Opcode.BITCAST, [t], t.tile.with_dtype(d), dtype=d)
+    return fc.b.value(ops.Bitcast, x=t, dtype=d)
 
 
 # ---- grid ------------------------------------------------------------------------------------------
@@ -143,16 +152,16 @@ def _grid_axis(fc: Any, axis: Any) -> int:
 
 @handles(L.bid)
 def bid(fc: Any, axis: Any) -> Value:
-    return fc.b.value(Opcode.BID, [], TileType(dt.int32), axis=_grid_axis(fc, axis))
+    return fc.b.value(ops.Bid, axis=_grid_axis(fc, axis))
 
 
 @handles(L.num_blocks)
 def num_blocks(fc: Any, axis: Any) -> Value:
-    return fc.b.value(Opcode.NUM_BLOCKS, [], TileType(dt.int32), axis=_grid_axis(fc, axis))
+    return fc.b.value(ops.NumBlocks, axis=_grid_axis(fc, axis))
 
 
 @handles(L.cdiv)
-def cdiv(fc: Any, x: Any, y: Any) -> Any:
+def cdiv(fc: Any, x: Any, y: Any, /) -> Any:
     if not isinstance(x, Value) and not isinstance(y, Value):
         return L.cdiv(x, y)
     s = fc.sema
@@ -186,11 +195,11 @@ def ones(fc: Any, shape: Any, dtype: Any) -> Value:
 
 
 @handles(L.arange)
-def arange(fc: Any, size: Any, *, dtype: Any, start: Any = 0, step: Any = 1) -> Value:
+def arange(fc: Any, size: Any, /, *, dtype: Any, start: Any = 0, step: Any = 1) -> Value:
     n = const_int(fc, size, "arange() size")
     fc.sema.check_shape((n,), "Result tile shape")
     d = as_dtype(fc, dtype)
-    t = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (n,)), size=n)
+    t = fc.b.value(ops.Arange, size=n)
     if not (is_loose(step) and step == 1):
         t = fc.sema.binary(BinaryFn.MUL, t, step)
     if not (is_loose(start) and start == 0):
@@ -199,7 +208,7 @@ def arange(fc: Any, size: Any, *, dtype: Any, start: Any = 0, step: Any = 1) -> 
 
 
 @handles(L.astile)
-def astile(fc: Any, value: Any, *, dtype: Any = None) -> Value:
+def astile(fc: Any, value: Any, /, *, dtype: Any) -> Value:
     def shape_of(v: Any) -> tuple[int, ...]:
         if isinstance(v, tuple):
             if not v:
@@ -215,11 +224,11 @@ def astile(fc: Any, value: Any, *, dtype: Any = None) -> Value:
 
     shape = fc.sema.check_shape(shape_of(value))
     flat = leaves(value)
-    d = as_dtype(fc, dtype) if dtype is not None else fc.sema.common_dtype(*flat)
+    d = as_dtype(fc, dtype)
     if not shape:
         return fc.sema.to_tile(flat[0], d) if is_loose(flat[0]) else fc.sema.cast(flat[0], d)
     n = len(flat)
-    idx = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (n,)), size=n)
+    idx = fc.b.value(ops.Arange, size=n)
     out = full(fc, (n,), 0, d)
     for i, v in enumerate(flat):
         out = fc.sema.where(fc.sema.compare(CompareFn.EQ, idx, i), v if is_loose(v) else fc.sema.cast(v, d), out)
@@ -227,28 +236,46 @@ def astile(fc: Any, value: Any, *, dtype: Any = None) -> Value:
 
 
 # ---- elementwise ---------------------------------------------------------------------------------------
-def _binary(fn: BinaryFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, y: Any, *, rounding_mode: Any = None, flush_to_zero: bool = False) -> Value:
+_ROUNDING_MODES = {BinaryFn.ADD: DIRECTED, BinaryFn.SUB: DIRECTED, BinaryFn.MUL: DIRECTED,
+                   BinaryFn.TRUEDIV: DIRECTED + FULL_APPROX}
+"""The rounding modes each rounded binary function accepts (spec 3.5)."""
+
+
+def _rounded_binary(fn: BinaryFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, y: Any, /, *, rounding_mode: Any = None, flush_to_zero: Any = False) -> Value:
+        fp = fc.sema.float_options(stub.__name__, _ROUNDING_MODES[fn], rounding_mode, flush_to_zero)
+        return fc.sema.binary(fn, x, y, fp)
+    register(stub, handler)
+
+
+def _plain_binary(fn: BinaryFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, y: Any, /) -> Value:
         return fc.sema.binary(fn, x, y)
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
+    register(stub, handler)
 
 
 for _fn, _stub in ((BinaryFn.ADD, L.add), (BinaryFn.SUB, L.sub), (BinaryFn.MUL, L.mul),
-                   (BinaryFn.TRUEDIV, L.truediv), (BinaryFn.FLOORDIV, L.floordiv), (BinaryFn.MOD, L.mod),
-                   (BinaryFn.POW, L.pow), (BinaryFn.ATAN2, L.atan2), (BinaryFn.AND, L.bitwise_and),
-                   (BinaryFn.OR, L.bitwise_or), (BinaryFn.XOR, L.bitwise_xor),
+                   (BinaryFn.TRUEDIV, L.truediv)):
+    _rounded_binary(_fn, _stub)
+for _fn, _stub in ((BinaryFn.FLOORDIV, L.floordiv), (BinaryFn.MOD, L.mod), (BinaryFn.POW, L.pow),
+                   (BinaryFn.AND, L.bitwise_and), (BinaryFn.OR, L.bitwise_or), (BinaryFn.XOR, L.bitwise_xor),
                    (BinaryFn.SHL, L.bitwise_lshift), (BinaryFn.SHR, L.bitwise_rshift)):
-    _binary(_fn, _stub)
+    _plain_binary(_fn, _stub)
+
+
+@handles(L.atan2)
+def atan2(fc: Any, x1: Any, x2: Any, /) -> Value:
+    return fc.sema.binary(BinaryFn.ATAN2, x1, x2)
 
 
 def _minmax(fn: BinaryFn, nan_fn: BinaryFn, stub: Any, builtin: Any) -> None:
-    def handler(fc: Any, x: Any, y: Any, *, flush_to_zero: bool = False, propagate_nan: bool = False) -> Any:
+    def handler(fc: Any, x: Any, y: Any, /, *, flush_to_zero: Any = False, propagate_nan: Any = False) -> Any:
+        fp = fc.sema.float_options(stub.__name__, (), None, flush_to_zero)
+        nan = fc.sema.const_bool(propagate_nan, "propagate_nan")
         if not isinstance(x, Value) and not isinstance(y, Value):
             return builtin(x, y)
-        return fc.sema.binary(nan_fn if propagate_nan else fn, x, y)
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
+        return fc.sema.binary(nan_fn if nan else fn, x, y, fp)
+    register(stub, handler)
 
 
 _minmax(BinaryFn.MIN, BinaryFn.MIN_NAN, L.minimum, py.min)
@@ -274,10 +301,9 @@ HANDLERS[py.max] = _builtin_minmax(BinaryFn.MAX, py.max)
 
 
 def _compare(fn: CompareFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, y: Any) -> Value:
+    def handler(fc: Any, x: Any, y: Any, /) -> Value:
         return fc.sema.compare(fn, x, y)
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
+    register(stub, handler)
 
 
 for _cfn, _stub in ((CompareFn.EQ, L.equal), (CompareFn.NE, L.not_equal), (CompareFn.LT, L.less),
@@ -285,32 +311,55 @@ for _cfn, _stub in ((CompareFn.EQ, L.equal), (CompareFn.NE, L.not_equal), (Compa
     _compare(_cfn, _stub)
 
 
-def _unary(fn: UnaryFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, *, rounding_mode: Any = None, flush_to_zero: bool = False) -> Any:
+def _plain_unary(fn: UnaryFn, stub: Any) -> None:
+    def handler(fc: Any, x: Any, /) -> Any:
         if is_loose(x) and fn in (UnaryFn.NEG, UnaryFn.ABS):
             return -x if fn == UnaryFn.NEG else py.abs(x)
         return fc.sema.unary(fn, x)
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
+    register(stub, handler)
 
 
-for _ufn, _stub in ((UnaryFn.EXP, L.exp), (UnaryFn.EXP2, L.exp2), (UnaryFn.LOG, L.log),
-                    (UnaryFn.LOG2, L.log2), (UnaryFn.SQRT, L.sqrt), (UnaryFn.RSQRT, L.rsqrt),
-                    (UnaryFn.SIN, L.sin), (UnaryFn.COS, L.cos), (UnaryFn.TAN, L.tan),
-                    (UnaryFn.SINH, L.sinh), (UnaryFn.COSH, L.cosh), (UnaryFn.TANH, L.tanh),
+for _ufn, _stub in ((UnaryFn.LOG, L.log), (UnaryFn.LOG2, L.log2), (UnaryFn.SIN, L.sin), (UnaryFn.COS, L.cos),
+                    (UnaryFn.TAN, L.tan), (UnaryFn.SINH, L.sinh), (UnaryFn.COSH, L.cosh),
                     (UnaryFn.FLOOR, L.floor), (UnaryFn.CEIL, L.ceil), (UnaryFn.NEG, L.negative),
                     (UnaryFn.ABS, L.abs), (UnaryFn.ISNAN, L.isnan), (UnaryFn.NOT, L.bitwise_not)):
-    _unary(_ufn, _stub)
+    _plain_unary(_ufn, _stub)
 HANDLERS[py.abs] = HANDLERS[L.abs]
 
 
+@handles(L.exp)
+def exp(fc: Any, x: Any, /, *, rounding_mode: Any = None) -> Value:
+    return fc.sema.unary(UnaryFn.EXP, x, fc.sema.float_options("exp", FULL_APPROX, rounding_mode))
+
+
+@handles(L.tanh)
+def tanh(fc: Any, x: Any, /, *, rounding_mode: Any = None) -> Value:
+    return fc.sema.unary(UnaryFn.TANH, x, fc.sema.float_options("tanh", FULL_APPROX, rounding_mode))
+
+
+@handles(L.sqrt)
+def sqrt(fc: Any, x: Any, /, *, rounding_mode: Any = None, flush_to_zero: Any = False) -> Value:
+    fp = fc.sema.float_options("sqrt", DIRECTED + (RoundingMode.APPROX,), rounding_mode, flush_to_zero)
+    return fc.sema.unary(UnaryFn.SQRT, x, fp)
+
+
+@handles(L.exp2)
+def exp2(fc: Any, x: Any, /, *, flush_to_zero: Any = False) -> Value:
+    return fc.sema.unary(UnaryFn.EXP2, x, fc.sema.float_options("exp2", (), None, flush_to_zero))
+
+
+@handles(L.rsqrt)
+def rsqrt(fc: Any, x: Any, /, *, flush_to_zero: Any = False) -> Value:
+    return fc.sema.unary(UnaryFn.RSQRT, x, fc.sema.float_options("rsqrt", (), None, flush_to_zero))
+
+
 @handles(L.where)
-def where(fc: Any, cond: Any, x: Any, y: Any) -> Value:
+def where(fc: Any, cond: Any, x: Any, y: Any, /) -> Value:
     return fc.sema.where(cond, x, y)
 
 
 @handles(divmod)
-def divmod_(fc: Any, x: Any, y: Any) -> Any:
+def divmod_(fc: Any, x: Any, y: Any, /) -> Any:
     if not isinstance(x, Value) and not isinstance(y, Value):
         return divmod(x, y)
     if not fc.sema.common_dtype(x, y).is_integral:
@@ -318,96 +367,13 @@ def divmod_(fc: Any, x: Any, y: Any) -> Any:
     return fc.sema.binary(BinaryFn.FLOORDIV, x, y), fc.sema.binary(BinaryFn.MOD, x, y)
 
 
-# ---- reductions and scans --------------------------------------------------------------------------------
-def _reduce_axis(fc: Any, t: Value, fn: ReduceFn, axis: int, keepdims: bool) -> Value:
-    shape = t.tile.shape
-    out_shape = shape[:axis] + ((1,) if keepdims else ()) + shape[axis + 1:]
-    dtype = dt.int32 if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN) else t.tile.dtype
-    return fc.b.value(Opcode.REDUCE, [t], TileType(dtype, out_shape), fn=fn, axis=axis, keepdims=keepdims)
-
-
-def _reduction(fn: ReduceFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, axis: Any = None, *, keepdims: bool = False, rounding_mode: Any = None,
-                flush_to_zero: bool = False, propagate_nan: bool = False) -> Value:
-        t = tile_of(fc, x)
-        if t.tile.dtype.is_restricted:
-            raise fc.sema.type_error(f"{stub.__name__}() does not support the restricted type {t.tile.dtype}")
-        if t.tile.dtype is dt.bool_:
-            t = fc.sema.cast(t, dt.int32)
-        ndim = t.tile.ndim
-        is_arg = fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN)
-        if ndim == 0:
-            return fc.sema.const(0, dt.int32) if is_arg else t
-        nan_wins = propagate_nan and fn not in (ReduceFn.SUM, ReduceFn.PROD) and t.tile.dtype.is_float
-        if axis is None and is_arg:
-            flat = fc.sema.reshape(t, (math.prod(t.tile.shape),))
-            r = _reduce_axis(fc, flat, fn, 0, False)
-            if nan_wins:
-                r = _nan_wins(fc, flat, fn, [0], False, r)
-            return fc.sema.reshape(r, (1,) * ndim) if keepdims else r
-        if is_arg and isinstance(axis, tuple):
-            raise fc.sema.type_error(f"{stub.__name__}() does not support a tuple of axes")
-        axes = tuple(range(ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
-        norm = sorted({norm_axis(fc, a, ndim) for a in axes}, reverse=True)
-        if len(norm) != len(axes):
-            raise fc.sema.type_error(f"Repeated axis in {axes}")
-        r = t
-        for a in norm:
-            r = _reduce_axis(fc, r, fn, a, keepdims)
-        return _nan_wins(fc, t, fn, norm, keepdims, r) if nan_wins else r
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
-
-
-def _nan_wins(fc: Any, t: Value, fn: ReduceFn, axes: list[int], keepdims: bool, r: Value) -> Value:
-    """propagate_nan=True, composed from plain reductions: where a reduced slice of `t` holds a
-    NaN, max/min give NaN and argmax/argmin the index of its first NaN instead of `r`."""
-    s = fc.sema
-    nan = s.cast(s.unary(UnaryFn.ISNAN, t), dt.int32)
-    has = nan
-    for a in axes:
-        has = _reduce_axis(fc, has, ReduceFn.MAX, a, keepdims)
-    has = s.compare(CompareFn.NE, has, 0)
-    if fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN):
-        return s.where(has, _reduce_axis(fc, nan, ReduceFn.ARGMAX, axes[0], keepdims), r)
-    return s.where(has, float("nan"), r)
-
-
-for _rfn, _stub in ((ReduceFn.SUM, L.sum), (ReduceFn.PROD, L.prod), (ReduceFn.MAX, L.max),
-                    (ReduceFn.MIN, L.min), (ReduceFn.ARGMAX, L.argmax), (ReduceFn.ARGMIN, L.argmin)):
-    _reduction(_rfn, _stub)
-
-
-def _scan(fn: ScanFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, axis: Any = 0, *, reverse: bool = False, rounding_mode: Any = None,
-                flush_to_zero: bool = False) -> Value:
-        t = tile_of(fc, x)
-        if axis is None:
-            raise fc.sema.type_error(f"{stub.__name__}() needs an integer axis")
-        if t.tile.dtype.is_restricted:
-            raise fc.sema.type_error(f"{stub.__name__}() does not support {t.tile.dtype}")
-        if t.tile.dtype is dt.bool_:
-            t = fc.sema.cast(t, dt.int32)
-        a = norm_axis(fc, axis, t.tile.ndim)
-        return fc.b.value(Opcode.SCAN, [t], t.tile, fn=fn, axis=a, reverse=bool(reverse))
-    handler.__name__ = stub.__name__
-    HANDLERS[stub] = handler
-
-
-_scan(ScanFn.CUMSUM, L.cumsum)
-_scan(ScanFn.CUMPROD, L.cumprod)
-
-
 # ---- matrix multiply ------------------------------------------------------------------------------------
-_MMA_ACC = {
-    dt.float16: (dt.float16, dt.float32), dt.bfloat16: (dt.float32,), dt.float32: (dt.float32,),
-    dt.tfloat32: (dt.float32,), dt.float64: (dt.float64,), dt.float8_e4m3fn: (dt.float16, dt.float32),
-    dt.float8_e5m2: (dt.float16, dt.float32), dt.int8: (dt.int32,), dt.uint8: (dt.int32,),
-}
+_FP8 = (dt.float8_e4m3fn, dt.float8_e5m2)
 
 
 @handles(L.mma)
-def mma(fc: Any, x: Any, y: Any, acc: Any, *, use_fast_acc: bool = False) -> Value:
+def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> Value:
+    fast = fc.sema.const_bool(use_fast_acc, "use_fast_acc")
     a, b, c = tile_of(fc, x), tile_of(fc, y), tile_of(fc, acc)
     sa, sb, sc = a.tile.shape, b.tile.shape, c.tile.shape
     if len(sa) not in (2, 3) or len(sb) not in (2, 3):
@@ -423,16 +389,20 @@ def mma(fc: Any, x: Any, y: Any, acc: Any, *, use_fast_acc: bool = False) -> Val
     ints = {dt.int8, dt.uint8}
     if da is not db and not (da in ints and db in ints):
         raise fc.sema.type_error(f"mma() operands must have one dtype, got {da} and {db}")
-    if da not in _MMA_ACC or dc not in _MMA_ACC[da]:
-        allowed = ", ".join(str(d) for d in _MMA_ACC.get(da, ()))
-        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {allowed or 'no type'}, got {dc}")
+    allowed = ops.MMA_ACCUMULATORS.get(da, ())
+    if dc not in allowed:
+        names = ", ".join(str(d) for d in allowed)
+        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {names or 'no type'}, got {dc}")
+    if fast and da not in _FP8:
+        raise fc.sema.type_error(f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, "
+                                 f"float8_e5m2), got {da}")
     if len(sa) != len(sb):
         a = fc.sema.broadcast_to(a, batch + sa[-2:]) if len(sa) < 3 else a
         b = fc.sema.broadcast_to(b, batch + sb[-2:]) if len(sb) < 3 else b
-    return fc.b.value(Opcode.MMA, [a, b, c], c.tile)
+    return fc.b.value(ops.Mma, a=a, b=b, acc=c, use_fast_acc=fast)
 
 
-def matmul(fc: Any, x: Any, y: Any) -> Value:
+def matmul(fc: Any, x: Any, y: Any, /) -> Value:
     a, b = tile_of(fc, x), tile_of(fc, y)
     d = fc.sema.common_dtype(a, b)
     a, b = fc.sema.cast(a, d), fc.sema.cast(b, d)
@@ -443,9 +413,9 @@ def matmul(fc: Any, x: Any, y: Any) -> Value:
     if b.tile.ndim == 1:
         b = fc.sema.reshape(b, b.tile.shape + (1,))
         squeeze.append(-1)
-    if d not in _MMA_ACC:
+    if d not in ops.MMA_ACCUMULATORS:
         raise fc.sema.type_error(f"matmul() does not support {d}")
-    acc_dtype = _MMA_ACC[d][0]
+    acc_dtype = ops.MMA_ACCUMULATORS[d][0]
     sa, sb = a.tile.shape, b.tile.shape
     batch = sa[:-2] if len(sa) >= len(sb) else sb[:-2]
     acc = full(fc, batch + (sa[-2], sb[-1]), 0, acc_dtype)
@@ -462,7 +432,7 @@ HANDLERS[L.matmul] = matmul
 
 # ---- shapes ---------------------------------------------------------------------------------------------
 @handles(L.reshape)
-def reshape(fc: Any, x: Any, shape: Any) -> Value:
+def reshape(fc: Any, x: Any, /, shape: Any) -> Value:
     t = tile_of(fc, x)
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     n = math.prod(t.tile.shape)
@@ -478,12 +448,12 @@ def reshape(fc: Any, x: Any, shape: Any) -> Value:
 
 
 @handles(L.broadcast_to)
-def broadcast_to(fc: Any, x: Any, shape: Any) -> Value:
+def broadcast_to(fc: Any, x: Any, /, shape: Any) -> Value:
     return fc.sema.broadcast_to(tile_of(fc, x), fc.sema.check_shape(shape))
 
 
 @handles(L.expand_dims)
-def expand_dims(fc: Any, x: Any, axis: Any) -> Value:
+def expand_dims(fc: Any, x: Any, /, axis: Any) -> Value:
     t = tile_of(fc, x)
     a = norm_axis(fc, axis, t.tile.ndim + 1)
     s = t.tile.shape
@@ -491,7 +461,7 @@ def expand_dims(fc: Any, x: Any, axis: Any) -> Value:
 
 
 @handles(L.permute)
-def permute(fc: Any, x: Any, axes: Any) -> Value:
+def permute(fc: Any, x: Any, /, axes: Any) -> Value:
     t = tile_of(fc, x)
     n = t.tile.ndim
     axes = tuple(norm_axis(fc, a, n) for a in axes)
@@ -499,12 +469,11 @@ def permute(fc: Any, x: Any, axes: Any) -> Value:
         raise fc.sema.type_error(f"permute() axes {axes} are not a permutation of {n} dims")
     if axes == tuple(range(n)):
         return t
-    shape = tuple(t.tile.shape[a] for a in axes)
-    return fc.b.value(Opcode.PERMUTE, [t], TileType(t.tile.dtype, shape), axes=axes)
+    return fc.b.value(ops.Permute, x=t, axes=axes)
 
 
 @handles(L.transpose)
-def transpose(fc: Any, x: Any, axis0: Any = None, axis1: Any = None) -> Value:
+def transpose(fc: Any, x: Any, /, axis0: Any = None, axis1: Any = None) -> Value:
     t = tile_of(fc, x)
     n = t.tile.ndim
     if axis0 is None and axis1 is None:
@@ -520,7 +489,7 @@ def transpose(fc: Any, x: Any, axis0: Any = None, axis1: Any = None) -> Value:
 
 
 @handles(L.cat)
-def cat(fc: Any, tiles: Any, axis: Any) -> Value:
+def cat(fc: Any, tiles: Any, /, axis: Any) -> Value:
     if not isinstance(tiles, tuple) or not 1 <= len(tiles) <= 2:
         raise fc.sema.type_error("cat() takes a tuple of one or two tiles")
     ts = [tile_of(fc, t) for t in tiles]
@@ -534,11 +503,11 @@ def cat(fc: Any, tiles: Any, axis: Any) -> Value:
     shape = list(a.tile.shape)
     shape[ax] += b.tile.shape[ax]
     fc.sema.check_shape(tuple(shape), "cat() result shape")
-    return fc.b.value(Opcode.CAT, [a, b], TileType(a.tile.dtype, tuple(shape)), axis=ax)
+    return fc.b.value(ops.Cat, lhs=a, rhs=b, axis=ax)
 
 
 @handles(L.extract)
-def extract(fc: Any, x: Any, index: Any, shape: Any) -> Value:
+def extract(fc: Any, x: Any, /, index: Any, shape: Any) -> Value:
     t = tile_of(fc, x)
     shape = tuple(shape) if isinstance(shape, tuple) else (shape,)
     squeeze = shape == ()
@@ -553,25 +522,25 @@ def extract(fc: Any, x: Any, index: Any, shape: Any) -> Value:
             raise fc.sema.type_error(f"extract() shape {shape} does not divide the tile shape {t.tile.shape}")
         if is_loose(index[i]) and not 0 <= index[i] < d // s:
             raise fc.sema.type_error(f"extract() index {index} is out of range")
-    idx = [fc.sema.index_scalar(i, "extract() index") for i in index]
-    out = fc.b.value(Opcode.EXTRACT, [t] + idx, TileType(t.tile.dtype, shape), shape=shape)
+    idx = tuple(fc.sema.index_scalar(i, "extract() index") for i in index)
+    out = fc.b.value(ops.Extract, x=t, index=idx, shape=shape)
     return fc.sema.reshape(out, ()) if squeeze else out
 
 
 # ---- utilities -------------------------------------------------------------------------------------------
 @handles(L.assert_)
-def assert_(fc: Any, cond: Any, message: Any = None) -> None:
+def assert_(fc: Any, cond: Any, /, message: Any = None) -> None:
     c = tile_of(fc, cond)
     if c.tile.dtype is not dt.bool_:
         raise fc.sema.type_error(f"assert_() needs a bool tile, got {c.type}")
-    fc.b.emit(Opcode.ASSERT, [c], [], message=str(message) if message is not None else "assertion failed")
+    fc.b.emit(ops.Assert, cond=c, message=str(message) if message is not None else "assertion failed")
 
 
 @handles(L.ensure_constant)
-def ensure_constant(fc: Any, x: Any) -> Any:
-    if isinstance(x, Value):
-        raise TileStaticAssertionError(f"Expected a compile-time constant, got {describe(x)}", fc.b.loc)
-    return x
+def ensure_constant(fc: Any, value: Any, /) -> Any:
+    if isinstance(value, Value):
+        raise TileStaticAssertionError(f"Expected a compile-time constant, got {describe(value)}", fc.b.loc)
+    return value
 
 
 @handles(L.static_iter)
@@ -580,7 +549,7 @@ def static_iter(fc: Any, iterable: Any) -> Any:
 
 
 @handles(py.len)
-def len_(fc: Any, x: Any) -> int:
+def len_(fc: Any, x: Any, /) -> int:
     if is_tile(x):
         if not x.tile.shape:
             raise fc.sema.type_error("len() of a 0-d tile")
@@ -604,8 +573,8 @@ _TILE_METHODS = {"astype": astype, "reshape": reshape, "permute": permute, "tran
                  "expand_dims": expand_dims}
 
 
-def _array_dims(fc: Any, arr: Value, opcode: Opcode) -> tuple[Any, ...]:
-    return tuple(array_dim(fc, arr, i, opcode) for i in range(arr.type.ndim))
+def _array_dims(fc: Any, arr: Value, query: type[ops.ArrayShape | ops.ArrayStride]) -> tuple[Any, ...]:
+    return tuple(array_dim(fc, arr, i, query) for i in range(arr.type.ndim))
 
 
 def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
@@ -627,9 +596,9 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name == "ndim":
             return at.ndim
         if name == "shape":
-            return _array_dims(fc, obj, Opcode.ARRAY_SHAPE)
+            return _array_dims(fc, obj, ops.ArrayShape)
         if name == "strides":
-            return _array_dims(fc, obj, Opcode.ARRAY_STRIDE)
+            return _array_dims(fc, obj, ops.ArrayStride)
         if name == "slice":
             return BoundMethod(array_slice, obj)
         if name == "tiled_view":
@@ -662,7 +631,7 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
         if isinstance(key, int):
             key %= obj.type.length
         index = fc.sema.index_scalar(key, "List index")
-        return fc.b.value(Opcode.LIST_GET, [obj, index], obj.type.elem)
+        return fc.b.value(ops.ListGet, list=obj, index=index)
     if is_tile(obj):
         parts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
         t = obj

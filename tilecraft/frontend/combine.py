@@ -1,7 +1,7 @@
 """`ct.reduce` and `ct.scan` with the user's combine function.
 
 The function is compiled once on 0-d arguments (a_1..a_N, b_1..b_N) into the block of a
-REDUCE_WITH / SCAN_WITH op; backends apply that block along the axis. As in cuTile the body may
+ReduceWith / ScanWith op; backends apply that block along the axis. As in cuTile the body may
 only compute on its scalar arguments and constants: no control flow, memory access, printing or
 nested reductions, and no tiles from outside.
 """
@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import TileSyntaxError
-from ..ir import Block, Opcode, TileType, Value
+from ..ir import Block, Op, TileType, Value, ops
 from ..language import ops as L
 from .builtins import call, norm_axis, tile_of
 from .registry import handles
 from .semantics import broadcast_shapes, describe
 
-_BODY_OPS = {Opcode.CONST, Opcode.CAST, Opcode.BITCAST, Opcode.UNARY, Opcode.BINARY, Opcode.COMPARE,
-             Opcode.WHERE, Opcode.RESHAPE, Opcode.BROADCAST}
+_BODY_OPS: tuple[type[Op], ...] = (ops.Const, ops.Cast, ops.Bitcast, ops.Unary, ops.Binary, ops.Compare,
+                                    ops.Where, ops.Reshape, ops.Broadcast)
+"""The ops a combine function may compile to."""
 
 
 def _operands(fc: Any, x: Any, name: str) -> list[Value]:
@@ -40,7 +41,7 @@ def _operands(fc: Any, x: Any, name: str) -> list[Value]:
     return [fc.sema.broadcast_to(t, shape) for t in tiles]
 
 
-def _identities(fc: Any, identity: Any, n: int, name: str) -> tuple[Any, ...]:
+def _identities(fc: Any, identity: Any, n: int, name: str) -> tuple[bool | int | float, ...]:
     ids = identity if isinstance(identity, tuple) else (identity,)
     if len(ids) != n or not all(isinstance(i, (bool, int, float)) for i in ids):
         raise fc.sema.type_error(f"{name}() identity must be {n} constant number(s), got {describe(identity)}")
@@ -48,9 +49,9 @@ def _identities(fc: Any, identity: Any, n: int, name: str) -> tuple[Any, ...]:
 
 
 def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
-    """func traced on 0-d arguments into a block ending with YIELD of N 0-d values."""
+    """func traced on 0-d arguments into a block ending with a Yield of N 0-d values."""
     dtypes = [t.tile.dtype for t in tiles]
-    args = [Value(TileType(d, ()), f"{side}{i}") for side in "ab" for i, d in enumerate(dtypes)]
+    args = [fc.b.new_value(TileType(d), f"{side}{i}") for side in "ab" for i, d in enumerate(dtypes)]
     block = Block(args)
     with fc.b.inside(block):
         out = call(fc, func, list(args), {}, None)
@@ -61,14 +62,14 @@ def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
         vals = [fc.sema.cast_implicit(o, d, f"the value {name}()'s function returns") for o, d in zip(outs, dtypes)]
         if any(v.tile.shape != () for v in vals):
             raise fc.sema.type_error(f"{name}() function must return scalars")
-        fc.b.emit(Opcode.YIELD, vals, [])
+        fc.b.emit(ops.Yield, values=tuple(vals))
     return block
 
 
 def _check_body(block: Block, args: list[Value], name: str) -> None:
     known = {a.id for a in args}
     for op in block.ops:
-        if op.opcode not in _BODY_OPS:
+        if not isinstance(op, _BODY_OPS):
             raise TileSyntaxError(f"{name}() function may only compute on its scalar arguments (no control "
                                   f"flow, memory access, printing or nested reductions)", op.loc)
         if any(v.id not in known for v in op.operands):
@@ -77,33 +78,31 @@ def _check_body(block: Block, args: list[Value], name: str) -> None:
         known.update(r.id for r in op.results)
 
 
-def _results(op: Any) -> Any:
+def _results(op: Op) -> Value | tuple[Value, ...]:
     return op.results[0] if len(op.results) == 1 else tuple(op.results)
 
 
 @handles(L.reduce)
-def reduce(fc: Any, x: Any, axis: Any, func: Any, identity: Any, *, keepdims: bool = False) -> Any:
+def reduce(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, keepdims: Any = False) -> Any:
     tiles = _operands(fc, x, "reduce")
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise fc.sema.type_error(f"reduce() axis must be a constant int, got {describe(axis)}")
-    shape = tiles[0].tile.shape
-    a = norm_axis(fc, axis, len(shape))
+    keepdims = fc.sema.const_bool(keepdims, "keepdims")
+    a = norm_axis(fc, axis, tiles[0].tile.ndim)
     ids = _identities(fc, identity, len(tiles), "reduce")
     block = _combine_block(fc, func, tiles, "reduce")
-    out_shape = shape[:a] + ((1,) if keepdims else ()) + shape[a + 1:]
-    op = fc.b.emit(Opcode.REDUCE_WITH, tiles, [TileType(t.tile.dtype, out_shape) for t in tiles], [block],
-                   axis=a, keepdims=bool(keepdims), identities=ids)
-    return _results(op)
+    return _results(fc.b.emit(ops.ReduceWith, xs=tuple(tiles), axis=a, keepdims=keepdims, identities=ids,
+                              combine=block))
 
 
 @handles(L.scan)
-def scan(fc: Any, x: Any, axis: Any, func: Any, identity: Any, *, reverse: bool = False) -> Any:
+def scan(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, reverse: Any = False) -> Any:
     tiles = _operands(fc, x, "scan")
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise fc.sema.type_error(f"scan() axis must be a constant int, got {describe(axis)}")
+    reverse = fc.sema.const_bool(reverse, "reverse")
     a = norm_axis(fc, axis, tiles[0].tile.ndim)
     ids = _identities(fc, identity, len(tiles), "scan")
     block = _combine_block(fc, func, tiles, "scan")
-    op = fc.b.emit(Opcode.SCAN_WITH, tiles, [t.tile for t in tiles], [block], axis=a, reverse=bool(reverse),
-                   identities=ids)
-    return _results(op)
+    return _results(fc.b.emit(ops.ScanWith, xs=tuple(tiles), axis=a, reverse=reverse, identities=ids,
+                              combine=block))

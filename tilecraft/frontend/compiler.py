@@ -16,9 +16,9 @@ import textwrap
 from typing import Any, Callable
 
 from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError)
-from ..ir import BinaryFn, Block, Builder, CompareFn, Opcode, TileType, UnaryFn, Value
+from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value, ops
 from ..language import ops as L
-from . import combine  # noqa: F401  (registers reduce/scan with a combine function)
+from . import combine, reductions  # noqa: F401  (register reduce/scan and the reductions)
 from .builtins import attribute, call, matmul, subscript
 from .contexts import compile_with
 from .printing import joined_str
@@ -128,8 +128,8 @@ class Context:
         self.builder = Builder()
         self.sema = Sema(self.builder)
         self.depth = 0
-        # array parameter id -> {(ARRAY_SHAPE or ARRAY_STRIDE, axis): value} compiled in
-        self.static_dims: dict[int, dict[tuple[Opcode, int], int]] = {}
+        # array parameter id -> {(ops.ArrayShape or ops.ArrayStride, axis): value} compiled in
+        self.static_dims: dict[int, dict[tuple[type[Op], int], int]] = {}
 
 
 class FunctionCompiler:
@@ -253,7 +253,7 @@ class FunctionCompiler:
         self.merge_branches(cond_v, branches)
 
     def merge_branches(self, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
-        """Emit IF with the values that differ between the branches as results."""
+        """Emit an If with the values that differ between the branches as results."""
         (tblk, tscope), (eblk, escope) = branches
         names = sorted(n for n in set(tscope) | set(escope)
                        if not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
@@ -280,8 +280,8 @@ class FunctionCompiler:
             rebuilds.append((n, rebuild, len(tvals)))
         for blk, ys in zip((tblk, eblk), yields):
             with self.b.inside(blk):
-                self.b.emit(Opcode.YIELD, ys, [])
-        op = self.b.emit(Opcode.IF, [cond], [v.type for v in yields[0]], blocks=[tblk, eblk])
+                self.b.emit(ops.Yield, values=tuple(ys))
+        op = self.b.emit(ops.If, cond=cond, then=tblk, orelse=eblk)
         pos = 0
         for n, rebuild, count in rebuilds:
             self.scope[n] = rebuild(op.results[pos:pos + count])
@@ -368,7 +368,7 @@ class FunctionCompiler:
             self.scope = scope
             self.run_body(body)
 
-        self.emit_loop(Opcode.FOR, bounds, [TileType(idx_dtype, ())], assigned_names(body) - {target}, run, node)
+        self.emit_loop(bounds, [TileType(idx_dtype)], assigned_names(body) - {target}, run, node)
         self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
 
     def stmt_While(self, node: ast.While) -> None:
@@ -388,12 +388,14 @@ class FunctionCompiler:
             self.scope = scope
             self.run_body(node.body)
 
-        self.emit_loop(Opcode.WHILE, [], [], assigned_names(node.body), run, node, cond)
+        self.emit_loop([], [], assigned_names(node.body), run, node, cond)
 
-    def emit_loop(self, opcode: Opcode, bounds: list[Value], extra_arg_types: list[TileType],
+    def emit_loop(self, bounds: list[Value], extra_arg_types: list[TileType],
                   assigned: set[str], run_body: Callable[[dict[str, Any], list[Value]], None],
                   node: ast.stmt, cond: Callable[[dict[str, Any]], Value] | None = None) -> None:
-        """Emit FOR or WHILE with every name the body may rebind as a loop-carried value."""
+        """Emit a For (given `cond` None: `bounds` are lower, upper, step; the body's first
+        argument is the counter, of `extra_arg_types`) or a While (`cond` compiles its test),
+        with every name the body may rebind as a loop-carried value."""
         before = self.scope
         carried: list[tuple[str, list[Value], Callable[[list[Value]], Any], Any]] = []
         inits: list[Value] = []
@@ -436,24 +438,29 @@ class FunctionCompiler:
                         raise self.type_error(f"Type of loop variable `{n}` changes in the loop", node)
             return out
 
-        body = Block([Value(t) for t in extra_arg_types] + [Value(v.type) for v in inits])
-        blocks = [body]
-        if opcode == Opcode.WHILE:
-            assert cond is not None
-            before_blk = Block([Value(v.type) for v in inits])
+        def block_of(types: list[TileType]) -> Block:
+            return Block([self.b.new_value(t) for t in types])
+
+        carried_types = [v.type for v in inits]
+        before_blk = None
+        if cond is not None:
+            before_blk = block_of(carried_types)
             with self.b.inside(before_blk):
                 c = cond(bind(before_blk.args))
                 self.b.loc = self.loc(node)
-                self.b.emit(Opcode.CONDITION, [c] + before_blk.args, [])
-            blocks = [before_blk, body]
+                self.b.emit(ops.Condition, cond=c, values=tuple(before_blk.args))
+        body = block_of(extra_arg_types + carried_types)
         with self.b.inside(body):
             scope = bind(body.args[len(extra_arg_types):])
             run_body(scope, body.args)
             self.b.loc = self.loc(node)
-            ys = new_values(self.scope)
-            self.b.emit(Opcode.YIELD, ys, [])
+            self.b.emit(ops.Yield, values=tuple(new_values(self.scope)))
         self.b.loc = self.loc(node)
-        op = self.b.emit(opcode, bounds + inits, [v.type for v in inits], blocks=blocks)
+        if before_blk is not None:
+            op: Op = self.b.emit(ops.While, init=tuple(inits), before=before_blk, after=body)
+        else:
+            lower, upper, step = bounds
+            op = self.b.emit(ops.For, lower=lower, upper=upper, step=step, init=tuple(inits), body=body)
         self.scope = dict(before)
         for n in assigned:
             if n not in before or isinstance(before[n], Undefined):

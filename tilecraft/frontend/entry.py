@@ -6,7 +6,7 @@ import ast
 from typing import Any, Callable, Sequence
 
 from ..errors import Location, TileSyntaxError, TileTypeError
-from ..ir import ArrayType, Block, Function, ListType, Opcode, TileType, Value, verify
+from ..ir import ArrayType, Block, Function, ListType, TileType, Value, ops, verify
 from ..ir.types import IRType
 from .compiler import Context, FunctionCompiler, closure_vars, parse_function
 from .signature import ArgSpec, ArraySpec, ConstSpec, ListSpec, TupleSpec
@@ -25,12 +25,12 @@ def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str], ctx: 
         t = ListType(ArrayType(spec.dtype, spec.ndim, spec.index64), spec.length)
     else:
         t = TileType(spec.dtype)
-    v = Value(t, name)
+    v = ctx.builder.new_value(t, name)
     params.append(v)
     names.append(name)
     if isinstance(spec, ArraySpec) and (spec.static_shape or spec.static_strides):
-        ctx.static_dims[v.id] = {**{(Opcode.ARRAY_SHAPE, a): n for a, n in spec.static_shape},
-                                 **{(Opcode.ARRAY_STRIDE, a): n for a, n in spec.static_strides}}
+        ctx.static_dims[v.id] = {**{(ops.ArrayShape, a): n for a, n in spec.static_shape},
+                                 **{(ops.ArrayStride, a): n for a, n in spec.static_strides}}
     return v
 
 

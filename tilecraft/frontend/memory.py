@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import AtomicFn, BinaryFn, Opcode, TileType, Value
+from ..ir import AtomicFn, BinaryFn, Value, ops
 from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
-from .registry import handles
-from .semantics import broadcast_shapes, describe, is_array, is_loose
+from .registry import handles, register
+from .semantics import broadcast_shapes, describe, is_array, is_loose, is_tile
 
 
-def array_dim(fc: Any, arr: Value, axis: int, query: Opcode = Opcode.ARRAY_SHAPE) -> Any:
-    """`arr.shape[axis]` (or `.strides[axis]` with ARRAY_STRIDE): a constant int where an
+def array_dim(fc: Any, arr: Value, axis: int,
+              query: type[ops.ArrayShape | ops.ArrayStride] = ops.ArrayShape) -> Any:
+    """`arr.shape[axis]` (or `.strides[axis]` with ops.ArrayStride): a constant int where an
     ArrayAnnotation compiled it in, else a runtime scalar."""
     static = fc.ctx.static_dims.get(arr.id, {}).get((query, axis))
     if static is not None:
         return static
-    return fc.b.value(query, [arr], TileType(arr.type.index_dtype), axis=axis)
+    return fc.b.value(query, array=arr, axis=axis)
 
 
 def _array(fc: Any, a: Any, fn: str) -> Value:
@@ -40,28 +41,30 @@ def _order(fc: Any, order: Any, ndim: int) -> tuple[int, ...]:
     return norm
 
 
-def _index(fc: Any, index: Any, ndim: int) -> list[Value]:
+def _index(fc: Any, index: Any, ndim: int) -> tuple[Value, ...]:
     idx = index if isinstance(index, tuple) else (index,)
     if len(idx) != ndim:
         raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {ndim}")
     vals = [fc.sema.index_scalar(i) for i in idx]
     wide = any(v.tile.dtype is dt.int64 for v in vals)
-    return [fc.sema.cast(v, dt.int64) if wide else v for v in vals]
+    return tuple(fc.sema.cast(v, dt.int64) if wide else v for v in vals)
+
+
+def _latency(fc: Any, latency: Any) -> int | None:
+    """The scheduling hint `latency`: None or a constant int in 1..10."""
+    if latency is not None and (not isinstance(latency, int) or isinstance(latency, bool)
+                                or not 1 <= latency <= 10):
+        raise fc.sema.value_error(f"latency must be an integer constant in 1..10, got {latency!r}")
+    return latency
 
 
 def _hints(fc: Any, latency: Any, allow_tma: Any, check_bounds: Any) -> dict[str, Any]:
-    """The tile load/store attributes that tune code generation. check_bounds=False promises a
+    """The tile load/store fields that tune code generation. check_bounds=False promises a
     tile inside the array (backends may then skip bounds masks; a violation is undefined)."""
-    if latency is not None and (not isinstance(latency, int) or not 1 <= latency <= 10):
-        raise fc.sema.value_error(f"latency must be an integer constant in 1..10, got {latency!r}")
     if allow_tma is not None and not isinstance(allow_tma, bool):
         raise fc.sema.type_error("allow_tma must be a constant bool")
-    if not isinstance(check_bounds, bool):
-        raise fc.sema.type_error("check_bounds must be a constant bool")
-    hints: dict[str, Any] = {"latency": latency, "allow_tma": allow_tma}
-    if not check_bounds:  # recorded only when given: the IR reads `check_bounds` as default True
-        hints["check_bounds"] = False
-    return hints
+    return {"latency": _latency(fc, latency), "allow_tma": allow_tma,
+            "check_bounds": fc.sema.const_bool(check_bounds, "check_bounds")}
 
 
 def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tuple[MemoryOrder, ...]) -> None:
@@ -72,7 +75,7 @@ def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tupl
 
 
 @handles(L.num_tiles)
-def num_tiles(fc: Any, array: Any, axis: Any, shape: Any, order: Any = "C") -> Any:
+def num_tiles(fc: Any, array: Any, /, axis: Any, shape: Any, order: Any = "C") -> Any:
     arr = _array(fc, array, "num_tiles")
     nd = arr.type.ndim
     shape = fc.sema.check_shape(shape)
@@ -102,13 +105,13 @@ def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Valu
             raise fc.sema.type_error(f"slice() {name} must not be negative, got {bound}")
     if isinstance(start, int) and isinstance(stop, int) and stop < start:
         raise fc.sema.type_error(f"slice() stop ({stop}) must not be less than start ({start})")
-    bounds = [fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), array.type.index_dtype)
-              for name, b in (("start", start), ("stop", stop))]
-    return fc.b.value(Opcode.ARRAY_SLICE, [array, *bounds], array.type, axis=axis % nd)
+    lo, hi = (fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), array.type.index_dtype)
+              for name, b in (("start", start), ("stop", stop)))
+    return fc.b.value(ops.ArraySlice, array=array, start=lo, stop=hi, axis=axis % nd)
 
 
 @handles(L.load)
-def load(fc: Any, array: Any, index: Any, shape: Any, *, order: Any = "C",
+def load(fc: Any, array: Any, /, index: Any, shape: Any, *, order: Any = "C",
          padding_mode: PaddingMode = PaddingMode.UNDETERMINED, check_bounds: bool = True,
          latency: Any = None, allow_tma: Any = None, memory_order: MemoryOrder = MemoryOrder.WEAK,
          memory_scope: MemoryScope = MemoryScope.NONE) -> Value:
@@ -125,12 +128,13 @@ def load(fc: Any, array: Any, index: Any, shape: Any, *, order: Any = "C",
     _memory_order(fc, memory_order, memory_scope, (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE))
     perm = _order(fc, order, nd)
     idx = _index(fc, index, nd)
-    return fc.b.value(Opcode.LOAD, [arr] + idx, TileType(arr.type.dtype, shape), shape=shape, order=perm,
-                      padding=padding_mode, **_hints(fc, latency, allow_tma, check_bounds))
+    return fc.b.value(ops.Load, array=arr, index=idx, shape=shape, order=perm, padding=padding_mode,
+                      memory_order=memory_order, memory_scope=memory_scope,
+                      **_hints(fc, latency, allow_tma, check_bounds))
 
 
 @handles(L.store)
-def store(fc: Any, array: Any, index: Any, tile: Any, *, order: Any = "C", check_bounds: bool = True,
+def store(fc: Any, array: Any, /, index: Any, tile: Any, *, order: Any = "C", check_bounds: bool = True,
           latency: Any = None, allow_tma: Any = None, memory_order: MemoryOrder = MemoryOrder.WEAK,
           memory_scope: MemoryScope = MemoryScope.NONE) -> None:
     arr = _array(fc, array, "store")
@@ -144,11 +148,14 @@ def store(fc: Any, array: Any, index: Any, tile: Any, *, order: Any = "C", check
     _memory_order(fc, memory_order, memory_scope, (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.RELEASE))
     perm = _order(fc, order, nd)
     idx = _index(fc, index, nd)
-    fc.b.emit(Opcode.STORE, [arr] + idx + [t], [], order=perm, **_hints(fc, latency, allow_tma, check_bounds))
+    fc.b.emit(ops.Store, array=arr, index=idx, tile=t, order=perm, memory_order=memory_order,
+              memory_scope=memory_scope, **_hints(fc, latency, allow_tma, check_bounds))
 
 
-def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: Any, fn: str) -> tuple[list[Value], list[Any], Any, tuple[int, ...]]:
-    """Index tiles, extra operands and mask broadcast to one shape S."""
+def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: Any,
+                     fn: str) -> tuple[tuple[Value, ...], Value | None, tuple[int, ...]]:
+    """Index tiles and mask broadcast to the common shape S of indices, `extra` operands and
+    mask; returns (index tiles, mask, S)."""
     nd = arr.type.ndim
     idx = indices if isinstance(indices, tuple) else (indices,)
     if nd == 0 and indices == ():
@@ -164,80 +171,90 @@ def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: 
     wide = any(t.tile.dtype.bitwidth == 64 or (not t.tile.dtype.signed and t.tile.dtype.bitwidth == 32) for t in tiles)
     tiles = [fc.sema.cast(t, dt.int64 if wide else dt.int32) for t in tiles]
     shape: tuple[int, ...] | None = ()
-    for x in tiles + [e for e in extra if isinstance(e, Value)] + ([mask] if isinstance(mask, Value) else []):
+    for x in tiles + [e for e in (*extra, mask) if is_tile(e)]:
         shape = broadcast_shapes(shape, x.tile.shape)
         if shape is None:
             raise fc.sema.type_error(f"{fn}(): index, value and mask shapes are not broadcastable")
-    tiles = [fc.sema.broadcast_to(t, shape) for t in tiles]
     m = None
     if mask is not None:
         m = fc.sema.to_tile(mask)
         if m.tile.dtype is not dt.bool_:
             raise fc.sema.type_error(f"{fn}() mask must be a bool tile, got {m.tile.dtype}")
         m = fc.sema.broadcast_to(m, shape)
-    return tiles, extra, m, shape
+    return tuple(fc.sema.broadcast_to(t, shape) for t in tiles), m, shape
+
+
+def _element_values(fc: Any, values: list[Any], dtype: dt.DType, shape: tuple[int, ...], what: str) -> list[Value]:
+    """Values implicitly cast to the array dtype and broadcast to the index shape."""
+    return [fc.sema.broadcast_to(fc.sema.cast_implicit(v, dtype, what), shape) for v in values]
 
 
 @handles(L.gather)
-def gather(fc: Any, array: Any, indices: Any, *, mask: Any = None, padding_value: Any = 0,
+def gather(fc: Any, array: Any, indices: Any, /, *, mask: Any = None, padding_value: Any = 0,
            check_bounds: bool = True, latency: Any = None) -> Value:
     arr = _array(fc, array, "gather")
-    idx, _, m, shape = _gather_operands(fc, arr, indices, [padding_value], mask, "gather")
-    pad = fc.sema.broadcast_to(fc.sema.cast_implicit(padding_value, arr.type.dtype, "padding_value"), shape)
-    ops = [arr] + idx + [pad] + ([m] if m is not None else [])
-    return fc.b.value(Opcode.GATHER, ops, TileType(arr.type.dtype, shape), has_mask=m is not None,
-                      check_bounds=bool(check_bounds))
+    idx, m, shape = _gather_operands(fc, arr, indices, [padding_value], mask, "gather")
+    [pad] = _element_values(fc, [padding_value], arr.type.dtype, shape, "padding_value")
+    return fc.b.value(ops.Gather, array=arr, index=idx, padding=pad, mask=m,
+                      check_bounds=fc.sema.const_bool(check_bounds, "check_bounds"), latency=_latency(fc, latency))
 
 
 @handles(L.scatter)
-def scatter(fc: Any, array: Any, indices: Any, value: Any, *, mask: Any = None, check_bounds: bool = True,
+def scatter(fc: Any, array: Any, indices: Any, value: Any, /, *, mask: Any = None, check_bounds: bool = True,
             latency: Any = None) -> None:
     arr = _array(fc, array, "scatter")
-    idx, _, m, shape = _gather_operands(fc, arr, indices, [value], mask, "scatter")
-    v = fc.sema.broadcast_to(fc.sema.cast_implicit(value, arr.type.dtype, "the scattered value"), shape)
-    fc.b.emit(Opcode.SCATTER, [arr] + idx + [v] + ([m] if m is not None else []), [],
-              has_mask=m is not None, check_bounds=bool(check_bounds))
+    idx, m, shape = _gather_operands(fc, arr, indices, [value], mask, "scatter")
+    [v] = _element_values(fc, [value], arr.type.dtype, shape, "the scattered value")
+    fc.b.emit(ops.Scatter, array=arr, index=idx, value=v, mask=m,
+              check_bounds=fc.sema.const_bool(check_bounds, "check_bounds"), latency=_latency(fc, latency))
 
 
-_ATOMIC_DTYPES = {
-    AtomicFn.CAS: (dt.int32, dt.int64, dt.uint32, dt.uint64, dt.float32, dt.float64),
-    AtomicFn.XCHG: (dt.int32, dt.int64, dt.uint32, dt.uint64, dt.float32, dt.float64),
-    AtomicFn.ADD: (dt.int32, dt.int64, dt.uint32, dt.uint64, dt.float32, dt.float64, dt.float16, dt.bfloat16),
-    AtomicFn.MAX: (dt.int32, dt.int64, dt.uint32, dt.uint64),
-    AtomicFn.MIN: (dt.int32, dt.int64, dt.uint32, dt.uint64),
-    AtomicFn.AND: (dt.int32, dt.int64, dt.uint32, dt.uint64),
-    AtomicFn.OR: (dt.int32, dt.int64, dt.uint32, dt.uint64),
-    AtomicFn.XOR: (dt.int32, dt.int64, dt.uint32, dt.uint64),
+_WORDS = (dt.int32, dt.int64, dt.uint32, dt.uint64)
+_ATOMIC_DTYPES: dict[AtomicFn, tuple[dt.DType, ...]] = {
+    AtomicFn.XCHG: _WORDS + (dt.float32, dt.float64),
+    AtomicFn.ADD: _WORDS + (dt.float32, dt.float64, dt.float16, dt.bfloat16),
+    AtomicFn.MAX: _WORDS, AtomicFn.MIN: _WORDS, AtomicFn.AND: _WORDS, AtomicFn.OR: _WORDS, AtomicFn.XOR: _WORDS,
 }
+"""The array dtypes each read-modify-write atomic supports."""
+_CAS_DTYPES = _WORDS + (dt.float32, dt.float64)
+_EXACT_UPDATE = (AtomicFn.AND, AtomicFn.OR, AtomicFn.XOR)
+"""Atomics whose update must already have the array dtype (no implicit cast)."""
 
 
-def atomic_update(fc: Any, fn: AtomicFn, array: Any, indices: Any, values: list[Any], check_bounds: bool,
-                  memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
-    """An ATOMIC op on the elements at `indices` (index tiles broadcast together); the old values."""
-    name = "atomic_" + fn.value
+def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[Any],
+                     dtypes: tuple[dt.DType, ...], exact: bool, check_bounds: Any, memory_order: MemoryOrder,
+                     memory_scope: MemoryScope) -> tuple[dict[str, Any], list[Value]]:
+    """The checked fields every atomic shares (array, index, check_bounds, ordering) and its
+    `values` cast to the array dtype (`exact`: they must already have it), all broadcast to the
+    index shape."""
     arr = _array(fc, array, name)
     d = arr.type.dtype
-    if d not in _ATOMIC_DTYPES[fn]:
+    if d not in dtypes:
         raise fc.sema.type_error(f"Unsupported array dtype {d} for {name}()")
     if memory_order == MemoryOrder.WEAK or memory_scope == MemoryScope.NONE:
         raise fc.sema.type_error(f"{name}() needs a non-WEAK memory_order and a memory_scope")
-    if fn in (AtomicFn.AND, AtomicFn.OR, AtomicFn.XOR):
-        for v in values:
-            if not is_loose(v) and fc.sema.dtype_of(v) is not d:
-                raise fc.sema.type_error(f"{name}() update dtype must equal the array dtype {d}")
-    idx, _, _, shape = _gather_operands(fc, arr, indices, values, None, name)
-    vals = [fc.sema.broadcast_to(fc.sema.cast_implicit(v, d, "the atomic update"), shape) for v in values]
-    return fc.b.value(Opcode.ATOMIC, [arr] + idx + vals, TileType(d, shape), fn=fn, order=memory_order,
-                      scope=memory_scope, has_mask=False, check_bounds=bool(check_bounds))
+    if exact and any(not is_loose(v) and fc.sema.dtype_of(v) is not d for v in values):
+        raise fc.sema.type_error(f"{name}() update dtype must equal the array dtype {d}")
+    idx, _, shape = _gather_operands(fc, arr, indices, values, None, name)
+    fields = {"array": arr, "index": idx, "check_bounds": fc.sema.const_bool(check_bounds, "check_bounds"),
+              "memory_order": memory_order, "memory_scope": memory_scope}
+    return fields, _element_values(fc, values, d, shape, "the atomic update")
+
+
+def atomic_update(fc: Any, fn: AtomicFn, array: Any, indices: Any, update: Any, check_bounds: Any,
+                  memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
+    """An AtomicRMW on the elements at `indices` (index tiles broadcast together); the old values."""
+    fields, [value] = _atomic_operands(fc, "atomic_" + fn.value, array, indices, [update], _ATOMIC_DTYPES[fn],
+                                       fn in _EXACT_UPDATE, check_bounds, memory_order, memory_scope)
+    return fc.b.value(ops.AtomicRMW, fn=fn, value=value, **fields)
 
 
 def _rmw(fn: AtomicFn, stub: Any) -> None:
-    def handler(fc: Any, array: Any, indices: Any, update: Any, *, check_bounds: bool = True,
+    def handler(fc: Any, array: Any, indices: Any, update: Any, /, *, check_bounds: bool = True,
                 memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                 memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
-        return atomic_update(fc, fn, array, indices, [update], check_bounds, memory_order, memory_scope)
-    handler.__name__ = stub.__name__
-    handles(stub)(handler)
+        return atomic_update(fc, fn, array, indices, update, check_bounds, memory_order, memory_scope)
+    register(stub, handler)
 
 
 for _fn, _stub in ((AtomicFn.XCHG, L.atomic_xchg), (AtomicFn.ADD, L.atomic_add), (AtomicFn.MAX, L.atomic_max),
@@ -247,7 +264,9 @@ for _fn, _stub in ((AtomicFn.XCHG, L.atomic_xchg), (AtomicFn.ADD, L.atomic_add),
 
 
 @handles(L.atomic_cas)
-def atomic_cas(fc: Any, array: Any, indices: Any, expected: Any, desired: Any, *, check_bounds: bool = True,
+def atomic_cas(fc: Any, array: Any, indices: Any, expected: Any, desired: Any, /, *, check_bounds: bool = True,
                memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
-    return atomic_update(fc, AtomicFn.CAS, array, indices, [expected, desired], check_bounds, memory_order, memory_scope)
+    fields, [exp, des] = _atomic_operands(fc, "atomic_cas", array, indices, [expected, desired], _CAS_DTYPES,
+                                          False, check_bounds, memory_order, memory_scope)
+    return fc.b.value(ops.AtomicCAS, expected=exp, desired=des, **fields)

@@ -1,4 +1,4 @@
-"""`print`, `ct.printf` and f-strings in tile code → PRINT ops (one line per block)."""
+"""`print`, `ct.printf` and f-strings in tile code → Print ops (one line per block)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import Opcode, Value
+from ..ir import Value, ops
 from ..language import ops as L
 from .registry import handles
 from .semantics import is_tile
@@ -79,21 +79,21 @@ def print_(fc: Any, *args: Any, sep: str = " ", end: str = "\n") -> None:
         parts.append(a)
     parts.append(end)
     fs = _pieces(parts)
-    fc.b.emit(Opcode.PRINT, list(fs.values), [], pieces=fs.pieces, formats=fs.formats)
+    fc.b.emit(ops.Print, tiles=fs.values, pieces=fs.pieces, formats=fs.formats)
 
 
 _SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[diouxXeEfFgGaA]")
 
 
 @handles(L.printf)
-def printf(fc: Any, fmt: str, *args: Any) -> None:
-    if not isinstance(fmt, str):
+def printf(fc: Any, format: Any, *args: Any) -> None:
+    if not isinstance(format, str):
         raise fc.sema.type_error("printf() needs a constant format string")
-    specs = _SPEC.findall(fmt)
+    specs = _SPEC.findall(format)
     if len(specs) != len(args):
         raise fc.sema.type_error(f"printf() format has {len(specs)} specifiers but {len(args)} arguments were given")
-    pieces = _SPEC.split(fmt)
-    tiles = [fc.sema.to_tile(a) for a in args]
+    pieces = _SPEC.split(format)
+    tiles = tuple(fc.sema.to_tile(a) for a in args)
     formats = tuple(None if s[-1] in "aA" else re.sub(r"(hh|h|ll|l|z)(?=.$)", "", s).replace("u", "d").replace("i", "d")
                     for s in specs)   # as Python %-formats (hex floats keep the default format)
-    fc.b.emit(Opcode.PRINT, tiles, [], pieces=tuple(pieces), formats=formats)
+    fc.b.emit(ops.Print, tiles=tiles, pieces=tuple(pieces), formats=formats)

@@ -14,3 +14,10 @@ def handles(*targets: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]
             HANDLERS[t] = fn
         return fn
     return register
+
+
+def register(stub: Any, handler: Callable[..., Any]) -> None:
+    """Make `handler` (made by a factory for several stubs) the compilation of `stub`, named
+    after it (error messages and signatures show that name)."""
+    handler.__name__ = handler.__qualname__ = stub.__name__
+    HANDLERS[stub] = handler

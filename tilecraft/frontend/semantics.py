@@ -9,12 +9,14 @@ the builder's current location when a language rule is broken.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import TileTypeError, TileValueError
-from ..ir import ArrayType, BinaryFn, Builder, CompareFn, ListType, Opcode, TileType, UnaryFn, Value
+from ..ir import ArrayType, BinaryFn, Block, Builder, CompareFn, ListType, TileType, UnaryFn, Value, ops
 from ..language import dtypes as dt
 from ..language.dtypes import DType
+from ..language.enums import RoundingMode
 
 LOOSE = (bool, int, float)
 
@@ -51,6 +53,26 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] 
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class FloatOptions:
+    """The `rounding_mode` / `flush_to_zero` of one arithmetic call, already checked against
+    the op (`Sema.float_options`); its dtype is checked where the op is built."""
+
+    rounding: RoundingMode | None = None
+    flush_to_zero: bool = False
+
+    @property
+    def given(self) -> bool:
+        return self.rounding is not None or self.flush_to_zero
+
+
+PLAIN = FloatOptions()
+"""No rounding mode, no flush to zero: the default of every arithmetic op."""
+
+FULL_APPROX = (RoundingMode.FULL, RoundingMode.APPROX)
+"""The precision modes (not IEEE roundings) of truediv, exp, tanh and sqrt (APPROX only)."""
+
+
 class Sema:
     """IR construction with the language's typing rules; errors point at `builder.loc`."""
 
@@ -77,7 +99,13 @@ class Sema:
             value &= (1 << bits) - 1
             if dtype.signed and value >= 1 << (bits - 1):
                 value -= 1 << bits
-        return self.b.value(Opcode.CONST, [], TileType(dtype, ()), value=value)
+        return self.b.value(ops.Const, value=value, dtype=dtype)
+
+    def const_bool(self, value: Any, name: str) -> bool:
+        """A flag that must be a compile-time bool (flush_to_zero, keepdims, ...)."""
+        if not isinstance(value, bool):
+            raise self.type_error(f"{name} must be a constant bool, got {describe(value)}")
+        return value
 
     def dtype_of(self, x: Any) -> DType:
         if is_tile(x):
@@ -142,10 +170,10 @@ class Sema:
         return result
 
     # ---- casts --------------------------------------------------------------------------------
-    def cast(self, x: Value, dtype: DType, rounding=None) -> Value:
+    def cast(self, x: Value, dtype: DType, rounding: RoundingMode | None = None) -> Value:
         if x.tile.dtype is dtype and rounding is None:
             return x
-        return self.b.value(Opcode.CAST, [x], x.tile.with_dtype(dtype), dtype=dtype, rounding=rounding)
+        return self.b.value(ops.Cast, x=x, dtype=dtype, rounding=rounding)
 
     def cast_implicit(self, x: Any, dtype: DType, what: str = "value") -> Value:
         """Implicit casts only widen (store/scatter values, paddings, atomic updates)."""
@@ -171,7 +199,7 @@ class Sema:
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
         if x.tile.shape == shape:
             return x
-        return self.b.value(Opcode.RESHAPE, [x], TileType(x.tile.dtype, shape), shape=shape)
+        return self.b.value(ops.Reshape, x=x, shape=shape)
 
     def broadcast_to(self, x: Value, shape: tuple[int, ...]) -> Value:
         src = x.tile.shape
@@ -183,7 +211,7 @@ class Sema:
             x = self.reshape(x, (1,) * (len(shape) - len(src)) + src)
             if x.tile.shape == shape:
                 return x
-        return self.b.value(Opcode.BROADCAST, [x], TileType(x.tile.dtype, shape), shape=shape)
+        return self.b.value(ops.Broadcast, x=x, shape=shape)
 
     def unify(self, xs: Sequence[Any], dtype: DType) -> list[Value]:
         """Cast every operand to `dtype` and broadcast them to their common shape."""
@@ -200,8 +228,40 @@ class Sema:
             out.append(self.broadcast_to(t, shape))
         return out
 
+    # ---- floating-point options (spec 3.5) -------------------------------------------------------
+    def float_options(self, op: str, allowed: tuple[RoundingMode, ...], rounding_mode: Any = None,
+                      flush_to_zero: Any = False) -> FloatOptions:
+        """Check a call's options against what `op` accepts (`allowed` rounding modes; the
+        signature already rejects options the op does not take)."""
+        if rounding_mode is not None:
+            if not isinstance(rounding_mode, RoundingMode):
+                raise self.type_error(f"rounding_mode must be a ct.RoundingMode, got {describe(rounding_mode)}")
+            if rounding_mode not in allowed:
+                raise self.type_error(f"Rounding mode {rounding_mode.name} is not supported for {op}")
+        return FloatOptions(rounding_mode, self.const_bool(flush_to_zero, "flush_to_zero"))
+
+    def check_float_options(self, fp: FloatOptions, dtype: DType) -> None:
+        """The dtype rules of the options: rounding on unrestricted floats, FULL/APPROX and
+        flush_to_zero on float32 only."""
+        if fp.rounding is not None:
+            if not dtype.is_float:
+                raise self.type_error(f"Rounding mode can only be used for unrestricted float types, but got {dtype}")
+            if fp.rounding in FULL_APPROX and dtype is not dt.float32:
+                raise self.type_error(f"Rounding mode {fp.rounding.name} can only be used for float32 type, "
+                                      f"but got {dtype}")
+        if fp.flush_to_zero and dtype is not dt.float32:
+            raise self.type_error(f"Flush to zero can only be used for float32 type, but got {dtype}")
+
     # ---- arithmetic -----------------------------------------------------------------------------
-    def binary(self, fn: BinaryFn, x: Any, y: Any) -> Value:
+    def binary(self, fn: BinaryFn, x: Any, y: Any, fp: FloatOptions = PLAIN) -> Value:
+        """fn(x, y) after promotion and broadcasting; `fp` as checked by `float_options`."""
+        dtype = self._binary_dtype(fn, x, y)
+        self.check_float_options(fp, dtype)
+        a, b = self.unify([x, y], dtype)
+        return self.b.value(ops.Binary, fn=fn, lhs=a, rhs=b, rounding=fp.rounding, flush_to_zero=fp.flush_to_zero)
+
+    def _binary_dtype(self, fn: BinaryFn, x: Any, y: Any) -> DType:
+        """The dtype `fn` computes in, raising the language's errors for bad operands."""
         dtype = self.common_dtype(x, y)
         if dtype.is_restricted:
             raise self.type_error(f"{dtype} is a restricted type: no arithmetic (use astype first)")
@@ -217,22 +277,22 @@ class Sema:
         elif dtype is dt.bool_ and fn not in (BinaryFn.MIN, BinaryFn.MAX):
             raise self.type_error("Arithmetic on bool is not supported; cast bool to int first")
         if fn == BinaryFn.TRUEDIV and not dtype.is_float:
-            dtype = dt.float32
+            return dt.float32
         if fn in (BinaryFn.POW, BinaryFn.ATAN2) and not dtype.is_float:
             if fn == BinaryFn.POW:
                 raise self.type_error("Integer pow is not supported; use a float base")
-            dtype = dt.float32
-        a, b = self.unify([x, y], dtype)
-        return self.b.value(Opcode.BINARY, [a, b], a.tile, fn=fn)
+            return dt.float32
+        return dtype
 
     def compare(self, fn: CompareFn, x: Any, y: Any) -> Value:
         dtype = self.common_dtype(x, y)
         if dtype.is_restricted:
             raise self.type_error(f"{dtype} is a restricted type: no comparisons")
         a, b = self.unify([x, y], dtype)
-        return self.b.value(Opcode.COMPARE, [a, b], a.tile.with_dtype(dt.bool_), fn=fn)
+        return self.b.value(ops.Compare, fn=fn, lhs=a, rhs=b)
 
-    def unary(self, fn: UnaryFn, x: Any) -> Value:
+    def unary(self, fn: UnaryFn, x: Any, fp: FloatOptions = PLAIN) -> Value:
+        """fn(x); math functions of integers compute in float32 (and `fp` is checked there)."""
         t = self.to_tile(x)
         d = t.tile.dtype
         if d.is_restricted:
@@ -243,8 +303,18 @@ class Sema:
             t = self.cast(t, dt.float32)
         if fn == UnaryFn.NEG and d is dt.bool_:
             t = self.cast(t, dt.int32)
-        result = t.tile.with_dtype(dt.bool_) if fn == UnaryFn.ISNAN else t.tile
-        return self.b.value(Opcode.UNARY, [t], result, fn=fn)
+        self.check_float_options(fp, t.tile.dtype)
+        return self.b.value(ops.Unary, fn=fn, x=t, rounding=fp.rounding, flush_to_zero=fp.flush_to_zero)
+
+    def combine_block(self, fn: BinaryFn, dtype: DType, fp: FloatOptions) -> Block:
+        """The combine block of a reduction or scan that applies `fn` (with `fp`) to two
+        scalars of `dtype`: (a, b) -> fn(a, b)."""
+        a, b = (self.b.new_value(TileType(dtype), hint) for hint in ("a", "b"))
+        block = Block([a, b])
+        with self.b.inside(block):
+            r = self.b.value(ops.Binary, fn=fn, lhs=a, rhs=b, rounding=fp.rounding, flush_to_zero=fp.flush_to_zero)
+            self.b.emit(ops.Yield, values=(r,))
+        return block
 
     def where(self, cond: Any, x: Any, y: Any) -> Value:
         c = self.to_bool(cond, scalar=False)
@@ -253,8 +323,8 @@ class Sema:
         if shape is None:
             raise self.type_error("where(): shapes are not broadcastable")
         a, b = self.unify([x, y], dtype)
-        return self.b.value(Opcode.WHERE, [self.broadcast_to(c, shape), self.broadcast_to(a, shape),
-                                           self.broadcast_to(b, shape)], TileType(dtype, shape))
+        return self.b.value(ops.Where, cond=self.broadcast_to(c, shape), x=self.broadcast_to(a, shape),
+                            y=self.broadcast_to(b, shape))
 
     def to_bool(self, x: Any, scalar: bool = True) -> Value:
         """Condition conversion: a bool tile as is, numbers compared with 0."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import AtomicFn, BinaryFn, Opcode, TileType, Value
+from ..ir import AtomicFn, BinaryFn, Value, ops
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
 from .memory import array_dim, array_slice, atomic_update, load, store
@@ -112,10 +112,10 @@ def _atomic_store(fn: AtomicFn) -> Any:
         s, lanes = fc.sema, []
         for axis, (i, step, extent) in enumerate(zip(_tile_index(fc, view, index), view.steps, view.extents)):
             origin = s.binary(BinaryFn.MUL, s.index_scalar(i), step)
-            offsets = fc.b.value(Opcode.ARANGE, [], TileType(dt.int32, (extent,)), size=extent)
+            offsets = fc.b.value(ops.Arange, size=extent)
             offsets = s.reshape(offsets, tuple(extent if k == axis else 1 for k in range(nd)))
             lanes.append(s.binary(BinaryFn.ADD, offsets, origin))
-        atomic_update(fc, fn, view.array, tuple(lanes), [update], True, MemoryOrder.RELAXED, MemoryScope.DEVICE)
+        atomic_update(fc, fn, view.array, tuple(lanes), update, True, MemoryOrder.RELAXED, MemoryScope.DEVICE)
     handler.__name__ = f"atomic_store_{fn.value}"
     return handler
 

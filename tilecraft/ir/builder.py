@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, TypeVar
 
 from ..errors import Location, TileInternalError
-from .ops import Block, IRError, Op, Value
+from .core import Block, IRError, Op, Value
 from .types import IRType
 
 O = TypeVar("O", bound=Op)

@@ -45,7 +45,9 @@ class Value:
 
     @property
     def tile(self) -> TileType:
-        assert isinstance(self.type, TileType), self.type
+        """The type of a tile value (IRError for an array or list)."""
+        if not isinstance(self.type, TileType):
+            raise IRError(f"expected a tile, got {self.type}")
         return self.type
 
     def __repr__(self) -> str:

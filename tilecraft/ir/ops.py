@@ -18,84 +18,12 @@ from typing import Any
 from ..language import dtypes as dt
 from ..language.dtypes import DType
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
-from .core import Block, IRError, Op, Value, declared, need, op, snake
+from .checks import (arg_types, array_type, check_axis, check_element_access, check_index_scalars, check_mask,
+                     check_memory_order, check_permutation, check_pow2, check_same_shapes, check_scalar, tile_type,
+                     yield_types)
+from .core import Block, Op, Value, declared, need, op
 from .kinds import DIRECTED, ROUNDED_BINARY, AtomicFn, BinaryFn, CompareFn, ReduceFn, ScanFn, UnaryFn
-from .types import ArrayType, IRType, ListType, TileType
-
-
-# ---- typing helpers -----------------------------------------------------------------------------------
-def _scalar_of(v: Value, what: str, dtypes: tuple[DType, ...] | None = None) -> None:
-    need(isinstance(v.type, TileType) and v.type.shape == (), f"{what} must be a scalar, got {v.type}")
-    if dtypes is not None:
-        need(v.tile.dtype in dtypes, f"{what} must be {'/'.join(map(str, dtypes))}, got {v.tile.dtype}")
-
-
-def _tile(v: Value, what: str) -> TileType:
-    need(isinstance(v.type, TileType), f"{what} must be a tile, got {v.type}")
-    return v.tile
-
-
-def _array(v: Value, what: str = "array") -> ArrayType:
-    need(isinstance(v.type, ArrayType), f"{what} must be an array, got {v.type}")
-    return v.type
-
-
-def _axis(axis: int, ndim: int) -> None:
-    need(0 <= axis < ndim, f"axis {axis} out of range for rank {ndim}")
-
-
-def _pow2_shape(shape: tuple[int, ...]) -> None:
-    need(all(d > 0 and d & (d - 1) == 0 for d in shape), f"tile shape {shape} must have power-of-two dims")
-
-
-def _same_shapes(*vals: Value) -> None:
-    shapes = {_tile(v, "operand").shape for v in vals}
-    need(len(shapes) == 1, f"operand shapes differ: {sorted(shapes)}")
-
-
-def _index_scalars(index: tuple[Value, ...], arr: ArrayType) -> None:
-    need(len(index) == arr.ndim, f"{len(index)} indices for a rank-{arr.ndim} array")
-    for v in index:
-        _scalar_of(v, "tile index", (dt.int32, dt.int64))
-
-
-def _permutation(order: tuple[int, ...], ndim: int) -> None:
-    need(sorted(order) == list(range(ndim)), f"order {order} is not a permutation of {ndim} axes")
-
-
-def _element_access(arr: ArrayType, index: tuple[Value, ...], others: tuple[Value | None, ...]) -> tuple[int, ...]:
-    """Shared invariants of gather/scatter/atomics: one integer index tile per array dim and
-    values/mask of the index shape; returns that shape."""
-    need(len(index) == arr.ndim, f"{len(index)} index tiles for a rank-{arr.ndim} array")
-    for v in index:
-        need(_tile(v, "index").dtype.is_int, f"index tiles must be integers, got {v.type}")
-    vals = [*index, *(o for o in others if o is not None)]
-    if not vals:
-        return ()
-    _same_shapes(*vals)
-    return vals[0].tile.shape
-
-
-def _mask(mask: Value | None) -> None:
-    if mask is not None:
-        need(_tile(mask, "mask").dtype is dt.bool_, f"mask must be bool, got {mask.type}")
-
-
-def _memory_order(order: MemoryOrder, scope: MemoryScope, allowed: tuple[MemoryOrder, ...]) -> None:
-    need(order in allowed, f"memory_order {order.name} is not allowed here")
-    need((order is MemoryOrder.WEAK) == (scope is MemoryScope.NONE),
-         f"memory_order {order.name} cannot go with memory_scope {scope.name}")
-
-
-def _yield_types(block: Block, kind: type[Op]) -> tuple[IRType, ...]:
-    last = block.terminator
-    need(isinstance(last, kind), f"a region must end with {snake(kind.__name__)}")
-    vals = last.values
-    return tuple(v.type for v in vals)
-
-
-def _arg_types(block: Block) -> tuple[IRType, ...]:
-    return tuple(a.type for a in block.args)
+from .types import ListType, TileType
 
 
 # ---- constants and grid queries -----------------------------------------------------------------------
@@ -130,7 +58,7 @@ class Bid(Op):
         return (TileType(dt.int32),)
 
     def check(self):
-        _axis(self.axis, 3)
+        check_axis(self.axis, 3)
 
 
 @op
@@ -143,7 +71,7 @@ class NumBlocks(Op):
         return (TileType(dt.int32),)
 
     def check(self):
-        _axis(self.axis, 3)
+        check_axis(self.axis, 3)
 
 
 # ---- arrays ---------------------------------------------------------------------------------------------
@@ -155,10 +83,10 @@ class ArrayShape(Op):
     axis: int
 
     def result_types(self):
-        return (TileType(_array(self.array).index_dtype),)
+        return (TileType(array_type(self.array).index_dtype),)
 
     def check(self):
-        _axis(self.axis, _array(self.array).ndim)
+        check_axis(self.axis, array_type(self.array).ndim)
 
 
 @op
@@ -169,10 +97,10 @@ class ArrayStride(Op):
     axis: int
 
     def result_types(self):
-        return (TileType(_array(self.array).index_dtype),)
+        return (TileType(array_type(self.array).index_dtype),)
 
     def check(self):
-        _axis(self.axis, _array(self.array).ndim)
+        check_axis(self.axis, array_type(self.array).ndim)
 
 
 @op
@@ -186,13 +114,13 @@ class ArraySlice(Op):
     axis: int
 
     def result_types(self):
-        return (_array(self.array),)
+        return (array_type(self.array),)
 
     def check(self):
-        arr = _array(self.array)
-        _axis(self.axis, arr.ndim)
+        arr = array_type(self.array)
+        check_axis(self.axis, arr.ndim)
         for v in (self.start, self.stop):
-            _scalar_of(v, "slice bound", (arr.index_dtype,))
+            check_scalar(v, "slice bound", (arr.index_dtype,))
 
 
 @op
@@ -207,7 +135,7 @@ class ListGet(Op):
         return (self.list.type.elem,)
 
     def check(self):
-        need(_tile(self.index, "index").dtype.is_int and self.index.tile.shape == (), "the index must be an integer scalar")
+        need(tile_type(self.index, "index").dtype.is_int and self.index.tile.shape == (), "the index must be an integer scalar")
 
 
 # ---- memory -------------------------------------------------------------------------------------------
@@ -236,16 +164,16 @@ class Load(Op):
     memory_scope: MemoryScope = MemoryScope.NONE
 
     def result_types(self):
-        return (TileType(_array(self.array).dtype, self.shape),)
+        return (TileType(array_type(self.array).dtype, self.shape),)
 
     def check(self):
-        arr = _array(self.array)
-        _index_scalars(self.index, arr)
+        arr = array_type(self.array)
+        check_index_scalars(self.index, arr)
         need(len(self.shape) in (0, arr.ndim), f"a rank-{len(self.shape)} tile of a rank-{arr.ndim} array")
-        _pow2_shape(self.shape)
-        _permutation(self.order, arr.ndim)
+        check_pow2(self.shape)
+        check_permutation(self.order, arr.ndim)
         need(self.latency is None or 1 <= self.latency <= 10, f"latency {self.latency} not in 1..10")
-        _memory_order(self.memory_order, self.memory_scope, _LOAD_ORDERS)
+        check_memory_order(self.memory_order, self.memory_scope, _LOAD_ORDERS)
 
 
 @op
@@ -266,14 +194,14 @@ class Store(Op):
     effects = True
 
     def check(self):
-        arr = _array(self.array)
-        _index_scalars(self.index, arr)
-        t = _tile(self.tile, "stored tile")
+        arr = array_type(self.array)
+        check_index_scalars(self.index, arr)
+        t = tile_type(self.tile, "stored tile")
         need(t.dtype is arr.dtype, f"stored tile dtype {t.dtype} differs from the array dtype {arr.dtype}")
         need(t.ndim in (0, arr.ndim), f"a rank-{t.ndim} tile stored into a rank-{arr.ndim} array")
-        _permutation(self.order, arr.ndim)
+        check_permutation(self.order, arr.ndim)
         need(self.latency is None or 1 <= self.latency <= 10, f"latency {self.latency} not in 1..10")
-        _memory_order(self.memory_order, self.memory_scope, _STORE_ORDERS)
+        check_memory_order(self.memory_order, self.memory_scope, _STORE_ORDERS)
 
 
 @op
@@ -289,13 +217,13 @@ class Gather(Op):
     latency: int | None = None
 
     def result_types(self):
-        return (TileType(_array(self.array).dtype, _tile(self.padding, "padding").shape),)
+        return (TileType(array_type(self.array).dtype, tile_type(self.padding, "padding").shape),)
 
     def check(self):
-        arr = _array(self.array)
-        _element_access(arr, self.index, (self.padding, self.mask))
+        arr = array_type(self.array)
+        check_element_access(arr, self.index, (self.padding, self.mask))
         need(self.padding.tile.dtype is arr.dtype, "padding has the array dtype")
-        _mask(self.mask)
+        check_mask(self.mask)
 
 
 @op
@@ -312,10 +240,10 @@ class Scatter(Op):
     effects = True
 
     def check(self):
-        arr = _array(self.array)
-        _element_access(arr, self.index, (self.value, self.mask))
+        arr = array_type(self.array)
+        check_element_access(arr, self.index, (self.value, self.mask))
         need(self.value.tile.dtype is arr.dtype, "the value has the array dtype")
-        _mask(self.mask)
+        check_mask(self.mask)
 
 
 _ATOMIC_ORDERS = (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL)
@@ -342,10 +270,10 @@ class AtomicRMW(Op):
         return (self.value.type,)
 
     def check(self):
-        arr = _array(self.array)
-        _element_access(arr, self.index, (self.value, self.mask))
+        arr = array_type(self.array)
+        check_element_access(arr, self.index, (self.value, self.mask))
         need(self.value.tile.dtype is arr.dtype, "the update has the array dtype")
-        _mask(self.mask)
+        check_mask(self.mask)
         need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
         need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
 
@@ -370,11 +298,11 @@ class AtomicCAS(Op):
         return (self.expected.type,)
 
     def check(self):
-        arr = _array(self.array)
-        _element_access(arr, self.index, (self.expected, self.desired, self.mask))
+        arr = array_type(self.array)
+        check_element_access(arr, self.index, (self.expected, self.desired, self.mask))
         need(self.expected.tile.dtype is arr.dtype and self.desired.tile.dtype is arr.dtype,
              "expected and desired have the array dtype")
-        _mask(self.mask)
+        check_mask(self.mask)
         need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
         need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
 
@@ -390,7 +318,7 @@ class Arange(Op):
         return (TileType(dt.int32, (self.size,)),)
 
     def check(self):
-        _pow2_shape((self.size,))
+        check_pow2((self.size,))
 
 
 @op
@@ -403,7 +331,7 @@ class Cast(Op):
     rounding: RoundingMode | None = None
 
     def result_types(self):
-        return (_tile(self.x, "x").with_dtype(self.dtype),)
+        return (tile_type(self.x, "x").with_dtype(self.dtype),)
 
     def check(self):
         if self.rounding is not None:
@@ -419,7 +347,7 @@ class Bitcast(Op):
     dtype: DType
 
     def result_types(self):
-        return (_tile(self.x, "x").with_dtype(self.dtype),)
+        return (tile_type(self.x, "x").with_dtype(self.dtype),)
 
     def check(self):
         src = self.x.tile.dtype
@@ -435,7 +363,7 @@ class Broadcast(Op):
     shape: tuple[int, ...]
 
     def result_types(self):
-        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+        return (TileType(tile_type(self.x, "x").dtype, self.shape),)
 
     def check(self):
         src = self.x.tile.shape
@@ -451,7 +379,7 @@ class Reshape(Op):
     shape: tuple[int, ...]
 
     def result_types(self):
-        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+        return (TileType(tile_type(self.x, "x").dtype, self.shape),)
 
     def check(self):
         n = 1
@@ -471,8 +399,8 @@ class Permute(Op):
     axes: tuple[int, ...]
 
     def result_types(self):
-        t = _tile(self.x, "x")
-        _permutation(self.axes, t.ndim)
+        t = tile_type(self.x, "x")
+        check_permutation(self.axes, t.ndim)
         return (TileType(t.dtype, tuple(t.shape[a] for a in self.axes)),)
 
 
@@ -485,9 +413,9 @@ class Cat(Op):
     axis: int
 
     def result_types(self):
-        a, b = _tile(self.lhs, "lhs"), _tile(self.rhs, "rhs")
+        a, b = tile_type(self.lhs, "lhs"), tile_type(self.rhs, "rhs")
         need(a.ndim == b.ndim and a.dtype is b.dtype, f"cat of {a} and {b}")
-        _axis(self.axis, a.ndim)
+        check_axis(self.axis, a.ndim)
         shape = list(a.shape)
         shape[self.axis] += b.shape[self.axis]
         return (TileType(a.dtype, tuple(shape)),)
@@ -496,7 +424,7 @@ class Cat(Op):
         a, b = self.lhs.tile, self.rhs.tile
         need(all(p == q for k, (p, q) in enumerate(zip(a.shape, b.shape)) if k != self.axis),
              f"cat of {a} and {b}: dims other than {self.axis} differ")
-        _pow2_shape(self.results[0].tile.shape if self.results else ())
+        check_pow2(self.results[0].tile.shape if self.results else ())
 
 
 @op
@@ -508,14 +436,14 @@ class Extract(Op):
     shape: tuple[int, ...]
 
     def result_types(self):
-        return (TileType(_tile(self.x, "x").dtype, self.shape),)
+        return (TileType(tile_type(self.x, "x").dtype, self.shape),)
 
     def check(self):
         src = self.x.tile.shape
         need(len(self.shape) == len(src) == len(self.index), f"extract of rank {len(self.shape)} from rank {len(src)}")
         need(all(d % s == 0 for d, s in zip(src, self.shape)), f"{self.shape} does not divide {src}")
         for v in self.index:
-            _scalar_of(v, "extract index", (dt.int32, dt.int64))
+            check_scalar(v, "extract index", (dt.int32, dt.int64))
 
 
 # ---- elementwise ----------------------------------------------------------------------------------------
@@ -541,7 +469,7 @@ class Unary(Op):
     flush_to_zero: bool = False
 
     def result_types(self):
-        t = _tile(self.x, "x")
+        t = tile_type(self.x, "x")
         return (t.with_dtype(dt.bool_) if self.fn is UnaryFn.ISNAN else t,)
 
     def check(self):
@@ -570,7 +498,7 @@ class Binary(Op):
     flush_to_zero: bool = False
 
     def result_types(self):
-        return (_tile(self.lhs, "lhs"),)
+        return (tile_type(self.lhs, "lhs"),)
 
     def check(self):
         need(self.lhs.type == self.rhs.type, f"operand types differ: {self.lhs.type}, {self.rhs.type}")
@@ -592,7 +520,7 @@ class Compare(Op):
     rhs: Value
 
     def result_types(self):
-        return (_tile(self.lhs, "lhs").with_dtype(dt.bool_),)
+        return (tile_type(self.lhs, "lhs").with_dtype(dt.bool_),)
 
     def check(self):
         need(self.lhs.type == self.rhs.type, f"operand types differ: {self.lhs.type}, {self.rhs.type}")
@@ -607,10 +535,10 @@ class Where(Op):
     y: Value
 
     def result_types(self):
-        return (_tile(self.x, "x"),)
+        return (tile_type(self.x, "x"),)
 
     def check(self):
-        _same_shapes(self.cond, self.x, self.y)
+        check_same_shapes(self.cond, self.x, self.y)
         need(self.cond.tile.dtype is dt.bool_ and self.x.type == self.y.type,
              "where needs a bool condition and two values of one type")
 
@@ -627,8 +555,8 @@ class Reduce(Op):
     keepdims: bool = False
 
     def result_types(self):
-        t = _tile(self.x, "x")
-        _axis(self.axis, t.ndim)
+        t = tile_type(self.x, "x")
+        check_axis(self.axis, t.ndim)
         shape = t.shape[:self.axis] + ((1,) if self.keepdims else ()) + t.shape[self.axis + 1:]
         arg = self.fn in (ReduceFn.ARGMAX, ReduceFn.ARGMIN)
         return (TileType(dt.int32 if arg else t.dtype, shape),)
@@ -648,8 +576,8 @@ class Scan(Op):
     reverse: bool = False
 
     def result_types(self):
-        t = _tile(self.x, "x")
-        _axis(self.axis, t.ndim)
+        t = tile_type(self.x, "x")
+        check_axis(self.axis, t.ndim)
         return (t,)
 
     def check(self):
@@ -660,9 +588,9 @@ class Scan(Op):
 def _check_combine(xs: tuple[Value, ...], identities: tuple[Any, ...], combine: Block) -> None:
     scalars = tuple(TileType(v.tile.dtype) for v in xs)
     need(len(identities) == len(xs), "one identity per operand")
-    need(_arg_types(combine) == scalars + scalars, "the combine block takes 2N scalars of the operand dtypes")
-    need(_yield_types(combine, Yield) == scalars, "the combine block yields N scalars of the operand dtypes")
-    _same_shapes(*xs)
+    need(arg_types(combine) == scalars + scalars, "the combine block takes 2N scalars of the operand dtypes")
+    need(yield_types(combine, Yield) == scalars, "the combine block yields N scalars of the operand dtypes")
+    check_same_shapes(*xs)
 
 
 @op
@@ -678,8 +606,8 @@ class ReduceWith(Op):
 
     def result_types(self):
         need(len(self.xs) > 0, "reduce_with needs operands")
-        t = _tile(self.xs[0], "x")
-        _axis(self.axis, t.ndim)
+        t = tile_type(self.xs[0], "x")
+        check_axis(self.axis, t.ndim)
         shape = t.shape[:self.axis] + ((1,) if self.keepdims else ()) + t.shape[self.axis + 1:]
         return tuple(TileType(x.tile.dtype, shape) for x in self.xs)
 
@@ -699,7 +627,7 @@ class ScanWith(Op):
 
     def result_types(self):
         need(len(self.xs) > 0, "scan_with needs operands")
-        _axis(self.axis, _tile(self.xs[0], "x").ndim)
+        check_axis(self.axis, tile_type(self.xs[0], "x").ndim)
         return tuple(x.type for x in self.xs)
 
     def check(self):
@@ -726,7 +654,7 @@ class Mma(Op):
     use_fast_acc: bool = False
 
     def result_types(self):
-        return (_tile(self.acc, "acc"),)
+        return (tile_type(self.acc, "acc"),)
 
     def check(self):
         a, b, c = self.a.tile, self.b.tile, self.acc.tile
@@ -767,7 +695,7 @@ class Assert(Op):
     effects = True
 
     def check(self):
-        need(_tile(self.cond, "cond").dtype is dt.bool_, "assert needs a bool tile")
+        need(tile_type(self.cond, "cond").dtype is dt.bool_, "assert needs a bool tile")
 
 
 # ---- structured control flow -------------------------------------------------------------------------------
@@ -788,10 +716,10 @@ class For(Op):
     def check(self):
         bounds = {v.type for v in (self.lower, self.upper, self.step)}
         need(len(bounds) == 1, "loop bounds of one type")
-        _scalar_of(self.lower, "loop bound", (dt.int32, dt.int64))
+        check_scalar(self.lower, "loop bound", (dt.int32, dt.int64))
         init = self.result_types()
-        need(_arg_types(self.body) == (self.lower.type, *init), "the body takes the counter and the carried values")
-        need(_yield_types(self.body, Yield) == init, "the body yields values of the carried types")
+        need(arg_types(self.body) == (self.lower.type, *init), "the body takes the counter and the carried values")
+        need(yield_types(self.body, Yield) == init, "the body yields values of the carried types")
 
 
 @op
@@ -803,12 +731,12 @@ class If(Op):
     orelse: Block
 
     def result_types(self):
-        return _yield_types(self.then, Yield)
+        return yield_types(self.then, Yield)
 
     def check(self):
-        _scalar_of(self.cond, "condition", (dt.bool_,))
+        check_scalar(self.cond, "condition", (dt.bool_,))
         need(not self.then.args and not self.orelse.args, "if regions take no arguments")
-        need(_yield_types(self.orelse, Yield) == self.result_types(), "both branches yield the same types")
+        need(yield_types(self.orelse, Yield) == self.result_types(), "both branches yield the same types")
 
 
 @op
@@ -823,14 +751,14 @@ class While(Op):
     effects = True  # may not terminate: never removed
 
     def result_types(self):
-        return _yield_types(self.before, Condition)
+        return yield_types(self.before, Condition)
 
     def check(self):
         init = tuple(v.type for v in self.init)
-        need(_arg_types(self.before) == init, "before takes the carried values")
-        need(_arg_types(self.after) == self.result_types(), "after takes the passed values")
-        need(_yield_types(self.after, Yield) == init, "after yields values of the carried types")
-        _scalar_of(self.before.terminator.cond, "condition", (dt.bool_,))
+        need(arg_types(self.before) == init, "before takes the carried values")
+        need(arg_types(self.after) == self.result_types(), "after takes the passed values")
+        need(yield_types(self.after, Yield) == init, "after yields values of the carried types")
+        check_scalar(self.before.terminator.cond, "condition", (dt.bool_,))
 
 
 @op

@@ -24,7 +24,7 @@ def _stub(fn):
     return host_call
 
 
-def cdiv(x: int, y: int) -> int:
+def cdiv(x: int, y: int, /) -> int:
     """Ceiling division; usable on the host and in tile code."""
     return -(-x // y)
 
@@ -46,7 +46,7 @@ def num_tiles(array, /, axis: int, shape, order="C"):
 
 
 @_stub
-def assume_divisible_by(x, divisor: int, /):
+def assume_divisible_by(x, divisor: int):
     """Returns x; promises the compiler that x is divisible by `divisor`."""
 
 
@@ -125,7 +125,7 @@ def arange(size, /, *, dtype, start=0, step=1):
 
 
 @_stub
-def astile(value, /, *, dtype=None):
+def astile(value, /, *, dtype):
     """A tile from a scalar or a nested tuple of scalars."""
 
 
@@ -141,73 +141,200 @@ def bitcast(x, /, dtype):
 
 
 # ---- elementwise ------------------------------------------------------------------------------
-def _family(template):
-    """Stubs sharing `template`'s signature: `make(name, doc)` names and documents one."""
-    def make(name: str, doc: str):
-        def f(*args, **kwargs):
-            pass
-        f.__name__ = f.__qualname__ = name
-        f.__doc__ = doc
-        f.__signature__ = inspect.signature(template)
-        return _stub(f)
-    return make
+@_stub
+def add(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    """x + y (broadcast, promote). rounding_mode: RN/RZ/RM/RP on float operands; flush_to_zero:
+    float32 subnormals become zero."""
 
 
-def _binary_template(x, y, /, **kwargs):
-    pass
+@_stub
+def sub(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    """x - y; options as for `add`."""
 
 
-_binary_stub = _family(_binary_template)
+@_stub
+def mul(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    """x * y; options as for `add`."""
 
 
-add = _binary_stub("add", "x + y (broadcast, promote).")
-sub = _binary_stub("sub", "x - y.")
-mul = _binary_stub("mul", "x * y.")
-truediv = _binary_stub("truediv", "x / y, always a float.")
-floordiv = _binary_stub("floordiv", "x // y, rounding toward -inf like Python.")
-mod = _binary_stub("mod", "x % y with the sign of the divisor, like Python.")
-pow = _binary_stub("pow", "x ** y (float base).")  # noqa: A001
-minimum = _binary_stub("minimum", "Element-wise minimum; NaN ignored unless propagate_nan.")
-maximum = _binary_stub("maximum", "Element-wise maximum; NaN ignored unless propagate_nan.")
-atan2 = _binary_stub("atan2", "atan2(x, y) element-wise.")
-bitwise_and = _binary_stub("bitwise_and", "x & y (integers/bool of one dtype).")
-bitwise_or = _binary_stub("bitwise_or", "x | y.")
-bitwise_xor = _binary_stub("bitwise_xor", "x ^ y.")
-bitwise_lshift = _binary_stub("bitwise_lshift", "x << y.")
-bitwise_rshift = _binary_stub("bitwise_rshift", "x >> y (arithmetic for signed ints).")
-equal = _binary_stub("equal", "x == y as a bool tile.")
-not_equal = _binary_stub("not_equal", "x != y.")
-less = _binary_stub("less", "x < y.")
-less_equal = _binary_stub("less_equal", "x <= y.")
-greater = _binary_stub("greater", "x > y.")
-greater_equal = _binary_stub("greater_equal", "x >= y.")
+@_stub
+def truediv(x, y, /, *, rounding_mode=None, flush_to_zero=False):
+    """x / y, always a float; options as for `add`, and rounding_mode FULL/APPROX on float32."""
 
 
-def _unary_template(x, /, **kwargs):
-    pass
+@_stub
+def floordiv(x, y, /):
+    """x // y, rounding toward -inf like Python."""
 
 
-_unary_stub = _family(_unary_template)
+@_stub
+def mod(x, y, /):
+    """x % y with the sign of the divisor, like Python."""
 
 
-exp = _unary_stub("exp", "e**x; int inputs become float32.")
-exp2 = _unary_stub("exp2", "2**x.")
-log = _unary_stub("log", "Natural logarithm.")
-log2 = _unary_stub("log2", "Base-2 logarithm.")
-sqrt = _unary_stub("sqrt", "Square root.")
-rsqrt = _unary_stub("rsqrt", "1 / sqrt(x).")
-sin = _unary_stub("sin", "Sine.")
-cos = _unary_stub("cos", "Cosine.")
-tan = _unary_stub("tan", "Tangent.")
-sinh = _unary_stub("sinh", "Hyperbolic sine.")
-cosh = _unary_stub("cosh", "Hyperbolic cosine.")
-tanh = _unary_stub("tanh", "Hyperbolic tangent.")
-floor = _unary_stub("floor", "Round down (floats only).")
-ceil = _unary_stub("ceil", "Round up (floats only).")
-negative = _unary_stub("negative", "-x.")
-abs = _unary_stub("abs", "|x|.")  # noqa: A001
-isnan = _unary_stub("isnan", "NaN test (floats only) as a bool tile.")
-bitwise_not = _unary_stub("bitwise_not", "~x (logical not on bool).")
+@_stub
+def pow(x, y, /):  # noqa: A001
+    """x ** y (float base)."""
+
+
+@_stub
+def atan2(x1, x2, /):
+    """atan2(x1, x2) element-wise (float)."""
+
+
+@_stub
+def minimum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
+    """Element-wise minimum; NaN ignored unless propagate_nan; flush_to_zero on float32."""
+
+
+@_stub
+def maximum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
+    """Element-wise maximum; NaN ignored unless propagate_nan; flush_to_zero on float32."""
+
+
+@_stub
+def bitwise_and(x, y, /):
+    """x & y (integers/bool of one dtype)."""
+
+
+@_stub
+def bitwise_or(x, y, /):
+    """x | y."""
+
+
+@_stub
+def bitwise_xor(x, y, /):
+    """x ^ y."""
+
+
+@_stub
+def bitwise_lshift(x, y, /):
+    """x << y."""
+
+
+@_stub
+def bitwise_rshift(x, y, /):
+    """x >> y (arithmetic for signed ints)."""
+
+
+@_stub
+def bitwise_not(x, /):
+    """~x (logical not on bool)."""
+
+
+@_stub
+def equal(x, y, /):
+    """x == y as a bool tile."""
+
+
+@_stub
+def not_equal(x, y, /):
+    """x != y (NaN != NaN is True)."""
+
+
+@_stub
+def less(x, y, /):
+    """x < y."""
+
+
+@_stub
+def less_equal(x, y, /):
+    """x <= y."""
+
+
+@_stub
+def greater(x, y, /):
+    """x > y."""
+
+
+@_stub
+def greater_equal(x, y, /):
+    """x >= y."""
+
+
+@_stub
+def exp(x, /, *, rounding_mode=None):
+    """e**x; int inputs become float32. rounding_mode FULL (default) or APPROX, float32 only."""
+
+
+@_stub
+def exp2(x, /, *, flush_to_zero=False):
+    """2**x; flush_to_zero on float32."""
+
+
+@_stub
+def log(x, /):
+    """Natural logarithm."""
+
+
+@_stub
+def log2(x, /):
+    """Base-2 logarithm."""
+
+
+@_stub
+def sqrt(x, /, *, rounding_mode=None, flush_to_zero=False):
+    """Square root. rounding_mode RN/RZ/RM/RP (floats) or APPROX (float32); flush_to_zero on float32."""
+
+
+@_stub
+def rsqrt(x, /, *, flush_to_zero=False):
+    """1 / sqrt(x); flush_to_zero on float32."""
+
+
+@_stub
+def sin(x, /):
+    """Sine."""
+
+
+@_stub
+def cos(x, /):
+    """Cosine."""
+
+
+@_stub
+def tan(x, /):
+    """Tangent."""
+
+
+@_stub
+def sinh(x, /):
+    """Hyperbolic sine."""
+
+
+@_stub
+def cosh(x, /):
+    """Hyperbolic cosine."""
+
+
+@_stub
+def tanh(x, /, *, rounding_mode=None):
+    """Hyperbolic tangent. rounding_mode FULL (default) or APPROX, float32 only."""
+
+
+@_stub
+def floor(x, /):
+    """Round down (floats only)."""
+
+
+@_stub
+def ceil(x, /):
+    """Round up (floats only)."""
+
+
+@_stub
+def negative(x, /):
+    """-x (bool becomes int32)."""
+
+
+@_stub
+def abs(x, /):  # noqa: A001
+    """|x|."""
+
+
+@_stub
+def isnan(x, /):
+    """NaN test (floats only) as a bool tile."""
 
 
 @_stub
@@ -216,19 +343,35 @@ def where(cond, x, y, /):
 
 
 # ---- reductions and scans -----------------------------------------------------------------------
-def _reduce_template(x, /, axis=None, *, keepdims=False, **kwargs):
-    pass
+@_stub
+def sum(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False):  # noqa: A001
+    """Sum over axis (None: all; int or tuple); keeps the dtype (bool → int32). rounding_mode
+    RN/RZ/RM/RP and flush_to_zero (float32) apply to every addition."""
 
 
-_reduce_stub = _family(_reduce_template)
+@_stub
+def prod(x, /, axis=None, *, keepdims=False, rounding_mode=None, flush_to_zero=False):
+    """Product over axis; options as for `sum`."""
 
 
-sum = _reduce_stub("sum", "Sum over axis (None: all); keeps the dtype (bool → int32).")  # noqa: A001
-prod = _reduce_stub("prod", "Product over axis.")
-max = _reduce_stub("max", "Maximum over axis; NaN ignored.")  # noqa: A001
-min = _reduce_stub("min", "Minimum over axis; NaN ignored.")  # noqa: A001
-argmax = _reduce_stub("argmax", "int32 index of the first maximum (axis None: flat index).")
-argmin = _reduce_stub("argmin", "int32 index of the first minimum.")
+@_stub
+def max(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):  # noqa: A001
+    """Maximum over axis; NaN ignored unless propagate_nan; flush_to_zero on float32."""
+
+
+@_stub
+def min(x, /, axis=None, *, keepdims=False, flush_to_zero=False, propagate_nan=False):  # noqa: A001
+    """Minimum over axis; NaN ignored unless propagate_nan; flush_to_zero on float32."""
+
+
+@_stub
+def argmax(x, /, axis=None, *, keepdims=False, propagate_nan=False):
+    """int32 index of the first maximum (axis None: flat index); NaN ignored unless propagate_nan."""
+
+
+@_stub
+def argmin(x, /, axis=None, *, keepdims=False, propagate_nan=False):
+    """int32 index of the first minimum (axis None: flat index); NaN ignored unless propagate_nan."""
 
 
 @_stub
@@ -301,12 +444,12 @@ def extract(x, /, index, shape):
 
 # ---- utilities ------------------------------------------------------------------------------------
 @_stub
-def printf(fmt, /, *args):
+def printf(format, *args):  # noqa: A002
     """C-style formatted device print."""
 
 
 @_stub
-def assert_(cond, message=None, /):
+def assert_(cond, /, message=None):
     """Trap if any element of the bool tile `cond` is False."""
 
 
@@ -316,18 +459,18 @@ def static_eval(expr, /):
 
 
 @_stub
-def static_assert(cond, message=None, /):
+def static_assert(condition, message=None, /):
     """Compile-time assertion."""
 
 
 @_stub
-def static_iter(iterable, /):
+def static_iter(iterable):
     """Iterate at compile time (the loop body is unrolled)."""
 
 
 @_stub
-def ensure_constant(x, /):
-    """Return x, or fail to compile if it is not a compile-time constant."""
+def ensure_constant(value, /):
+    """Return value, or fail to compile if it is not a compile-time constant."""
 
 
 def function(fn=None, /, *, host: bool = False, tile: bool = True):

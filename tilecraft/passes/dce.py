@@ -1,24 +1,19 @@
-"""Dead-code elimination: drop ops without side effects whose results are never used.
+"""Dead-code elimination: drop ops without effects whose results are never used.
 
-Guarantees: memory writes, atomics, prints, asserts and control flow containing them stay; a
-loop or if whose results are unused and whose blocks have no side effects is removed.
+Guarantees: ops whose class declares `effects` (memory writes, atomics, prints, asserts, while
+loops, terminators) stay, and so does control flow containing them; a loop or if whose results
+are unused and whose blocks have no effects is removed.
 """
 
 from __future__ import annotations
 
-from ..ir import Block, Function, Opcode, Operation
-
-_SIDE_EFFECTS = {Opcode.STORE, Opcode.SCATTER, Opcode.ATOMIC, Opcode.PRINT, Opcode.ASSERT,
-                 Opcode.YIELD, Opcode.CONDITION}
+from ..ir import Block, Function, Op
 
 
-def _has_effects(op: Operation) -> bool:
-    if op.opcode in _SIDE_EFFECTS:
+def _has_effects(op: Op) -> bool:
+    if type(op).effects:
         return True
-    if op.opcode == Opcode.WHILE:
-        return True  # may not terminate: keep
-    return any(_has_effects(o) and o.opcode not in (Opcode.YIELD, Opcode.CONDITION)
-               for blk in op.blocks for o in blk.ops)
+    return any(_has_effects(o) and not type(o).terminator for blk in op.blocks for o in blk.ops)
 
 
 def _used_ids(block: Block, acc: set[int]) -> None:

@@ -9,10 +9,11 @@ far below 2**31 on arrays that fit int32 offsets).
 
 from __future__ import annotations
 
-from ..ir import BinaryFn, Function, Opcode, Operation
+from ..ir import BinaryFn, Function, Op, ops
 
-_SOURCES = {Opcode.BID: 0, Opcode.NUM_BLOCKS: 1, Opcode.ARRAY_SHAPE: 0, Opcode.ARANGE: 0}
-_SHAPE_OPS = {Opcode.BROADCAST, Opcode.RESHAPE, Opcode.PERMUTE}
+_SOURCES: dict[type[Op], int] = {ops.Bid: 0, ops.NumBlocks: 1, ops.ArrayShape: 0, ops.Arange: 0}
+"""Ops whose (integer) result has a known lower bound whatever their operands."""
+_SHAPE_OPS = (ops.Broadcast, ops.Reshape, ops.Permute)
 _BITWISE = {BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR, BinaryFn.SHR}
 
 
@@ -40,46 +41,44 @@ def _binary_bound(fn: BinaryFn, x: int | None, y: int | None, y_const: int | Non
     return None
 
 
-def _result_bound(op: Operation, bounds: dict[int, int], consts: dict[int, int]) -> int | None:
-    code = op.opcode
-    ins = [bounds.get(v.id) for v in op.operands]
-    if code in _SOURCES:
-        return _SOURCES[code]
-    if code == Opcode.CONST:
-        value = op.attrs["value"]
-        if not isinstance(value, (bool, int)):
+def _result_bound(op: Op, bounds: dict[int, int], consts: dict[int, int]) -> int | None:
+    """Lower bound of single-result `op` (None: unknown); records integer constants in `consts`."""
+    if type(op) in _SOURCES:
+        return _SOURCES[type(op)]
+    if isinstance(op, ops.Const):
+        if not isinstance(op.value, (bool, int)):
             return None
-        consts[op.result.id] = int(value)
-        return int(value)
-    if code in _SHAPE_OPS:
-        return ins[0]
-    if code == Opcode.CAST:  # widening an integer (or not changing it) keeps its value
-        src, dst = op.operands[0].tile.dtype, op.result.tile.dtype
+        consts[op.result.id] = int(op.value)
+        return int(op.value)
+    if isinstance(op, _SHAPE_OPS):
+        return bounds.get(op.x.id)
+    if isinstance(op, ops.Cast):  # widening an integer (or not changing it) keeps its value
+        src, dst = op.x.tile.dtype, op.result.tile.dtype
         widening = src.is_int and dst.is_int and (dst.bitwidth > src.bitwidth or dst is src)
-        return ins[0] if widening else None
-    if code == Opcode.BINARY and op.result.tile.dtype.is_int:
-        return _binary_bound(op.attrs["fn"], ins[0], ins[1], consts.get(op.operands[1].id))
+        return bounds.get(op.x.id) if widening else None
+    if isinstance(op, ops.Binary) and op.result.tile.dtype.is_int:
+        return _binary_bound(op.fn, bounds.get(op.lhs.id), bounds.get(op.rhs.id), consts.get(op.rhs.id))
     return None
 
 
-def nonnegative(fn: Function) -> set[int]:
+def nonnegative(fn: Function) -> frozenset[int]:
     """ids of the integer values of `fn` that are never negative. A loop's induction variable
     counts when its start and step do (a negative runtime step is undefined in cuTile)."""
     bounds: dict[int, int] = {}
     consts: dict[int, int] = {}
 
-    def visit(ops: list[Operation]) -> None:
-        for op in ops:
+    def visit(block: list[Op]) -> None:
+        for op in block:
             if len(op.results) == 1:
                 bound = _result_bound(op, bounds, consts)
                 if bound is not None:
                     bounds[op.result.id] = bound
-            if op.opcode == Opcode.FOR:
-                lb, _, step = (bounds.get(v.id) for v in op.operands[:3])
+            if isinstance(op, ops.For):
+                lb, step = bounds.get(op.lower.id), bounds.get(op.step.id)
                 if lb is not None and step is not None and step >= 0:
-                    bounds[op.blocks[0].args[0].id] = lb
-            for block in op.blocks:
-                visit(block.ops)
+                    bounds[op.body.args[0].id] = lb
+            for blk in op.blocks:
+                visit(blk.ops)
 
     visit(fn.body.ops)
-    return {vid for vid, bound in bounds.items() if bound >= 0}
+    return frozenset(vid for vid, bound in bounds.items() if bound >= 0)

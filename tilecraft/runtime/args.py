@@ -11,11 +11,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..backends.base import ArrayFacts
+from ..backends.registry import CPU, CUDA
 from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
 from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ScalarAnnotation
-
-CPU, CUDA = "cpu", "cuda"
 
 
 class ArgumentError(Exception):
@@ -227,6 +226,22 @@ def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
             raise ValueError(f"Argument `{path}`: {what} {axes} must name distinct axes of a rank-{ndim} array")
         found.append(tuple((a, int(values[a])) for a in sorted(norm)))  # type: ignore[index]
     return replace(arr.spec, static_shape=found[0], static_strides=found[1])
+
+
+def backend_args(flat: list[Any], to_array: Callable[[Any], Any]) -> list[Any]:
+    """`flat` as the backend takes it: every array (also inside lists) through `to_array`. `flat` is
+    describe_args' list, or the fast path's plain values (NumPy arrays, torch tensors, numbers)."""
+    out: list[Any] = []
+    for x in flat:
+        if isinstance(x, ListArg):
+            out.append(backend_args(x.items, to_array))
+        elif isinstance(x, ArrayArg):
+            out.append(to_array(x.data))
+        elif isinstance(x, np.ndarray) or is_torch_tensor(x):
+            out.append(to_array(x))
+        else:
+            out.append(x)
+    return out
 
 
 def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple[ArgSpec, ...], list[ArrayArg | ListArg], list[Any]]:

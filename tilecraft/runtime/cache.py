@@ -1,33 +1,86 @@
 """The on-disk compile cache: optimized Tile IR per specialization, shared between processes.
 
-Entries live under `TILECRAFT_CACHE_DIR` (default `~/.cache/tilecraft`) as pickles named by the
-SHA-256 of everything the IR depends on: tilecraft's version and sources, the source of the kernel and of
-every function it reaches, closure and global constants, the argument specs and array facts, the
-backend, the GPU architecture and the kernel options. Writes go to a temporary file first and are
-renamed into place, so processes compiling the same kernel at once never see a partial entry.
-Triton keeps its own binary cache; the backend points it under this directory too.
+Entries live under `TILECRAFT_CACHE_DIR` (default `~/.cache/tilecraft`), named by the SHA-256 of
+everything the IR depends on (`entry_key`): tilecraft's version and sources, the source and file
+position of the kernel and of every function it reaches, the constants it reads — through
+globals, closures and attribute chains into modules, classes and objects (`helpers.fn`,
+`Cfg.SCALE`), recursively — the argument specs and array facts, the backend, the GPU architecture
+and the kernel options. A value whose text differs per process (an object printed with its
+address) makes a key no other process computes, so such a kernel is simply compiled again.
+
+An entry is JSON (`ir.serialize`: loading runs no code) after a header line holding the SHA-256 of
+the entry's key and content. A truncated, garbage, foreign or edited entry fails that check and is
+rebuilt, with a one-line warning. Writes go to a temporary file renamed into place, so processes
+compiling the same kernel at once never see a partial entry. Triton keeps its own binary cache;
+the backend points it under this directory too.
 """
 
 from __future__ import annotations
 
+import dis
 import functools
 import hashlib
 import inspect
+import json
 import os
-import pickle
 import tempfile
 import types
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from .. import knobs
+from ..errors import TileError
 from ..ir import Function
+from ..ir.serialize import from_data, to_data
 
-FORMAT = 1
+FORMAT = 2
+
+
+def _chains(code: types.CodeType) -> list[tuple[str, ...]]:
+    """Every `name.attr.attr...` the code reads, rooted at a global or closure variable (nested
+    functions, lambdas and comprehensions included); a plain name is a chain of one."""
+    out: list[tuple[str, ...]] = []
+    chain: list[str] = []
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF"):
+            if chain:
+                out.append(tuple(chain))
+            chain = [ins.argval]
+        elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and chain:
+            chain.append(ins.argval)
+        elif chain:
+            out.append(tuple(chain))
+            chain = []
+    if chain:
+        out.append(tuple(chain))
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out += _chains(const)
+    return out
+
+
+def _has_contents(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """`obj.name` as stored (no descriptors run); raises AttributeError if absent."""
+    v = inspect.getattr_static(obj, name)
+    if isinstance(v, (staticmethod, classmethod)):
+        return v.__func__
+    if isinstance(v, property):
+        return v.fget
+    return v
 
 
 def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
-    """Source (or repr) of fn and every global function/constant it names, transitively."""
+    """Text of everything `fn` can depend on: the source and position of fn and of every function
+    it reaches, and every value it reads through its globals, closures and attribute chains."""
     seen: set[int] = set()
     out: list[str] = []
 
@@ -36,15 +89,31 @@ def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
         if id(target) in seen or not isinstance(target, types.FunctionType):
             return
         seen.add(id(target))
+        code = target.__code__
+        out.append(f"{code.co_filename}:{code.co_firstlineno}")  # errors point at these lines
         try:
             out.append(inspect.getsource(target))
         except (OSError, TypeError):
-            out.append(target.__code__.co_code.hex())
-        names = _code_names(target.__code__)
-        values = [target.__globals__[n] for n in names if n in target.__globals__]
-        if target.__closure__:
-            values += [c.cell_contents for c in target.__closure__ if _has_contents(c)]
-        for v in values:
+            out.append(code.co_code.hex())
+        cells = dict(zip(code.co_freevars, target.__closure__ or ()))
+        for chain in sorted(set(_chains(code))):
+            root = chain[0]
+            if root in cells and _has_contents(cells[root]):
+                v = cells[root].cell_contents
+            elif root in target.__globals__:
+                v = target.__globals__[root]
+            else:
+                continue  # a builtin or a local
+            out.append(".".join(chain))
+            for name in chain[1:]:  # follow modules and classes; stop at anything else
+                if not isinstance(v, (types.ModuleType, type)):
+                    break
+                try:
+                    v = _attribute(v, name)
+                except AttributeError:
+                    break
+            constant(v)
+        for v in target.__defaults__ or ():
             constant(v)
 
     def constant(v: Any) -> None:
@@ -63,27 +132,13 @@ def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
                 constant(x)
         elif hasattr(v, "fn") and isinstance(getattr(v, "fn"), types.FunctionType):
             visit(v.fn)
-        elif not isinstance(v, types.ModuleType):
+        elif isinstance(v, types.ModuleType):
+            out.append(f"module {v.__name__}")
+        else:  # an object printed with its address gives a key no other process computes
             out.append(f"{type(v).__qualname__}:{v!r}")
 
     visit(fn)
     return out
-
-
-def _has_contents(cell: Any) -> bool:
-    try:
-        cell.cell_contents
-        return True
-    except ValueError:
-        return False
-
-
-def _code_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _code_names(const)
-    return names
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,23 +160,42 @@ def entry_key(fn: Callable[..., Any], variant_key: Any, versions: tuple[str, ...
     return h.hexdigest()
 
 
+def _checksum(key: str, payload: bytes) -> str:
+    return hashlib.sha256(key.encode() + b"\0" + payload).hexdigest()
+
+
 class DiskCache:
-    """Pickled IR functions by key; disabled when the cache directory knob is empty/off."""
+    """IR functions by key as checksummed JSON; disabled when the cache directory knob is off."""
 
     def __init__(self, root: Path | None) -> None:
         self.root = root / "ir" if root is not None else None
 
     def _path(self, key: str) -> Path:
         assert self.root is not None
-        return self.root / key[:2] / f"{key}.pkl"
+        return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> Function | None:
+        """The entry for `key`, or None when there is none or it is damaged (then it is deleted
+        with a warning, and the caller compiles again)."""
         if self.root is None:
             return None
+        path = self._path(key)
         try:
-            with open(self._path(key), "rb") as f:
-                return pickle.load(f)
-        except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError):
+            raw = path.read_bytes()
+        except OSError:
+            return None
+        header, _, payload = raw.partition(b"\n")
+        try:
+            if header.decode("ascii") != _checksum(key, payload):
+                raise ValueError("checksum mismatch")
+            return from_data(json.loads(payload))
+        except (ValueError, UnicodeDecodeError, RecursionError, TileError) as exc:
+            warnings.warn(f"tilecraft: discarding damaged cache entry {path} ({str(exc).splitlines()[0][:80]}); "
+                          f"compiling again", RuntimeWarning, stacklevel=2)
+            try:
+                path.unlink()
+            except OSError:
+                pass
             return None
 
     def put(self, key: str, fn: Function) -> None:
@@ -129,12 +203,16 @@ class DiskCache:
             return
         path = self._path(key)
         try:
+            payload = json.dumps(to_data(fn), separators=(",", ":")).encode()
+        except (TypeError, ValueError):
+            return  # options that JSON cannot hold: this variant is not cached
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
             with os.fdopen(fd, "wb") as f:
-                pickle.dump(fn, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(_checksum(key, payload).encode() + b"\n" + payload)
             os.replace(tmp, path)
-        except (OSError, pickle.PickleError):
+        except OSError:
             pass  # a cache that cannot be written only costs a recompile
 
 

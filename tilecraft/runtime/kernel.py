@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 import sys
 import time
@@ -10,12 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .. import knobs
-from ..backends.base import ArrayFacts, BackendKind, CompiledKernel
+from ..backends.base import ArrayFacts, CompiledKernel
+from ..backends.registry import BackendSpec
 from ..errors import TileArgumentError
 from ..frontend import ArgSpec, compile_kernel, param_location
 from ..ir import ArrayType, Function, ListType, format_function
 from ..passes import optimize
-from ..version import __version__
 from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, describe_args, param_infos
 from .cache import default_cache, entry_key
 from .fastpath import fast_plan
@@ -82,7 +81,7 @@ class VariantKey:
 
     specs: tuple[ArgSpec, ...]
     facts: tuple[ArrayFacts | None, ...]  # per array or list argument (lists: None)
-    backend: BackendKind
+    backend: str  # the registered backend's name
     arch: str | None
 
 
@@ -102,7 +101,7 @@ class Kernel:
     params: list[ParamInfo] = field(init=False)
     plan: tuple[bool, ...] | None = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
-    fast: dict[Any, tuple[CompiledKernel, BackendKind]] = field(default_factory=dict, init=False)
+    fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.params = param_infos(self.fn)
@@ -137,10 +136,9 @@ class Kernel:
             print(format_function(fn), file=sys.stderr)
         return fn
 
-    def cached_lower(self, key: VariantKey) -> Function:
-        """`lower`, through the on-disk cache shared by processes."""
-        versions = (__version__, key.backend.value) + ((_triton_version(),) if key.backend != BackendKind.INTERPRETER else ())
-        entry = entry_key(self.fn, (key, sorted(self.resolved_options(key.arch).items())), versions)
+    def cached_lower(self, key: VariantKey, version: str) -> Function:
+        """`lower`, through the on-disk cache shared by processes (`version`: BackendSpec.version)."""
+        entry = entry_key(self.fn, (key, sorted(self.resolved_options(key.arch).items())), (version,))
         cache = default_cache()
         ir = cache.get(entry)
         if ir is None:
@@ -148,18 +146,20 @@ class Kernel:
             cache.put(entry, ir)
         return ir
 
-    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendKind]) -> None:
-        """Map a fast-path key to its compiled kernel (bounded: cleared when it grows large)."""
+    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool]) -> None:
+        """Map a fast-path key to its compiled kernel, its backend and whether the backend takes
+        the arguments unconverted (bounded: cleared when it grows large)."""
         if len(self.fast) >= _FAST_LIMIT:
             self.fast.clear()
         self.fast[key] = hit
 
-    def variant(self, key: VariantKey, backend: Any) -> Variant:
+    def variant(self, key: VariantKey, spec: BackendSpec) -> Variant:
+        """The compiled variant for `key` (`spec`: the backend key.backend names)."""
         v = self.variants.get(key)
         if v is None:
             start = time.perf_counter()
-            ir = self.cached_lower(key)
-            compiled = backend.compile(ir, _param_facts(ir, key))
+            ir = self.cached_lower(key, spec.version)
+            compiled = spec.backend.compile(ir, _param_facts(ir, key))
             v = Variant(ir, compiled, time.perf_counter() - start)
             self.variants[key] = v
         return v
@@ -174,13 +174,6 @@ def _param_facts(ir: Function, key: VariantKey) -> list[ArrayFacts | None]:
     """Facts per IR parameter (arrays get theirs in order; lists and scalars None)."""
     facts = iter(key.facts)
     return [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
-
-
-def _triton_version() -> str:
-    try:
-        return importlib.metadata.version("triton")
-    except importlib.metadata.PackageNotFoundError:
-        return "none"
 
 
 def kernel(fn: Callable[..., Any] | None = None, /, **opts: Any) -> Any:

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 
 from .. import knobs
+from ..backends import registry
 from ..backends.base import BackendKind
-from .args import CPU, CUDA, ArrayArg, ListArg
-from .backends import backend_for, convert_arrays, device_arch
+from ..backends.registry import CPU, CUDA, BackendSpec
+from .args import ArrayArg, ListArg, backend_args
 from .fastpath import fast_key
 from .kernel import Kernel, VariantKey
 
@@ -36,42 +37,50 @@ def check_grid(grid: Any) -> tuple[int, int, int]:
     return padded  # type: ignore[return-value]
 
 
-def _parse_backend(value: Any, source: str) -> BackendKind | None:
+def _parse_backend(value: Any, source: str) -> BackendSpec | None:
+    """The registered backend `value` names (a name or a BackendKind); None when it is empty."""
     if value in (None, ""):
         return None
-    if isinstance(value, BackendKind):
-        return value
-    try:
-        return BackendKind(value)
-    except ValueError:
-        choices = ", ".join(k.value for k in BackendKind)
-        raise ValueError(f"{source} = {value!r} is not a backend; choose one of {choices}") from None
+    name = value.value if isinstance(value, BackendKind) else value
+    spec = registry.get(name) if isinstance(name, str) else None
+    if spec is None:
+        choices = ", ".join(s.name for s in registry.all())
+        raise ValueError(f"{source} = {value!r} is not a backend; choose one of {choices}")
+    return spec
 
 
-def choose_backend(arrays: list[ArrayArg | ListArg], requested: Any) -> BackendKind:
-    """From the launch option, else TILECRAFT_BACKEND, else where the arrays live."""
+def choose_backend(arrays: list[ArrayArg | ListArg], requested: Any) -> BackendSpec:
+    """From the launch option, else TILECRAFT_BACKEND, else the default for where the arrays live."""
     devices = {a.device for a in arrays}
     if len(devices) > 1:
         where = ", ".join(f"an array on {a.device}" for a in arrays[:4])
         raise ValueError(f"Arrays are on different devices ({where}); all arrays of a launch must be on "
                          f"one device")
     device = devices.pop() if devices else CPU
-    kind = _parse_backend(requested, "backend") or _parse_backend(knobs.BACKEND.get(), knobs.BACKEND.name)
-    if kind is None:
-        return BackendKind.TRITON if device == CUDA else BackendKind.INTERPRETER
-    if kind == BackendKind.TRITON and device != CUDA:
-        raise ValueError("The triton backend needs CUDA arrays; these arrays are on the CPU "
-                         "(use backend='triton-interpret' to run the Triton code on the CPU)")
-    if kind != BackendKind.TRITON and device == CUDA:
-        raise ValueError(f"The {kind.value} backend runs on the CPU but the arrays are on CUDA")
-    return kind
+    spec = _parse_backend(requested, "backend") or _parse_backend(knobs.BACKEND.get(), knobs.BACKEND.name)
+    if spec is None:
+        return registry.default_for(device)
+    if spec.device != device:
+        others = ", ".join(s.name for s in registry.all() if s.device == device)
+        raise ValueError(f"The {spec.name} backend needs {spec.device.upper()} arrays; these arrays are on "
+                         f"{device.upper()} (backends for {device.upper()} arrays: {others})")
+    return spec
+
+
+def device_arch(arrays: list[ArrayArg | ListArg]) -> str:
+    """`sm_<major><minor>` of the CUDA device holding the arrays."""
+    import torch
+    index = arrays[0].data.device.index if arrays else torch.cuda.current_device()
+    major, minor = torch.cuda.get_device_capability(index)
+    return f"sm_{major}{minor}"
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
            backend: Any = None) -> None:
     """Run `kernel` on `grid` blocks with `kernel_args` on `stream`.
 
-    `backend` (a tilecraft extension) forces 'interpreter', 'triton' or 'triton-interpret'.
+    `backend` (a tilecraft extension) forces a registered backend by name: 'interpreter',
+    'triton', 'triton-interpret' or one added in tilecraft/backends.
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
@@ -80,10 +89,10 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
         fast_entry = (fast[0], backend, knobs.BACKEND.get())
         hit = kernel.fast.get(fast_entry)
         if hit is not None:
-            compiled, kind = hit
-            if kind == BackendKind.TRITON and stream is None:
+            compiled, spec, as_given = hit
+            if spec.device == CUDA and stream is None:
                 raise TypeError(_NO_STREAM)
-            flat = fast[1] if kind == BackendKind.TRITON else convert_arrays(fast[1], kind)
+            flat = fast[1] if as_given else backend_args(fast[1], spec.to_array)
             g = grid
             if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
                 compiled.launch((g[0], 1, 1), flat, stream)
@@ -94,15 +103,16 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
             return
     grid3 = check_grid(grid)
     specs, arrays, flat = kernel.describe(kernel_args)
-    kind = choose_backend(arrays, backend)
-    if kind == BackendKind.TRITON and stream is None:
+    spec = choose_backend(arrays, backend)
+    if spec.device == CUDA and stream is None:
         raise TypeError(_NO_STREAM)
-    arch = device_arch(arrays) if kind == BackendKind.TRITON else None
-    key = VariantKey(specs, tuple(a.facts for a in arrays), kind, arch)
-    variant = kernel.variant(key, backend_for(kind))
+    arch = device_arch(arrays) if spec.device == CUDA else None
+    key = VariantKey(specs, tuple(a.facts for a in arrays), spec.name, arch)
+    variant = kernel.variant(key, spec)
     if 0 in grid3:
         return
-    runtime_args = convert_arrays(flat, kind)
+    runtime_args = backend_args(flat, spec.to_array)
     variant.compiled.launch(grid3, runtime_args, stream)
     if fast is not None:
-        kernel.remember_fast(fast_entry, (variant.compiled.specialize(runtime_args), kind))
+        as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
+        kernel.remember_fast(fast_entry, (variant.compiled.specialize(runtime_args), spec, as_given))

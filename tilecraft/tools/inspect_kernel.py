@@ -28,10 +28,11 @@ from typing import Any, Sequence
 import torch
 from triton.tools.disasm import path_to_cuobjdump
 
+from ..backends.arrays import as_torch
 from ..backends.base import BackendKind
 from ..backends.triton import TritonBackend
 from ..ir import ArrayType, ListType, format_function
-from ..runtime.backends import convert_arrays
+from ..runtime.args import backend_args
 from ..runtime.kernel import Kernel
 
 STAGES = ("ir", "triton", "ttir", "ttgir", "llir", "ptx", "sass")
@@ -91,7 +92,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     facts = iter(a.facts for a in arrays)
     param_facts = [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
     compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, param_facts)
-    binary = compiled.compile_for(capability, convert_arrays(flat, BackendKind.TRITON))
+    binary = compiled.compile_for(capability, backend_args(flat, as_torch))
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills)

@@ -1,9 +1,11 @@
-"""The ATOMIC rule: per-element read-modify-write in lane order, returning the old values.
+"""The AtomicRMW and AtomicCAS rules: per-element read-modify-write in lane order, returning
+the old values.
 
 Lanes are applied as if one at a time in row-major lane order. To stay vectorized, the active
 lanes are split into rounds: round k holds the k-th lane of every distinct address, so within a
 round addresses are distinct (one fancy-indexed read and write) and lanes of one address see
-each other's updates in order. Without duplicate addresses there is a single round.
+each other's updates in order. Without duplicate addresses there is a single round. Memory
+order and scope need nothing more: blocks run one after another.
 """
 
 from __future__ import annotations
@@ -12,16 +14,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...ir import AtomicFn, Opcode, Operation
+from ...ir import AtomicFn, Value, ops
 from .memory import bounds
-from .registry import Compiler, Env, Runner, rule
-
-_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
+from .numerics import UINT_OF_SIZE
+from .registry import Compiler, Env, Runner, kind_table, rule
 
 def _cas(old: np.ndarray, expected: np.ndarray, desired: np.ndarray) -> np.ndarray:
     """Compare-and-swap compares bit patterns, like the hardware (-0.0 != 0.0, NaN == NaN)."""
-    ut = _UINT[old.dtype.itemsize]
+    ut = UINT_OF_SIZE[old.dtype.itemsize]
     return np.where(old.view(ut) == expected.view(ut), desired, old)
 
 
@@ -29,11 +29,11 @@ def _xchg(old: np.ndarray, value: np.ndarray) -> np.ndarray:
     return value
 
 
-_COMBINE: dict[AtomicFn, Callable[..., Any]] = {
-    AtomicFn.CAS: _cas, AtomicFn.XCHG: _xchg, AtomicFn.ADD: np.add,
+_COMBINE: dict[AtomicFn, Callable[..., Any]] = kind_table(AtomicFn, {
+    AtomicFn.XCHG: _xchg, AtomicFn.ADD: np.add,
     AtomicFn.MAX: np.maximum, AtomicFn.MIN: np.minimum,
     AtomicFn.AND: np.bitwise_and, AtomicFn.OR: np.bitwise_or, AtomicFn.XOR: np.bitwise_xor,
-}
+})
 
 
 def _rounds(offsets: np.ndarray) -> list[Any]:
@@ -52,18 +52,14 @@ def _rounds(offsets: np.ndarray) -> list[Any]:
     return [np.flatnonzero(rank == k) for k in range(int(rank.max()) + 1)]
 
 
-@rule(Opcode.ATOMIC)
-def _atomic(op: Operation, c: Compiler) -> Runner:
-    fn = op.attrs["fn"]
-    ndim = op.operands[0].type.ndim
-    nvals = 2 if fn is AtomicFn.CAS else 1
-    a, r = c.slot(op.operands[0]), c.slot(op.result)
-    idx = c.slots(op.operands[1:1 + ndim])
-    vals = c.slots(op.operands[1 + ndim:1 + ndim + nvals])
-    m = c.slot(op.operands[1 + ndim + nvals]) if op.attrs.get("has_mask") else None
+def _atomic(op: ops.AtomicRMW | ops.AtomicCAS, vals: tuple[Value, ...], c: Compiler,
+            combine: Callable[..., Any], skipped_first: bool) -> Runner:
+    """Apply `combine(old, *vals)` lane by lane; skipped lanes return `vals[0]` if
+    `skipped_first`, else 0."""
+    ndim = op.array.type.ndim
+    a, r, idx = c.slot(op.array), c.slot(op.result), c.slots(op.index)
+    vs_slots, m = c.slots(vals), c.opt_slot(op.mask)
     shape = op.result.tile.shape
-    combine = _COMBINE[fn]
-    is_cas = fn is AtomicFn.CAS
 
     def run(env: Env) -> None:
         arr = env[a]
@@ -71,8 +67,8 @@ def _atomic(op: Operation, c: Compiler) -> Runner:
             arr = arr.reshape(1)
         ix, ok = bounds([env[i] for i in idx], arr.shape, None if m is None else env[m])
         lanes = np.flatnonzero(np.broadcast_to(ok, shape))
-        vs = [np.broadcast_to(env[v], shape).astype(arr.dtype).reshape(-1) for v in vals]
-        old = vs[0].copy() if is_cas else np.zeros(len(vs[0]), arr.dtype)
+        vs = [np.broadcast_to(env[v], shape).astype(arr.dtype).reshape(-1) for v in vs_slots]
+        old = vs[0].copy() if skipped_first else np.zeros(len(vs[0]), arr.dtype)
         if lanes.size:
             vs = [v[lanes] for v in vs]
             if ndim:
@@ -87,3 +83,15 @@ def _atomic(op: Operation, c: Compiler) -> Runner:
                 old[lanes[group]] = prev
         env[r] = old.reshape(shape)
     return run
+
+
+@rule(ops.AtomicRMW)
+def _atomic_rmw(op: ops.AtomicRMW, c: Compiler) -> Runner:
+    """Skipped lanes return 0."""
+    return _atomic(op, (op.value,), c, _COMBINE[op.fn], skipped_first=False)
+
+
+@rule(ops.AtomicCAS)
+def _atomic_cas(op: ops.AtomicCAS, c: Compiler) -> Runner:
+    """Skipped lanes return `expected`."""
+    return _atomic(op, (op.expected, op.desired), c, _cas, skipped_first=True)

@@ -19,7 +19,7 @@ from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
 
 _MISSING = missing_rules()
 if _MISSING:
-    raise ImportError(f"interpreter rules missing for {[op.name for op in _MISSING]}")
+    raise ImportError(f"interpreter rules missing for {[cls.__name__ for cls in _MISSING]}")
 
 _I32 = np.int32
 

@@ -6,11 +6,11 @@ the parent op moves them into the block arguments of the next iteration or into 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import Opcode, Operation
+from ...ir import ops
 from ...language.dtypes import DType
 from .numerics import is_floating
 from .registry import Compiler, Env, Runner, Terminator, rule
@@ -22,35 +22,35 @@ def _values(slots: tuple[int, ...]) -> Terminator:
     return term
 
 
-@rule(Opcode.YIELD)
-def _yield(op: Operation, c: Compiler) -> Terminator:
-    return _values(c.slots(op.operands))
+@rule(ops.Yield)
+def _yield(op: ops.Yield, c: Compiler) -> Terminator:
+    return _values(c.slots(op.values))
 
 
-@rule(Opcode.CONDITION)
-def _condition(op: Operation, c: Compiler) -> Terminator:
+@rule(ops.Condition)
+def _condition(op: ops.Condition, c: Compiler) -> Terminator:
     """Returns [cond, *values]."""
-    return _values(c.slots(op.operands))
+    return _values(c.slots((op.cond, *op.values)))
 
 
-def run_block(env: Env, arg_slots: list[int], vals: list[Any], ops: list[Runner],
-               term: Terminator) -> list[Any]:
+def run_block(env: Env, arg_slots: Sequence[int], vals: Sequence[Any],
+              runners: Sequence[Runner], term: Terminator) -> list[Any]:
     """Bind a block's arguments to `vals`, run its ops, return what its terminator passes on."""
     for s, v in zip(arg_slots, vals):
         env[s] = v
-    for f in ops:
+    for f in runners:
         f(env)
     return term(env)
 
 
-@rule(Opcode.FOR)
-def _for(op: Operation, c: Compiler) -> Runner:
-    lb, ub, st = c.slots(op.operands[:3])
-    init, res = c.slots(op.operands[3:]), c.slots(op.results)
-    body = op.blocks[0]
+@rule(ops.For)
+def _for(op: ops.For, c: Compiler) -> Runner:
+    lb, ub, st = c.slots((op.lower, op.upper, op.step))
+    init, res = c.slots(op.init), c.slots(op.results)
+    body = op.body
     iv, carried = c.slot(body.args[0]), c.slots(body.args[1:])
     make_iv = body.args[0].tile.dtype.np_dtype.type
-    ops, term = c.block(body)
+    runners, term = c.region(body)
 
     def run(env: Env) -> None:
         vals = [env[s] for s in init]
@@ -58,37 +58,37 @@ def _for(op: Operation, c: Compiler) -> Runner:
         if step > 0:
             for i in range(int(env[lb]), int(env[ub]), step):
                 env[iv] = make_iv(i)
-                vals = run_block(env, carried, vals, ops, term)
+                vals = run_block(env, carried, vals, runners, term)
         for s, v in zip(res, vals):
             env[s] = v
     return run
 
 
-@rule(Opcode.IF)
-def _if(op: Operation, c: Compiler) -> Runner:
-    cond, res = c.slot(op.operands[0]), c.slots(op.results)
-    then_ops, then_term = c.block(op.blocks[0])
-    else_ops, else_term = c.block(op.blocks[1])
+@rule(ops.If)
+def _if(op: ops.If, c: Compiler) -> Runner:
+    cond, res = c.slot(op.cond), c.slots(op.results)
+    then_ops, then_term = c.region(op.then)
+    else_ops, else_term = c.region(op.orelse)
 
     def run(env: Env) -> None:
         if env[cond]:
-            ops, term = then_ops, then_term
+            runners, term = then_ops, then_term
         else:
-            ops, term = else_ops, else_term
-        for s, v in zip(res, run_block(env, [], [], ops, term)):
+            runners, term = else_ops, else_term
+        for s, v in zip(res, run_block(env, [], [], runners, term)):
             env[s] = v
     return run
 
 
-@rule(Opcode.WHILE)
-def _while(op: Operation, c: Compiler) -> Runner:
+@rule(ops.While)
+def _while(op: ops.While, c: Compiler) -> Runner:
     """scf.while: `before` computes the condition and the values passed on; `after` runs while
     it is true and yields the next `before` arguments; the results are the last passed values."""
-    init, res = c.slots(op.operands), c.slots(op.results)
-    before, after = op.blocks
+    init, res = c.slots(op.init), c.slots(op.results)
+    before, after = op.before, op.after
     before_args, after_args = c.slots(before.args), c.slots(after.args)
-    before_ops, before_term = c.block(before)
-    after_ops, after_term = c.block(after)
+    before_ops, before_term = c.region(before)
+    after_ops, after_term = c.region(after)
 
     def run(env: Env) -> None:
         vals = [env[s] for s in init]
@@ -123,13 +123,12 @@ def format_value(value: Any, dtype: DType, spec: str | None = None) -> str:
     return fmt(np.asarray(value))
 
 
-@rule(Opcode.PRINT)
-def _print(op: Operation, c: Compiler) -> Runner:
-    """Prints the pieces around the formatted operands; the pieces carry any line ending."""
-    pieces = list(op.attrs["pieces"])
-    slots = c.slots(op.operands)
-    dtypes = [v.tile.dtype for v in op.operands]
-    formats = list(op.attrs.get("formats") or [None] * len(slots))
+@rule(ops.Print)
+def _print(op: ops.Print, c: Compiler) -> Runner:
+    """Prints the pieces around the formatted tiles; the pieces carry any line ending."""
+    pieces, formats = op.pieces, op.formats
+    slots = c.slots(op.tiles)
+    dtypes = [v.tile.dtype for v in op.tiles]
 
     def run(env: Env) -> None:
         out = [pieces[0]]
@@ -140,10 +139,10 @@ def _print(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.ASSERT)
-def _assert(op: Operation, c: Compiler) -> Runner:
-    cond = c.slot(op.operands[0])
-    text = op.attrs.get("message") or "Assertion failed"
+@rule(ops.Assert)
+def _assert(op: ops.Assert, c: Compiler) -> Runner:
+    cond = c.slot(op.cond)
+    text = op.message or "Assertion failed"
     if op.loc is not None:
         text = f"{text}\n{op.loc.render()}"
 

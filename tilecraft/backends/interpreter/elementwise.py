@@ -3,6 +3,10 @@
 Elementwise functions are NumPy ufuncs chosen at compile time; float16/bfloat16 operands are
 computed in float32 and rounded back once per op. Whether a result needs a final cast to the IR
 dtype is decided at compile time by probing the function on one-element inputs.
+
+Directed rounding (RZ/RM/RP on ADD/SUB/MUL/TRUEDIV and SQRT) and flush_to_zero use the
+correctly rounded algorithms of `rounding`; RN, FULL and APPROX take the default path (full
+precision satisfies APPROX).
 """
 
 from __future__ import annotations
@@ -11,21 +15,23 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...ir import BinaryFn, CompareFn, Opcode, Operation, UnaryFn
+from ...ir import BinaryFn, CompareFn, UnaryFn, ops
 from ...language.dtypes import DType
+from ...language.enums import RoundingMode
 from .numerics import F32, HALVES, is_floating, make_cast, scalar
-from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, rule
+from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
+from .rounding import flush_subnormals, rounded_binary, rounded_sqrt
 
-_UNARY: dict[UnaryFn, Callable[[Any], Any]] = {
+_UNARY: dict[UnaryFn, Callable[[Any], Any]] = kind_table(UnaryFn, {
     UnaryFn.NEG: np.negative, UnaryFn.ABS: np.abs, UnaryFn.NOT: np.invert,
     UnaryFn.EXP: np.exp, UnaryFn.EXP2: np.exp2, UnaryFn.LOG: np.log, UnaryFn.LOG2: np.log2,
     UnaryFn.SQRT: np.sqrt, UnaryFn.RSQRT: lambda x: np.reciprocal(np.sqrt(x)),
     UnaryFn.SIN: np.sin, UnaryFn.COS: np.cos, UnaryFn.TAN: np.tan, UnaryFn.SINH: np.sinh,
     UnaryFn.COSH: np.cosh, UnaryFn.TANH: np.tanh, UnaryFn.FLOOR: np.floor, UnaryFn.CEIL: np.ceil,
     UnaryFn.ISNAN: np.isnan,
-}
+})
 
-_BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = {
+_BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = kind_table(BinaryFn, {
     BinaryFn.ADD: np.add, BinaryFn.SUB: np.subtract, BinaryFn.MUL: np.multiply,
     BinaryFn.TRUEDIV: np.true_divide, BinaryFn.FLOORDIV: np.floor_divide,
     BinaryFn.MOD: np.remainder, BinaryFn.POW: np.power,
@@ -33,7 +39,7 @@ _BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = {
     BinaryFn.MIN_NAN: np.minimum, BinaryFn.MAX_NAN: np.maximum,
     BinaryFn.AND: np.bitwise_and, BinaryFn.OR: np.bitwise_or, BinaryFn.XOR: np.bitwise_xor,
     BinaryFn.SHL: np.left_shift, BinaryFn.SHR: np.right_shift, BinaryFn.ATAN2: np.arctan2,
-}
+})
 
 
 def _float_floordiv(x: Any, y: Any) -> Any:
@@ -41,10 +47,10 @@ def _float_floordiv(x: Any, y: Any) -> Any:
     return np.floor(np.true_divide(x, y))
 
 
-_COMPARE: dict[CompareFn, Callable[[Any, Any], Any]] = {
+_COMPARE: dict[CompareFn, Callable[[Any, Any], Any]] = kind_table(CompareFn, {
     CompareFn.EQ: np.equal, CompareFn.NE: np.not_equal, CompareFn.LT: np.less,
     CompareFn.LE: np.less_equal, CompareFn.GT: np.greater, CompareFn.GE: np.greater_equal,
-}
+})
 
 
 def lift(fn: Callable[..., Any], ins: list[DType], out: DType) -> Callable[..., Any]:
@@ -68,26 +74,33 @@ def lift(fn: Callable[..., Any], ins: list[DType], out: DType) -> Callable[..., 
     return cast
 
 
-def _unary(f: Callable[[Any], Any], op: Operation, c: Compiler) -> Runner:
-    x, r = c.slot(op.operands[0]), c.slot(op.result)
+_DEFAULT_ROUNDING = (None, RoundingMode.RN, RoundingMode.FULL, RoundingMode.APPROX)
+"""Rounding options computed by the default (round-to-nearest, full precision) path."""
 
+
+def _flushing(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with subnormal inputs and results flushed to zero of the same sign (float32)."""
+    def flushed(*xs: Any) -> Any:
+        return flush_subnormals(fn(*[flush_subnormals(x) for x in xs]))
+    return flushed
+
+
+def _unary(f: Callable[[Any], Any], x: int, r: int) -> Runner:
     def run(env: Env) -> None:
         env[r] = f(env[x])
     return run
 
 
-def _binary(f: Callable[[Any, Any], Any], op: Operation, c: Compiler) -> Runner:
-    (x, y), r = c.slots(op.operands), c.slot(op.result)
-
+def _binary(f: Callable[[Any, Any], Any], x: int, y: int, r: int) -> Runner:
     def run(env: Env) -> None:
         env[r] = f(env[x], env[y])
     return run
 
 
-@rule(Opcode.CONST)
-def _const(op: Operation, c: Compiler) -> Runner:
+@rule(ops.Const)
+def _const(op: ops.Const, c: Compiler) -> Runner:
     t = op.result.tile
-    value = scalar(op.attrs["value"], t.dtype)
+    value = scalar(op.value, t.dtype)
     if t.shape:
         value = np.full(t.shape, value, dtype=value.dtype)
         value.flags.writeable = False
@@ -98,24 +111,24 @@ def _const(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-def _grid_query(opcode: Opcode, base_slot: int) -> None:
-    """BID / NUM_BLOCKS: copy the launch's per-axis value from its reserved slot."""
-    @rule(opcode)
-    def compile_op(op: Operation, c: Compiler) -> Runner:
-        src, r = base_slot + op.attrs["axis"], c.slot(op.result)
+def _grid_query(cls: type[ops.Bid | ops.NumBlocks], base_slot: int) -> None:
+    """Bid / NumBlocks: copy the launch's per-axis value from its reserved slot."""
+    @rule(cls)
+    def compile_op(op: ops.Bid | ops.NumBlocks, c: Compiler) -> Runner:
+        src, r = base_slot + op.axis, c.slot(op.result)
 
         def run(env: Env) -> None:
             env[r] = env[src]
         return run
 
 
-_grid_query(Opcode.BID, BID_SLOT)
-_grid_query(Opcode.NUM_BLOCKS, NUM_BLOCKS_SLOT)
+_grid_query(ops.Bid, BID_SLOT)
+_grid_query(ops.NumBlocks, NUM_BLOCKS_SLOT)
 
 
-@rule(Opcode.ARANGE)
-def _arange(op: Operation, c: Compiler) -> Runner:
-    value = np.arange(op.attrs["size"], dtype=op.result.tile.dtype.np_dtype)
+@rule(ops.Arange)
+def _arange(op: ops.Arange, c: Compiler) -> Runner:
+    value = np.arange(op.size, dtype=op.result.tile.dtype.np_dtype)
     value.flags.writeable = False
     r = c.slot(op.result)
 
@@ -124,39 +137,54 @@ def _arange(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.CAST)
-def _cast(op: Operation, c: Compiler) -> Runner:
-    conv = make_cast(op.operands[0].tile.dtype, op.attrs["dtype"], op.attrs.get("rounding"))
-    return _unary(conv, op, c)
+@rule(ops.Cast)
+def _cast(op: ops.Cast, c: Compiler) -> Runner:
+    return _unary(make_cast(op.x.tile.dtype, op.dtype, op.rounding), c.slot(op.x), c.slot(op.result))
 
 
-@rule(Opcode.BITCAST)
-def _bitcast(op: Operation, c: Compiler) -> Runner:
-    dt = op.attrs["dtype"].np_dtype
-    return _unary(lambda x: np.asarray(x).view(dt), op, c)
+@rule(ops.Bitcast)
+def _bitcast(op: ops.Bitcast, c: Compiler) -> Runner:
+    dt = op.dtype.np_dtype
+    return _unary(lambda x: np.asarray(x).view(dt), c.slot(op.x), c.slot(op.result))
 
 
-@rule(Opcode.UNARY)
-def _unary_rule(op: Operation, c: Compiler) -> Runner:
-    src = op.operands[0].tile.dtype
-    return _unary(lift(_UNARY[op.attrs["fn"]], [src], op.result.tile.dtype), op, c)
+@rule(ops.Unary)
+def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
+    dtype, mode = op.x.tile.dtype, op.rounding
+    if mode in _DEFAULT_ROUNDING:
+        f = lift(_UNARY[op.fn], [dtype], op.result.tile.dtype)
+    else:  # a directed rounding: SQRT only (the verifier's rule)
+        assert op.fn is UnaryFn.SQRT, op.fn
+
+        def f(x: Any) -> Any:
+            return rounded_sqrt(x, dtype, mode)
+    if op.flush_to_zero:
+        f = _flushing(f)
+    return _unary(f, c.slot(op.x), c.slot(op.result))
 
 
-@rule(Opcode.BINARY)
-def _binary_rule(op: Operation, c: Compiler) -> Runner:
-    fn, dtype = op.attrs["fn"], op.operands[0].tile.dtype
-    f = _float_floordiv if fn is BinaryFn.FLOORDIV and is_floating(dtype) else _BINARY[fn]
-    return _binary(lift(f, [dtype, dtype], op.result.tile.dtype), op, c)
+@rule(ops.Binary)
+def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
+    fn, dtype, mode = op.fn, op.lhs.tile.dtype, op.rounding
+    if mode in _DEFAULT_ROUNDING:
+        f = _float_floordiv if fn is BinaryFn.FLOORDIV and is_floating(dtype) else _BINARY[fn]
+        f = lift(f, [dtype, dtype], op.result.tile.dtype)
+    else:  # a directed rounding of ADD/SUB/MUL/TRUEDIV
+        def f(x: Any, y: Any) -> Any:
+            return rounded_binary(fn, x, y, dtype, mode)
+    if op.flush_to_zero:
+        f = _flushing(f)
+    return _binary(f, c.slot(op.lhs), c.slot(op.rhs), c.slot(op.result))
 
 
-@rule(Opcode.COMPARE)
-def _compare(op: Operation, c: Compiler) -> Runner:
-    return _binary(_COMPARE[op.attrs["fn"]], op, c)
+@rule(ops.Compare)
+def _compare(op: ops.Compare, c: Compiler) -> Runner:
+    return _binary(_COMPARE[op.fn], c.slot(op.lhs), c.slot(op.rhs), c.slot(op.result))
 
 
-@rule(Opcode.WHERE)
-def _where(op: Operation, c: Compiler) -> Runner:
-    (cond, x, y), r = c.slots(op.operands), c.slot(op.result)
+@rule(ops.Where)
+def _where(op: ops.Where, c: Compiler) -> Runner:
+    cond, x, y, r = c.slots((op.cond, op.x, op.y, op.result))
     where = np.where
 
     def run(env: Env) -> None:

@@ -4,6 +4,9 @@ Tile loads and stores address the array through a permuted view (`order`) and pl
 tile inside the array is one slice copy; a partial tile copies the in-bounds part into a tile
 filled with the padding value (loads) or writes only that part (stores). Gather and scatter check
 every index (negative is out of bounds, never wrapped) and mask out-of-bounds lanes.
+
+The hints (check_bounds=False, latency, allow_tma) do not change results, and blocks run one
+after another, which is stronger than any memory order or scope: they are all honoured as is.
 """
 
 from __future__ import annotations
@@ -12,16 +15,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...ir import Opcode, Operation
+from ...ir import ops
 from .numerics import fill_value
 from .registry import Compiler, Env, Runner, rule
 
 _I64 = np.dtype(np.int64)
 
 
-def permutation(order: Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
+def permutation(order: Sequence[int], ndim: int) -> tuple[int, ...] | None:
     """The load/store axis permutation, or None for the identity."""
-    if order is None or tuple(order) == tuple(range(ndim)):
+    if tuple(order) == tuple(range(ndim)):
         return None
     return tuple(order)
 
@@ -55,9 +58,9 @@ def bounds(indices: list[Any], dims: tuple[int, ...], mask: Any) -> tuple[list[n
     return ix, ok
 
 
-@rule(Opcode.ARRAY_SHAPE)
-def _array_shape(op: Operation, c: Compiler) -> Runner:
-    a, r, axis = c.slot(op.operands[0]), c.slot(op.result), op.attrs["axis"]
+@rule(ops.ArrayShape)
+def _array_shape(op: ops.ArrayShape, c: Compiler) -> Runner:
+    a, r, axis = c.slot(op.array), c.slot(op.result), op.axis
     make = op.result.tile.dtype.np_dtype.type
 
     def run(env: Env) -> None:
@@ -65,9 +68,9 @@ def _array_shape(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.ARRAY_STRIDE)
-def _array_stride(op: Operation, c: Compiler) -> Runner:
-    a, r, axis = c.slot(op.operands[0]), c.slot(op.result), op.attrs["axis"]
+@rule(ops.ArrayStride)
+def _array_stride(op: ops.ArrayStride, c: Compiler) -> Runner:
+    a, r, axis = c.slot(op.array), c.slot(op.result), op.axis
     make = op.result.tile.dtype.np_dtype.type
 
     def run(env: Env) -> None:
@@ -76,34 +79,34 @@ def _array_stride(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.LIST_GET)
-def _list_get(op: Operation, c: Compiler) -> Runner:
-    lst, i, r = c.slot(op.operands[0]), c.slot(op.operands[1]), c.slot(op.result)
+@rule(ops.ListGet)
+def _list_get(op: ops.ListGet, c: Compiler) -> Runner:
+    lst, i, r = c.slot(op.list), c.slot(op.index), c.slot(op.result)
 
     def run(env: Env) -> None:  # the list argument arrives as a Python list of arrays
         env[r] = env[lst][int(env[i])]
     return run
 
 
-@rule(Opcode.ARRAY_SLICE)
-def _array_slice(op: Operation, c: Compiler) -> Runner:
-    a, lo, hi, r = (c.slot(v) for v in (*op.operands, op.result))
-    lead = (slice(None),) * op.attrs["axis"]
+@rule(ops.ArraySlice)
+def _array_slice(op: ops.ArraySlice, c: Compiler) -> Runner:
+    a, lo, hi, r = c.slots((op.array, op.start, op.stop, op.result))
+    lead = (slice(None),) * op.axis
 
     def run(env: Env) -> None:  # a NumPy view: stores through it reach the array
         env[r] = env[a][lead + (slice(int(env[lo]), int(env[hi])),)]
     return run
 
 
-@rule(Opcode.LOAD)
-def _load(op: Operation, c: Compiler) -> Runner:
-    array_type = op.operands[0].type
-    a, idx, r = c.slot(op.operands[0]), c.slots(op.operands[1:]), c.slot(op.result)
-    shape = tile_shape(op.attrs["shape"], array_type.ndim)
+@rule(ops.Load)
+def _load(op: ops.Load, c: Compiler) -> Runner:
+    array_type = op.array.type
+    a, idx, r = c.slot(op.array), c.slots(op.index), c.slot(op.result)
+    shape = tile_shape(op.shape, array_type.ndim)
     out_shape = op.result.tile.shape
     reshape = shape != out_shape
-    perm = permutation(op.attrs.get("order"), array_type.ndim)
-    pad = fill_value(op.attrs.get("padding"), array_type.dtype)
+    perm = permutation(op.order, array_type.ndim)
+    pad = fill_value(op.padding, array_type.dtype)
     steps = tuple(zip(idx, shape))
 
     def run(env: Env) -> None:
@@ -123,14 +126,14 @@ def _load(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.STORE)
-def _store(op: Operation, c: Compiler) -> Runner:
-    array_type = op.operands[0].type
-    a, idx, t = c.slot(op.operands[0]), c.slots(op.operands[1:-1]), c.slot(op.operands[-1])
-    in_shape = op.operands[-1].tile.shape
+@rule(ops.Store)
+def _store(op: ops.Store, c: Compiler) -> Runner:
+    array_type = op.array.type
+    a, idx, t = c.slot(op.array), c.slots(op.index), c.slot(op.tile)
+    in_shape = op.tile.tile.shape
     shape = tile_shape(in_shape, array_type.ndim)
     reshape = shape != in_shape
-    perm = permutation(op.attrs.get("order"), array_type.ndim)
+    perm = permutation(op.order, array_type.ndim)
     steps = tuple(zip(idx, shape))
 
     def run(env: Env) -> None:
@@ -150,12 +153,10 @@ def _store(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.GATHER)
-def _gather(op: Operation, c: Compiler) -> Runner:
-    ndim = op.operands[0].type.ndim
-    a, r = c.slot(op.operands[0]), c.slot(op.result)
-    idx, p = c.slots(op.operands[1:1 + ndim]), c.slot(op.operands[1 + ndim])
-    m = c.slot(op.operands[2 + ndim]) if op.attrs.get("has_mask") else None
+@rule(ops.Gather)
+def _gather(op: ops.Gather, c: Compiler) -> Runner:
+    a, r = c.slot(op.array), c.slot(op.result)
+    idx, p, m = c.slots(op.index), c.slot(op.padding), c.opt_slot(op.mask)
 
     def run(env: Env) -> None:
         arr, pad = env[a], env[p]
@@ -168,13 +169,11 @@ def _gather(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.SCATTER)
-def _scatter(op: Operation, c: Compiler) -> Runner:
-    ndim = op.operands[0].type.ndim
-    a = c.slot(op.operands[0])
-    idx, v = c.slots(op.operands[1:1 + ndim]), c.slot(op.operands[1 + ndim])
-    m = c.slot(op.operands[2 + ndim]) if op.attrs.get("has_mask") else None
-    shape = op.operands[1 + ndim].tile.shape
+@rule(ops.Scatter)
+def _scatter(op: ops.Scatter, c: Compiler) -> Runner:
+    ndim = op.array.type.ndim
+    a, idx, v, m = c.slot(op.array), c.slots(op.index), c.slot(op.value), c.opt_slot(op.mask)
+    shape = op.value.tile.shape
 
     def run(env: Env) -> None:
         arr = env[a]

@@ -2,24 +2,24 @@
 
 Float inputs (f16, bf16, f8, tf32, f32) multiply in float32 and add the accumulator in float32,
 rounding once to the accumulator dtype; float64 stays float64; 8-bit integers accumulate exactly
-(int64) and wrap to int32.
+(int64) and wrap to int32. `use_fast_acc` is ignored: the exact accumulation is permitted.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Opcode, Operation
+from ...ir import ops
 from ...language import dtypes as D
 from .registry import Compiler, Env, Runner, rule
 
 _F32 = np.dtype(np.float32)
 
 
-@rule(Opcode.MMA)
-def _mma(op: Operation, c: Compiler) -> Runner:
-    (a, b, acc), r = c.slots(op.operands), c.slot(op.result)
-    in_dtype, acc_dtype = op.operands[0].tile.dtype, op.result.tile.dtype
+@rule(ops.Mma)
+def _mma(op: ops.Mma, c: Compiler) -> Runner:
+    (a, b, acc), r = c.slots((op.a, op.b, op.acc)), c.slot(op.result)
+    in_dtype, acc_dtype = op.a.tile.dtype, op.result.tile.dtype
     out = acc_dtype.np_dtype
     if in_dtype is D.float64:
         work = np.dtype(np.float64)

@@ -1,9 +1,11 @@
 """Numeric helpers of the interpreter: dtype conversions with the language's rounding rules.
 
 Conversions are built once per op (`make_cast`) and return a function of one value (NumPy array
-or scalar). Float-to-float casts round to nearest even by default, on the exact value: from
-float64 to the narrow formats the value first goes to float32 by round-to-odd, so the final
-rounding is not a double rounding. tfloat32 is float32 storage rounded to 10 mantissa bits.
+or scalar). Casts to a float round to nearest even by default, on the exact value: from float64
+(or a 64-bit integer) to the narrow formats the value first goes to a wider format by
+round-to-odd, so the final rounding is not a double rounding. RZ/RM/RP step the nearest result
+one unit where it lies on the wrong side of the exact value. tfloat32 is float32 storage rounded
+to 10 mantissa bits.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from ...language.enums import PADDING_VALUES, PaddingMode, RoundingMode
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 HALVES = (D.float16, D.bfloat16)
-_UINT = {np.dtype(t).itemsize: np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)}
+UINT_OF_SIZE = {np.dtype(t).itemsize: np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64)}
+"""The unsigned NumPy dtype of each item size (for bit-pattern views)."""
 Convert = Callable[[Any], Any]
 
 
@@ -62,7 +65,8 @@ def _f64_to_f32_odd(x: Any) -> np.ndarray:
 
 
 def _round_nearest(wide: Any, src: np.dtype, dst: DType) -> Any:
-    """Round `wide` (float32 or float64 values) to `dst` (a float type), nearest even."""
+    """Round `wide` (float32 or float64 values; float64 may be rounded to odd) to `dst` (a float
+    type), nearest even."""
     if dst is D.float64 or dst is D.float32 or dst is D.float16:
         return wide.astype(dst.np_dtype, copy=False)
     if src == F64:
@@ -72,27 +76,25 @@ def _round_nearest(wide: Any, src: np.dtype, dst: DType) -> Any:
     return wide.astype(dst.np_dtype)
 
 
-def _directed(rn: Any, exact: Any, dst: DType, mode: RoundingMode) -> Any:
+def _directed(rn: Any, diff: Any, dst: DType, mode: RoundingMode) -> Any:
     """Turn the nearest-even result `rn` into RZ/RM/RP by stepping one unit in the last place
-    where `rn` lies on the wrong side of the exact value (formats are sign-magnitude)."""
+    where it lies on the wrong side of the exact value; `diff` has the sign of exact - rn (NaN
+    where nothing is to fix). Formats are sign-magnitude."""
     rn = np.asarray(rn)
     r64 = rn.astype(F64)
-    exact = np.asarray(exact, F64)
-    if mode is RoundingMode.RZ:
-        fix = np.abs(r64) > np.abs(exact)
-    elif mode is RoundingMode.RM:
-        fix = r64 > exact
-    else:
-        fix = r64 < exact
+    diff = np.asarray(diff, F64)
+    above, below = diff < 0, diff > 0  # rn above / below the exact value
+    away = ((r64 > 0) & above) | ((r64 < 0) & below)  # |rn| > |exact|
+    fix = away if mode is RoundingMode.RZ else above if mode is RoundingMode.RM else below
     if not fix.any():
         return rn
-    ut = _UINT[rn.dtype.itemsize]
+    ut = UINT_OF_SIZE[rn.dtype.itemsize]
     step = ut.type(1 << 13 if dst is D.tfloat32 else 1)
     sign = ut.type(1 << (8 * ut.itemsize - 1) if dst.signed else 0)
     bits = rn.view(ut)
     mag = bits & ~sign
-    toward_zero = np.abs(r64) > np.abs(exact)
-    moved = np.where(toward_zero, mag - step, mag + step) | np.where(exact < 0, sign, ut.type(0))
+    negative = (r64 < 0) | ((r64 == 0) & above)  # the exact value's sign
+    moved = np.where(away, mag - step, mag + step) | np.where(negative, sign, ut.type(0))
     return np.where(fix, moved, bits).astype(ut).view(rn.dtype)
 
 
@@ -106,12 +108,58 @@ def _float_to_int(x: Any, dst: np.dtype) -> Any:
     return np.where(big, dst.type(info.max), np.where(small, dst.type(info.min), r))
 
 
-def _widen(x: Any, wide: np.dtype) -> np.ndarray:
-    return np.asarray(x).astype(wide, copy=False)
+def _int_to_f64(x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Integers (or bools) as float64 rounded to nearest, and the exact error x - result (as a
+    float64: the parts of a 64-bit integer split at bit 32 make every step exact)."""
+    x = np.asarray(x)
+    r = x.astype(F64)
+    if x.dtype.itemsize < 8:
+        return r, np.zeros_like(r)
+    high = (x >> 32).astype(F64) * 2.0**32
+    return r, (high - r) + (x & 0xFFFFFFFF).astype(F64)
+
+
+def _to_odd(r: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """The float64 value r + err (err below half an ulp of r) rounded to odd."""
+    even = (r.view(np.uint64) & 1) == 0
+    return np.where((err != 0) & even, np.nextafter(r, np.where(err > 0, np.inf, -np.inf)), r)
+
+
+def _int_to_float(dst: DType, mode: RoundingMode | None) -> Convert:
+    """Integer (or bool) to float conversion, correctly rounded by `mode` (None: nearest)."""
+    if mode is None and dst in (D.float16, D.float32, D.float64):
+        return lambda x: np.asarray(x).astype(dst.np_dtype)  # C conversions round correctly
+
+    def convert(x: Any) -> Any:
+        r, err = _int_to_f64(x)
+        if dst is D.float64:
+            rn, diff = r, err
+        else:
+            odd = _to_odd(r, err)
+            rn = _round_nearest(odd, F64, dst)
+            diff = odd - rn.astype(F64)
+        return rn if mode is None else _directed(rn, diff, dst, mode)
+    return convert
+
+
+def _float_to_float(src: DType, dst: DType, mode: RoundingMode | None) -> Convert:
+    """Float to float conversion, correctly rounded by `mode` (None: nearest)."""
+    wide = F64 if src is D.float64 else F32
+
+    def nearest(x: Any) -> Any:
+        return _round_nearest(np.asarray(x).astype(wide, copy=False), wide, dst)
+    if mode is None:
+        return nearest
+
+    def directed(x: Any) -> Any:
+        rn = nearest(x)
+        return _directed(rn, np.asarray(x).astype(F64) - rn.astype(F64), dst, mode)
+    return directed
 
 
 def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> Convert:
-    """A function converting values of `src` to `dst` with the language's conversion rules."""
+    """A function converting values of `src` to `dst` with the language's conversion rules
+    (`rounding` RN/RZ/RM/RP applies to float results; None and RN are nearest even)."""
     if src is dst or (src is D.tfloat32 and dst is D.float32):
         return lambda x: x
     dnp = dst.np_dtype
@@ -120,23 +168,20 @@ def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> C
             wide = F64 if src is D.float64 else F32
             return lambda x: np.not_equal(np.asarray(x).astype(wide), 0)
         return lambda x: np.not_equal(x, 0)
-    if not is_floating(src):  # bool or integer source
-        if not is_floating(dst) or dst in (D.float16, D.float32, D.float64):
-            return lambda x: np.asarray(x).astype(dnp)
-        return lambda x: _round_nearest(np.asarray(x).astype(F64), F64, dst)
-    wide = F64 if src is D.float64 else F32
     if not is_floating(dst):
-        return lambda x: _float_to_int(x, dnp)
-    if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP):
-        mode = rounding
-        return lambda x: _directed(_round_nearest(_widen(x, wide), wide, dst), x, dst, mode)
-    return lambda x: _round_nearest(_widen(x, wide), wide, dst)
+        if is_floating(src):
+            return lambda x: _float_to_int(x, dnp)
+        return lambda x: np.asarray(x).astype(dnp)
+    mode = rounding if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP) else None
+    if is_floating(src):
+        return _float_to_float(src, dst, mode)
+    return _int_to_float(dst, mode)
 
 
-def fill_value(mode: PaddingMode | None, dtype: DType) -> np.generic:
+def fill_value(mode: PaddingMode, dtype: DType) -> np.generic:
     """The padding element of a load for `mode` in `dtype` (0 where the value does not exist in
     an integer or bool type)."""
-    value = PADDING_VALUES[mode or PaddingMode.UNDETERMINED]
+    value = PADDING_VALUES[mode]
     if not is_floating(dtype):
         value = 0
     return np.array(value, F64).astype(dtype.np_dtype)[()]

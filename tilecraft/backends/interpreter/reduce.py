@@ -7,45 +7,64 @@ index of the extreme, ignoring NaN.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ...ir import Opcode, Operation, ReduceFn, ScanFn
+from ...ir import ReduceFn, ScanFn, ops
 from ...language.dtypes import DType
-from .numerics import compute_dtype, is_floating
 from .control import run_block
-from .registry import Compiler, Env, Runner, rule
+from .numerics import compute_dtype, is_floating
+from .registry import Compiler, Env, Runner, kind_table, rule
+
+Reducer = Callable[[Any], Any]
 
 
-def _reducer(fn: ReduceFn, dtype: DType, axis: int, keepdims: bool) -> Callable[[Any], Any]:
-    """x -> reduction of x along `axis` (result dtype fixed up by the caller)."""
+def _accumulate(total: Callable[..., Any], dtype: DType, axis: int, keepdims: bool) -> Reducer:
+    """np.sum / np.prod in the compute dtype."""
     acc = compute_dtype(dtype)
-    if fn is ReduceFn.SUM:
-        return lambda x: np.sum(x, axis=axis, dtype=acc, keepdims=keepdims)
-    if fn is ReduceFn.PROD:
-        return lambda x: np.prod(x, axis=axis, dtype=acc, keepdims=keepdims)
-    if fn in (ReduceFn.MAX, ReduceFn.MIN):
-        ufunc = np.fmax if fn is ReduceFn.MAX else np.fmin
-        return lambda x: ufunc.reduce(np.asarray(x).astype(acc, copy=False), axis=axis,
-                                      keepdims=keepdims)
-    pick = np.argmax if fn is ReduceFn.ARGMAX else np.argmin
+    return lambda x: total(x, axis=axis, dtype=acc, keepdims=keepdims)
+
+
+def _extreme(ufunc: np.ufunc, dtype: DType, axis: int, keepdims: bool) -> Reducer:
+    """fmax / fmin reduction (NaN ignored)."""
+    acc = compute_dtype(dtype)
+    return lambda x: ufunc.reduce(np.asarray(x).astype(acc, copy=False), axis=axis,
+                                  keepdims=keepdims)
+
+
+def _arg(pick: Callable[..., Any], ufunc: np.ufunc, dtype: DType, axis: int,
+         keepdims: bool) -> Reducer:
+    """First index of the extreme (NaN ignored for floats)."""
     if not is_floating(dtype):
         return lambda x: pick(x, axis=axis, keepdims=keepdims)
-    extreme = np.fmax if fn is ReduceFn.ARGMAX else np.fmin
+    acc = compute_dtype(dtype)
 
     def arg(x: Any) -> Any:
         x = np.asarray(x).astype(acc, copy=False)
-        best = extreme.reduce(x, axis=axis, keepdims=True)
+        best = ufunc.reduce(x, axis=axis, keepdims=True)
         return np.argmax(x == best, axis=axis, keepdims=keepdims)
     return arg
 
 
-@rule(Opcode.REDUCE)
-def _reduce(op: Operation, c: Compiler) -> Runner:
-    x, r = c.slot(op.operands[0]), c.slot(op.result)
-    f = _reducer(op.attrs["fn"], op.operands[0].tile.dtype, op.attrs["axis"],
-                 bool(op.attrs.get("keepdims")))
+_REDUCERS: dict[ReduceFn, Callable[[DType, int, bool], Reducer]] = kind_table(ReduceFn, {
+    ReduceFn.SUM: partial(_accumulate, np.sum), ReduceFn.PROD: partial(_accumulate, np.prod),
+    ReduceFn.MAX: partial(_extreme, np.fmax), ReduceFn.MIN: partial(_extreme, np.fmin),
+    ReduceFn.ARGMAX: partial(_arg, np.argmax, np.fmax),
+    ReduceFn.ARGMIN: partial(_arg, np.argmin, np.fmin),
+})
+"""ReduceFn -> (input dtype, axis, keepdims) -> reducer (result dtype fixed by the rule)."""
+
+_SCANS: dict[ScanFn, Callable[..., Any]] = kind_table(ScanFn, {
+    ScanFn.CUMSUM: np.cumsum, ScanFn.CUMPROD: np.cumprod,
+})
+
+
+@rule(ops.Reduce)
+def _reduce(op: ops.Reduce, c: Compiler) -> Runner:
+    x, r = c.slot(op.x), c.slot(op.result)
+    f = _REDUCERS[op.fn](op.x.tile.dtype, op.axis, op.keepdims)
     out = op.result.tile.dtype.np_dtype
 
     def run(env: Env) -> None:
@@ -53,13 +72,13 @@ def _reduce(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.SCAN)
-def _scan(op: Operation, c: Compiler) -> Runner:
-    x, r, axis = c.slot(op.operands[0]), c.slot(op.result), op.attrs["axis"]
-    scan = np.cumsum if op.attrs["fn"] is ScanFn.CUMSUM else np.cumprod
-    acc = compute_dtype(op.operands[0].tile.dtype)
+@rule(ops.Scan)
+def _scan(op: ops.Scan, c: Compiler) -> Runner:
+    x, r, axis = c.slot(op.x), c.slot(op.result), op.axis
+    scan = _SCANS[op.fn]
+    acc = compute_dtype(op.x.tile.dtype)
     out = op.result.tile.dtype.np_dtype
-    flip = np.flip if op.attrs.get("reverse") else None
+    flip = np.flip if op.reverse else None
 
     def run(env: Env) -> None:
         v = env[x]
@@ -70,38 +89,41 @@ def _scan(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-def _combine(op: Operation, c: Compiler) -> tuple[tuple[int, ...], tuple[int, ...], Callable[[Env, list[Any]], list[Any]]]:
-    """(operand slots, result slots, fold step) of a REDUCE_WITH / SCAN_WITH: the step runs the
+Step = Callable[[Env, list[Any]], list[Any]]
+
+
+def _combine(op: ops.ReduceWith | ops.ScanWith, c: Compiler) -> tuple[tuple[int, ...], tuple[int, ...], Step]:
+    """(operand slots, result slots, fold step) of a ReduceWith / ScanWith: the step runs the
     combine block on whole slices at once (its ops are elementwise), casting back to the
     operand dtypes."""
-    block = op.blocks[0]
+    block = op.combine
     args = c.slots(block.args)
-    ops, term = c.block(block)
-    dtypes = [v.tile.dtype.np_dtype for v in op.operands]
+    runners, term = c.region(block)
+    dtypes = [v.tile.dtype.np_dtype for v in op.xs]
 
     def step(env: Env, pair: list[Any]) -> list[Any]:
-        out = run_block(env, args, pair, ops, term)
+        out = run_block(env, args, pair, runners, term)
         return [np.asarray(v).astype(d, copy=False) for v, d in zip(out, dtypes)]
-    return c.slots(op.operands), c.slots(op.results), step
+    return c.slots(op.xs), c.slots(op.results), step
 
 
-def _folds(op: Operation, step: Callable[[Env, list[Any]], list[Any]], env: Env, vals: list[Any],
+def _folds(op: ops.ReduceWith | ops.ScanWith, step: Step, env: Env, vals: list[Any],
            order: Iterable[int]) -> Iterator[tuple[int, list[Any]]]:
     """(k, the fold of the identities and the slices taken so far) for each position k of
     `order` along the op's axis."""
-    axis = op.attrs["axis"]
+    axis = op.axis
     shape = vals[0].shape[:axis] + vals[0].shape[axis + 1:]
-    acc = [np.full(shape, i, dtype=v.tile.dtype.np_dtype) for i, v in zip(op.attrs["identities"], op.operands)]
+    acc = [np.full(shape, i, dtype=v.tile.dtype.np_dtype) for i, v in zip(op.identities, op.xs)]
     for k in order:
         acc = step(env, acc + [np.take(v, k, axis=axis) for v in vals])
         yield k, acc
 
 
-@rule(Opcode.REDUCE_WITH)
-def _reduce_with(op: Operation, c: Compiler) -> Runner:
+@rule(ops.ReduceWith)
+def _reduce_with(op: ops.ReduceWith, c: Compiler) -> Runner:
     """A left fold from the identity along the axis (tile dims are at least 1)."""
     xs, rs, step = _combine(op, c)
-    axis, keepdims = op.attrs["axis"], op.attrs["keepdims"]
+    axis, keepdims = op.axis, op.keepdims
 
     def run(env: Env) -> None:
         vals = [np.asarray(env[s]) for s in xs]
@@ -112,11 +134,11 @@ def _reduce_with(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.SCAN_WITH)
-def _scan_with(op: Operation, c: Compiler) -> Runner:
+@rule(ops.ScanWith)
+def _scan_with(op: ops.ScanWith, c: Compiler) -> Runner:
     """Inclusive: element k is the fold of elements 0..k (k..n-1 when reversed)."""
     xs, rs, step = _combine(op, c)
-    axis, reverse = op.attrs["axis"], op.attrs["reverse"]
+    axis, reverse = op.axis, op.reverse
 
     def run(env: Env) -> None:
         vals = [np.asarray(env[s]) for s in xs]

@@ -1,43 +1,61 @@
 """The rule table of the interpreter and the compiler that turns IR blocks into runner lists.
 
-Each opcode has one rule: a function `(op, compiler) -> runner` called once at compile time. The
-runner is a closure `runner(env)` that reads its operands from the environment list `env` (one
-slot per IR value, resolved at compile time) and writes its results there, so executing an op
-costs one Python call plus the NumPy work.
+Each op class has one rule: a function `(op, compiler) -> runner` called once at compile time.
+The runner is a closure `runner(env)` that reads its operands from the environment list `env`
+(one slot per IR value, resolved at compile time) and writes its results there, so executing
+an op costs one Python call plus the NumPy work.
+
+Sub-kind tables (which NumPy function computes each UnaryFn, BinaryFn, ...) are declared with
+`kind_table`, which checks at import that every member of the enum has an entry.
 
 Slots 0..2 hold the block index (x, y, z) and slots 3..5 the grid extents, as int32 scalars.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import enum
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
-from ...ir import Block, Opcode, Operation, Value
+from ...ir import OP_CLASSES, Block, Op, Value
 
 Env = list
 Runner = Callable[[Env], None]
 Terminator = Callable[[Env], Any]
-Rule = Callable[[Operation, "Compiler"], Callable[[Env], Any]]
+Rule = Callable[[Any, "Compiler"], Callable[[Env], Any]]
 
-RULES: dict[Opcode, Rule] = {}
+RULES: dict[type[Op], Rule] = {}
+KIND_TABLES: dict[type[enum.Enum], Mapping[Any, Any]] = {}
 BID_SLOT = 0
 NUM_BLOCKS_SLOT = 3
 _RESERVED_SLOTS = 6
-_TERMINATORS = (Opcode.YIELD, Opcode.CONDITION)
+
+K = TypeVar("K", bound=enum.Enum)
+T = TypeVar("T")
 
 
-def rule(opcode: Opcode) -> Callable[[Rule], Rule]:
-    """Register the decorated function as the interpreter rule of `opcode` (once per opcode)."""
+def rule(cls: type[Op]) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the interpreter rule of op class `cls` (once)."""
     def register(fn: Rule) -> Rule:
-        assert opcode not in RULES, f"duplicate interpreter rule for {opcode}"
-        RULES[opcode] = fn
+        assert cls not in RULES, f"duplicate interpreter rule for {cls.__name__}"
+        RULES[cls] = fn
         return fn
     return register
 
 
-def missing_rules() -> list[Opcode]:
-    """Opcodes without a rule (must be empty once every rule module is imported)."""
-    return [op for op in Opcode if op not in RULES]
+def missing_rules() -> list[type[Op]]:
+    """Op classes without a rule (must be empty once every rule module is imported)."""
+    return [cls for cls in OP_CLASSES if cls not in RULES]
+
+
+def kind_table(kinds: type[K], table: dict[K, T]) -> dict[K, T]:
+    """Record `table` as the interpreter's table for the sub-kind enum `kinds`; raise ImportError
+    naming the members it lacks."""
+    missing = [k.name for k in kinds if k not in table]
+    if missing:
+        raise ImportError(f"interpreter table for {kinds.__name__} lacks {missing}")
+    assert kinds not in KIND_TABLES, f"duplicate interpreter table for {kinds.__name__}"
+    KIND_TABLES[kinds] = table
+    return table
 
 
 class Compiler:
@@ -59,16 +77,26 @@ class Compiler:
         """The environment indices of `values`."""
         return tuple(self.slot(v) for v in values)
 
+    def opt_slot(self, value: Value | None) -> int | None:
+        """The slot of an optional operand (a mask), or None."""
+        return None if value is None else self.slot(value)
+
     def block(self, block: Block) -> tuple[tuple[Runner, ...], Terminator | None]:
-        """Compile `block` into its op runners and the runner of its terminator (YIELD or
-        CONDITION, which returns the yielded values), or None if it has none."""
+        """Compile `block` into its op runners and the runner of its terminator (Yield or
+        Condition, which returns the values it passes on), or None if it has none."""
         self.slots(block.args)
         runners: list[Runner] = []
         term = None
         for op in block.ops:
-            fn = RULES[op.opcode](op, self)
-            if op.opcode in _TERMINATORS and op is block.ops[-1]:
+            fn = RULES[type(op)](op, self)
+            if type(op).terminator and op is block.ops[-1]:
                 term = fn
             else:
                 runners.append(fn)
         return tuple(runners), term
+
+    def region(self, block: Block) -> tuple[tuple[Runner, ...], Terminator]:
+        """`block` of a control-flow op or combine region, which ends with its terminator."""
+        runners, term = self.block(block)
+        assert term is not None, "a region ends with a terminator (the verifier's rule)"
+        return runners, term

@@ -6,31 +6,34 @@ an operand.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
-from ...ir import Opcode, Operation
+from ...ir import ops
 from .registry import Compiler, Env, Runner, rule
 
 
-def _reshaping(opcode: Opcode, numpy_fn, attr: str) -> None:
-    """A rule applying `numpy_fn(x, op.attrs[attr])` (broadcast_to, reshape, transpose)."""
-    @rule(opcode)
-    def compile_op(op: Operation, c: Compiler) -> Runner:
-        x, r, arg = c.slot(op.operands[0]), c.slot(op.result), tuple(op.attrs[attr])
+def _reshaping(cls: type[ops.Broadcast | ops.Reshape | ops.Permute],
+               numpy_fn: Callable[[Any, tuple[int, ...]], Any], field: str) -> None:
+    """A rule applying `numpy_fn(x, op.<field>)` (broadcast_to, reshape, transpose)."""
+    @rule(cls)
+    def compile_op(op: Any, c: Compiler) -> Runner:
+        x, r, arg = c.slot(op.x), c.slot(op.result), tuple(getattr(op, field))
 
         def run(env: Env) -> None:
             env[r] = numpy_fn(env[x], arg)
         return run
 
 
-_reshaping(Opcode.BROADCAST, np.broadcast_to, "shape")
-_reshaping(Opcode.RESHAPE, np.reshape, "shape")
-_reshaping(Opcode.PERMUTE, np.transpose, "axes")
+_reshaping(ops.Broadcast, np.broadcast_to, "shape")
+_reshaping(ops.Reshape, np.reshape, "shape")
+_reshaping(ops.Permute, np.transpose, "axes")
 
 
-@rule(Opcode.CAT)
-def _cat(op: Operation, c: Compiler) -> Runner:
-    (a, b), r, axis = c.slots(op.operands), c.slot(op.result), op.attrs["axis"]
+@rule(ops.Cat)
+def _cat(op: ops.Cat, c: Compiler) -> Runner:
+    a, b, r, axis = c.slot(op.lhs), c.slot(op.rhs), c.slot(op.result), op.axis
     concatenate = np.concatenate
 
     def run(env: Env) -> None:
@@ -38,17 +41,12 @@ def _cat(op: Operation, c: Compiler) -> Runner:
     return run
 
 
-@rule(Opcode.EXTRACT)
-def _extract(op: Operation, c: Compiler) -> Runner:
-    """Subtile `index` of x cut into `shape` blocks; a `()` shape means unit blocks, squeezed."""
-    x, idx, r = c.slot(op.operands[0]), c.slots(op.operands[1:]), c.slot(op.result)
-    xshape = op.operands[0].tile.shape
-    shape = tuple(op.attrs["shape"]) or (1,) * len(xshape)
-    out_shape = op.result.tile.shape
-    squeeze = shape != out_shape
+@rule(ops.Extract)
+def _extract(op: ops.Extract, c: Compiler) -> Runner:
+    """Sub-tile `index` of x cut into `shape` blocks."""
+    x, idx, r, shape = c.slot(op.x), c.slots(op.index), c.slot(op.result), op.shape
 
     def run(env: Env) -> None:
         starts = [int(env[i]) * s for i, s in zip(idx, shape)]
-        v = env[x][tuple(slice(st, st + s) for st, s in zip(starts, shape))]
-        env[r] = v.reshape(out_shape) if squeeze else v
+        env[r] = env[x][tuple([slice(st, st + s) for st, s in zip(starts, shape)])]
     return run

@@ -29,7 +29,7 @@ class TritonBackend:
 
     `descriptors` forces tensor descriptors (TMA) on or off for every eligible tile load and
     store; by default they are used on a GPU of compute capability 9.0 or newer where they are
-    expected to be faster than masked pointers (see `memory.prefer_descriptor`), and never under
+    expected to be faster than masked pointers (see `plan.prefer_descriptor`), and never under
     the interpreter (where they work, but only slowly; tests turn them on to check the lowering).
     `grid_loop` and `flatten` choose how matmul-like kernels are scheduled (see `Target`);
     `capability` names the NVIDIA GPU to compile for when it is not the current device.
@@ -40,7 +40,7 @@ class TritonBackend:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         self.kind = kind
-        self._forced = descriptors  # None: decide per access (memory.prefer_descriptor)
+        self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
         # whether the GPU has descriptors (TMA): from `capability` (compiling for a GPU that is
         # not here), else asked of the current device on first use
         self._available: bool | None = None if capability is None else capability >= 90

@@ -18,7 +18,6 @@ import sys
 import tempfile
 import threading
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
@@ -29,13 +28,13 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
 from triton.runtime import driver
-from triton.runtime import interpreter as triton_interpreter
 from triton.runtime.errors import InterpreterError, OutOfResources
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from ... import knobs
 from ...errors import Location, TileCompilerExecutionError
+from . import interpret_workarounds as workarounds
 from .lower import LoweredKernel
 
 _lock = threading.Lock()
@@ -146,19 +145,6 @@ def _stream_context(stream: Any):
     return torch.cuda.stream(stream)
 
 
-@contextlib.contextmanager
-def _interpreter_asserts():
-    """Under the interpreter, `tl.device_assert` only fires when its options say debug: switch
-    that on (with integer overflow checks off: tile integers wrap) for one launch."""
-    builder = triton_interpreter.interpreter_builder
-    saved = builder.options
-    builder.options = replace(saved, debug=True, sanitize_overflow=False)
-    try:
-        yield
-    finally:
-        builder.options = saved
-
-
 INTERPRET_PROGRAMS = 3  # programs a grid-loop kernel runs on under the interpreter
 _MAX_THREADS_PER_SM = 2048
 
@@ -264,7 +250,7 @@ class TritonKernel:
                     return self.small_grid_kernel().launch(grid, args, stream)
                 grid, flat = looped
             if self.interpret:
-                ctx = _interpreter_asserts() if self.lowered.has_assert else contextlib.nullcontext()
+                ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
                 with ctx:
                     self._fn.run(*flat, grid=grid, warmup=False)
                 return

@@ -3,15 +3,25 @@
 Dtype policy: bfloat16 arithmetic runs in float32 (the interpreter keeps bf16 as raw bits; the
 GPU widens anyway); float16 runs natively except for division and transcendental math, which
 run in float32 and round back.
+
+Rounding options of Binary/Unary: a directed mode (RZ, RM, RP) calls the correctly rounded
+helper of `rounding.py` on the operands in their own dtype; `flush_to_zero` (float32) flushes
+subnormal operands and the result through its FLUSH_HELPER. RN, FULL, APPROX and no mode take
+the ordinary path (RN is what it computes; FULL/APPROX permit no less precision than it has).
 """
 
 from __future__ import annotations
 
-from ...ir import BinaryFn, CompareFn, Opcode, Operation, ReduceFn, ScanFn, UnaryFn, Value
+from typing import Callable
+
+from ...ir import BinaryFn, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import RoundingMode
-from .emitter import KernelWriter, broadcast_index, is_float, rule, shape_of, tl_dtype
+from . import interpret_workarounds as workarounds
+from . import rounding
+from .emitter import KernelWriter, broadcast_index, covers, rule, shape_of
+from .spelling import is_float, tl_dtype
 
 
 def _shape(shape) -> str:
@@ -35,7 +45,7 @@ def _as(w: KernelWriter, v: Value, dtype: DType) -> str:
     return f"tl.cast({w.tensor(v)}, {tl_dtype(dtype)})"
 
 
-def _result(w: KernelWriter, op: Operation, text: str, computed: DType, hint: str = "t") -> None:
+def _result(w: KernelWriter, op: Op, text: str, computed: DType, hint: str = "t") -> None:
     """Assign `text` (of dtype `computed`) to the op's result, cast to its dtype."""
     want = op.result.tile.dtype
     if tl_dtype(computed) != tl_dtype(want):
@@ -45,24 +55,25 @@ def _result(w: KernelWriter, op: Operation, text: str, computed: DType, hint: st
 
 # ---- values ---------------------------------------------------------------------------------
 
-@rule(Opcode.CONST)
-def _const(w: KernelWriter, op: Operation) -> None:
-    text, literal = w.const(op.attrs["value"], op.result.tile.dtype)
+@rule(ops.Const)
+def _const(w: KernelWriter, op: ops.Const) -> None:
+    text, literal = w.const(op.value, op.result.tile.dtype)
     if literal:
         w.alias(op.result, text, literal=True)
     else:
         w.assign(op.result, text, "c")
 
 
-@rule(Opcode.BID, Opcode.NUM_BLOCKS)
-def _grid(w: KernelWriter, op: Operation) -> None:
-    axis = op.attrs["axis"]
-    hint = ("bid" if op.opcode == Opcode.BID else "nblocks") + "xyz"[axis]
+@rule(ops.Bid, ops.NumBlocks)
+def _grid(w: KernelWriter, op: ops.Bid | ops.NumBlocks) -> None:
+    axis = op.axis
+    bid = isinstance(op, ops.Bid)
+    hint = ("bid" if bid else "nblocks") + "xyz"[axis]
     loop = w.grid_loop
     if loop is None:
-        fn = "program_id" if op.opcode == Opcode.BID else "num_programs"
+        fn = "program_id" if bid else "num_programs"
         w.assign(op.result, f"tl.{fn}({axis})", hint)
-    elif op.opcode == Opcode.NUM_BLOCKS:
+    elif not bid:
         w.alias(op.result, loop.sizes[axis])
     else:  # the block id the grid loop is running, unravelled x fastest
         x, y, _ = loop.sizes
@@ -70,26 +81,26 @@ def _grid(w: KernelWriter, op: Operation) -> None:
         w.assign(op.result, text[axis], hint)
 
 
-@rule(Opcode.ARANGE)
-def _arange(w: KernelWriter, op: Operation) -> None:
-    w.assign(op.result, f"tl.arange(0, {op.attrs['size']})", "idx")
+@rule(ops.Arange)
+def _arange(w: KernelWriter, op: ops.Arange) -> None:
+    w.assign(op.result, f"tl.arange(0, {op.size})", "idx")
 
 
 _ROUNDING = {RoundingMode.RN: None, RoundingMode.RZ: "rtz"}
 
 
-@rule(Opcode.CAST)
-def _cast(w: KernelWriter, op: Operation) -> None:
-    x = op.operands[0]
-    src, dst = x.tile.dtype, op.attrs["dtype"]
-    rounding = op.attrs.get("rounding")
+@rule(ops.Cast)
+def _cast(w: KernelWriter, op: ops.Cast) -> None:
+    x = op.x
+    src, dst = x.tile.dtype, op.dtype
+    mode = op.rounding
     if D.float8_e8m0fnu in (src, dst) and src is not dst:
         raise w.unsupported("casts to or from float8_e8m0fnu")
     if dst is D.tfloat32 and src is not D.tfloat32:
         # tf32 is fp32 data. tl.dot(input_precision="tf32") rounds MMA operands itself, so only
         # a value that is also used otherwise is rounded here (a load feeding a dot stays
         # direct); 16-bit floats are exact in tf32.
-        only_mma = all(u.opcode == Opcode.MMA for u in w.users.get(op.result.id, []))
+        only_mma = all(isinstance(u, ops.Mma) for u in w.plan.users.get(op.result.id, ()))
         if src is D.float32 and only_mma:
             w.alias(op.result, w.expr(x), w.is_literal(x))
             return
@@ -105,26 +116,25 @@ def _cast(w: KernelWriter, op: Operation) -> None:
         w.assign(op.result, f"{_as(w, x, _arith_dtype(src))} != 0", "t")
         return
     narrowing = is_float(src) and is_float(dst) and dst.bitwidth < src.bitwidth
-    mode = None
-    if rounding is not None and not (rounding is RoundingMode.RZI and is_float(src) and dst.is_int):
-        if rounding not in _ROUNDING or (_ROUNDING[rounding] and not narrowing):
-            raise w.unsupported(f"rounding mode {rounding.name} for a cast from {src.name} to {dst.name}")
-        mode = _ROUNDING[rounding]
-    extra = f", fp_downcast_rounding={mode!r}" if mode else ""
+    spelled = None
+    if mode is not None and not (mode is RoundingMode.RZI and is_float(src) and dst.is_int):
+        if mode not in _ROUNDING or (_ROUNDING[mode] and not narrowing):
+            raise w.unsupported(f"rounding mode {mode.name} for a cast from {src.name} to {dst.name}")
+        spelled = _ROUNDING[mode]
+    extra = f", fp_downcast_rounding={spelled!r}" if spelled else ""
     w.assign(op.result, w.cast(w.tensor(x), src, dst, extra), "t")
 
 
-@rule(Opcode.BITCAST)
-def _bitcast(w: KernelWriter, op: Operation) -> None:
-    x = op.operands[0]
-    w.assign(op.result, f"tl.cast({w.tensor(x)}, {tl_dtype(op.attrs['dtype'])}, bitcast=True)", "t")
+@rule(ops.Bitcast)
+def _bitcast(w: KernelWriter, op: ops.Bitcast) -> None:
+    w.assign(op.result, f"tl.cast({w.tensor(op.x)}, {tl_dtype(op.dtype)}, bitcast=True)", "t")
 
 
 # ---- shapes ---------------------------------------------------------------------------------
 
-def _splat_literal(w: KernelWriter, op: Operation) -> bool:
+def _splat_literal(w: KernelWriter, op: ops.Broadcast | ops.Reshape) -> bool:
     """A constant broadcast or reshaped into a tile becomes `tl.full`."""
-    x = op.operands[0]
+    x = op.x
     if not w.is_literal(x):
         return False
     w.assign(op.result, f"tl.full({_shape(shape_of(op.result))}, {w.expr(x)}, "
@@ -132,18 +142,18 @@ def _splat_literal(w: KernelWriter, op: Operation) -> bool:
     return True
 
 
-@rule(Opcode.BROADCAST)
-def _broadcast(w: KernelWriter, op: Operation) -> None:
-    x = op.operands[0]
+@rule(ops.Broadcast)
+def _broadcast(w: KernelWriter, op: ops.Broadcast) -> None:
+    x = op.x
     if shape_of(x) == shape_of(op.result):
         w.alias(op.result, w.expr(x), w.is_literal(x))
     elif not _splat_literal(w, op):
         w.assign(op.result, f"tl.broadcast_to({w.expr(x)}, {_shape(shape_of(op.result))})", "t")
 
 
-@rule(Opcode.RESHAPE)
-def _reshape(w: KernelWriter, op: Operation) -> None:
-    x = op.operands[0]
+@rule(ops.Reshape)
+def _reshape(w: KernelWriter, op: ops.Reshape) -> None:
+    x = op.x
     src, dst = shape_of(x), shape_of(op.result)
     if src == dst:
         w.alias(op.result, w.expr(x), w.is_literal(x))
@@ -152,33 +162,33 @@ def _reshape(w: KernelWriter, op: Operation) -> None:
         w.assign(op.result, f"tl.{fn}({w.expr(x)}, {_shape(dst)})", "t")
 
 
-@rule(Opcode.PERMUTE)
-def _permute(w: KernelWriter, op: Operation) -> None:
-    x, axes = op.operands[0], list(op.attrs["axes"])
+@rule(ops.Permute)
+def _permute(w: KernelWriter, op: ops.Permute) -> None:
+    x, axes = op.x, list(op.axes)
     if axes == sorted(axes):
         w.alias(op.result, w.expr(x))
     else:
         w.assign(op.result, f"tl.permute({w.expr(x)}, {axes})", "t")
 
 
-@rule(Opcode.CAT)
-def _cat(w: KernelWriter, op: Operation) -> None:
+@rule(ops.Cat)
+def _cat(w: KernelWriter, op: ops.Cat) -> None:
     # tl.cat may reorder elements; join stacks on a new last axis, which is moved in front of
     # `axis` and merged with it, so all of a comes before all of b.
-    a, b = op.operands
-    rank, axis = len(shape_of(a)), op.attrs["axis"] % len(shape_of(a))
+    a, b = op.lhs, op.rhs
+    rank, axis = len(shape_of(a)), op.axis % len(shape_of(a))
     dims = list(range(axis)) + [rank] + list(range(axis, rank))
     joined = f"tl.join({w.expr(a)}, {w.expr(b)})"
     w.assign(op.result, f"tl.reshape(tl.permute({joined}, {dims}), {_shape(shape_of(op.result))})", "t")
 
 
-@rule(Opcode.EXTRACT)
-def _extract(w: KernelWriter, op: Operation) -> None:
+@rule(ops.Extract)
+def _extract(w: KernelWriter, op: ops.Extract) -> None:
     # View x as (grid0, sub0, grid1, sub1, ...), zero every grid position but `index` and sum
     # the grid axes away. Working on the bits (as unsigned ints) keeps every value exact.
-    x, index = op.operands[0], op.operands[1:]
+    x, index = op.x, op.index
     full = shape_of(x)
-    sub = tuple(op.attrs["shape"]) or (1,) * len(full)
+    sub = op.shape or (1,) * len(full)
     if len(sub) != len(full):
         sub = (1,) * len(full)
     dtype = x.tile.dtype
@@ -204,54 +214,139 @@ def _extract(w: KernelWriter, op: Operation) -> None:
 
 # ---- elementwise ----------------------------------------------------------------------------
 
-_UNARY_TL = {UnaryFn.EXP: "tl.exp", UnaryFn.EXP2: "tl.exp2", UnaryFn.LOG: "tl.log",
-             UnaryFn.LOG2: "tl.log2", UnaryFn.RSQRT: "tl.rsqrt", UnaryFn.SIN: "tl.sin",
-             UnaryFn.COS: "tl.cos", UnaryFn.FLOOR: "tl.floor", UnaryFn.CEIL: "tl.ceil"}
-_UNARY_LIBDEVICE = {UnaryFn.TAN: "tan", UnaryFn.SINH: "sinh", UnaryFn.COSH: "cosh", UnaryFn.TANH: "tanh"}
+def _directed(mode: RoundingMode | None) -> RoundingMode | None:
+    """`mode` if it needs the correctly rounded helpers (RZ, RM, RP); None for the ordinary path."""
+    return mode if mode in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP) else None
 
 
-@rule(Opcode.UNARY)
-def _unary(w: KernelWriter, op: Operation) -> None:
-    fn: UnaryFn = op.attrs["fn"]
-    x = op.operands[0]
-    dtype = x.tile.dtype
-    if fn is UnaryFn.ISNAN:
-        v = _as(w, x, _arith_dtype(dtype))
-        w.assign(op.result, f"{v} != {v}", "isnan")
-        return
-    if fn is UnaryFn.NOT:
-        if dtype.is_int and not dtype.signed:  # the interpreter cannot make unsigned all-ones
-            w.assign(op.result, f"{w.tensor(x)} ^ {2 ** dtype.bitwidth - 1}", "t")
-        else:
-            w.assign(op.result, f"~{w.tensor(x)}", "t")
-        return
-    if fn in (UnaryFn.NEG, UnaryFn.ABS):
-        compute = _arith_dtype(dtype)
-        v = _as(w, x, compute) if compute is not dtype else w.tensor(x)
-        if fn is UnaryFn.ABS:
-            text = f"tl.abs({v})"
-        else:  # Triton's unary minus is 0 - x, which turns 0.0 into +0.0; * -1 is exact
-            text = f"{v} * -1.0" if is_float(compute) else f"-{v}"
-        _result(w, op, text, compute)
-        return
-    if not is_float(dtype):
-        raise w.unsupported(f"{fn.name.lower()} of {dtype.name}")
-    compute = _math_dtype(dtype)
-    v = _as(w, x, compute) if compute is not dtype else w.tensor(x)
-    if fn is UnaryFn.SQRT:
-        text = f"tl.sqrt_rn({v})" if compute is D.float32 else f"tl.sqrt({v})"
-    elif fn in _UNARY_TL:
-        text = f"{_UNARY_TL[fn]}({v})"
-    elif w.target.interpret:
-        helper = w.need_helper(f"_tc_{fn.value}_interp")
-        text, compute = f"{helper}(tl.cast({v}, tl.float64))", D.float64
-    else:
-        text = f"{w.libdevice(_UNARY_LIBDEVICE[fn])}({v})"
+def _flush(w: KernelWriter, text: str) -> str:
+    """`text` (float32) with subnormals flushed to zeros of the same sign."""
+    return f"{w.need_helper(rounding.FLUSH_HELPER)}({text})"
+
+
+def _rounded(w: KernelWriter, op: ops.Unary | ops.Binary, mode: RoundingMode, args: list[str]) -> str:
+    """The correctly rounded `op.fn` of `args` (in the op's dtype) in directed `mode`."""
+    return f"{w.need_helper(rounding.rounded_call(op.fn, op.result.tile.dtype, mode))}({', '.join(args)})"
+
+
+def _libdevice(w: KernelWriter, name: str, args: list[str], compute: DType) -> tuple[str, DType]:
+    """`libdevice.<name>(*args)` computed in `compute`, or its interpreter stand-in (float64)."""
+    stand_in = workarounds.libdevice_stand_in(w, name, args)
+    if stand_in is not None:
+        return stand_in, D.float64
+    return f"{w.libdevice(name)}({', '.join(args)})", compute
+
+
+def _isnan(w: KernelWriter, op: ops.Unary) -> None:
+    v = _as(w, op.x, _arith_dtype(op.x.tile.dtype))
+    w.assign(op.result, f"{v} != {v}", "isnan")
+
+
+def _not(w: KernelWriter, op: ops.Unary) -> None:
+    x = w.tensor(op.x)
+    w.assign(op.result, workarounds.unsigned_not(x, op.x.tile.dtype) or f"~{x}", "t")
+
+
+def _neg_abs(w: KernelWriter, op: ops.Unary) -> None:
+    dtype = op.x.tile.dtype
+    compute = _arith_dtype(dtype)
+    v = _as(w, op.x, compute) if compute is not dtype else w.tensor(op.x)
+    if op.fn is UnaryFn.ABS:
+        text = f"tl.abs({v})"
+    else:  # Triton's unary minus is 0 - x, which turns 0.0 into +0.0; * -1 is exact
+        text = f"{v} * -1.0" if is_float(compute) else f"-{v}"
     _result(w, op, text, compute)
 
 
-_BINARY_OPS = {BinaryFn.ADD: "+", BinaryFn.SUB: "-", BinaryFn.MUL: "*", BinaryFn.AND: "&",
-               BinaryFn.OR: "|", BinaryFn.XOR: "^", BinaryFn.SHL: "<<", BinaryFn.SHR: ">>"}
+_MATH = {UnaryFn.EXP: "exp", UnaryFn.EXP2: "exp2", UnaryFn.LOG: "log", UnaryFn.LOG2: "log2",
+         UnaryFn.SQRT: "sqrt", UnaryFn.RSQRT: "rsqrt", UnaryFn.SIN: "sin", UnaryFn.COS: "cos",
+         UnaryFn.FLOOR: "floor", UnaryFn.CEIL: "ceil", UnaryFn.TAN: "tan", UnaryFn.SINH: "sinh",
+         UnaryFn.COSH: "cosh", UnaryFn.TANH: "tanh"}
+"""Float math: `tl.<name>`, or `libdevice.<name>` for those in _LIBDEVICE."""
+_LIBDEVICE = {UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH}
+
+
+def _math(w: KernelWriter, op: ops.Unary) -> None:
+    """Float math; float16/bfloat16 compute in float32 (SQRT rounds correctly in float32)."""
+    dtype = op.x.tile.dtype
+    if not is_float(dtype):
+        raise w.unsupported(f"{op.fn.name.lower()} of {dtype.name}")
+    mode = _directed(op.rounding)
+    if mode is not None:  # SQRT in a directed mode
+        v = _flush(w, w.tensor(op.x)) if op.flush_to_zero else w.tensor(op.x)
+        text, compute = _rounded(w, op, mode, [v]), dtype
+    else:
+        compute = _math_dtype(dtype)
+        v = _as(w, op.x, compute) if compute is not dtype else w.tensor(op.x)
+        if op.flush_to_zero:
+            v = _flush(w, v)
+        if op.fn is UnaryFn.SQRT:
+            text = f"tl.sqrt_rn({v})" if compute is D.float32 else f"tl.sqrt({v})"
+        elif op.fn in _LIBDEVICE:
+            text, compute = _libdevice(w, _MATH[op.fn], [v], compute)
+        else:
+            text = f"tl.{_MATH[op.fn]}({v})"
+    if op.flush_to_zero:
+        text = _flush(w, text)
+    _result(w, op, text, compute)
+
+
+_UNARY = covers(UnaryFn, {UnaryFn.ISNAN: _isnan, UnaryFn.NOT: _not, UnaryFn.NEG: _neg_abs,
+                          UnaryFn.ABS: _neg_abs, **{fn: _math for fn in _MATH}})
+
+
+@rule(ops.Unary)
+def _unary(w: KernelWriter, op: ops.Unary) -> None:
+    _UNARY[op.fn](w, op)
+
+
+BinaryText = Callable[[KernelWriter, str, str, DType, bool], tuple[str, DType]]
+"""(writer, a, b, compute dtype, both operands non-negative) -> (expression, its dtype)."""
+
+
+def _infix(symbol: str) -> BinaryText:
+    return lambda w, a, b, dtype, nonneg: (f"{a} {symbol} {b}", dtype)
+
+
+def _truediv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
+    return (f"tl.math.div_rn({a}, {b})" if dtype is D.float32 else f"{a} / {b}"), dtype
+
+
+def _floordiv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
+    if is_float(dtype):
+        return f"tl.floor({_truediv(w, a, b, dtype, nonneg)[0]})", dtype
+    return (f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} // {b}"), dtype
+
+
+def _mod(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
+    if is_float(dtype):
+        return f"{w.need_helper('_tc_mod_float')}({a}, {b})", dtype
+    return (f"{w.need_helper('_tc_mod_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} % {b}"), dtype
+
+
+def _extreme(name: str, nan_wins: bool) -> BinaryText:
+    """min/max: integers plain; floats ignore a NaN operand (helper) or propagate it."""
+    def text(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
+        if not is_float(dtype):
+            return f"tl.{name}imum({a}, {b})", dtype
+        if not nan_wins:
+            return f"{w.need_helper(f'_tc_{name}num')}({a}, {b})", dtype
+        return f"tl.{name}imum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)", dtype
+    return text
+
+
+def _libm(name: str) -> BinaryText:
+    return lambda w, a, b, dtype, nonneg: _libdevice(w, name, [a, b], dtype)
+
+
+_BINARY: dict[BinaryFn, BinaryText] = covers(BinaryFn, {
+    BinaryFn.ADD: _infix("+"), BinaryFn.SUB: _infix("-"), BinaryFn.MUL: _infix("*"),
+    BinaryFn.AND: _infix("&"), BinaryFn.OR: _infix("|"), BinaryFn.XOR: _infix("^"),
+    BinaryFn.SHL: _infix("<<"), BinaryFn.SHR: _infix(">>"),
+    BinaryFn.TRUEDIV: _truediv, BinaryFn.FLOORDIV: _floordiv, BinaryFn.MOD: _mod,
+    BinaryFn.MIN: _extreme("min", False), BinaryFn.MAX: _extreme("max", False),
+    BinaryFn.MIN_NAN: _extreme("min", True), BinaryFn.MAX_NAN: _extreme("max", True),
+    BinaryFn.POW: _libm("pow"), BinaryFn.ATAN2: _libm("atan2")})
 _FLOAT_MATH = {BinaryFn.TRUEDIV, BinaryFn.FLOORDIV, BinaryFn.MOD, BinaryFn.POW, BinaryFn.ATAN2}
 
 
@@ -262,65 +357,41 @@ def _operands(w: KernelWriter, x: Value, y: Value, compute: DType) -> tuple[str,
     return a, _as(w, y, compute)
 
 
-@rule(Opcode.BINARY)
-def _binary(w: KernelWriter, op: Operation) -> None:
-    fn: BinaryFn = op.attrs["fn"]
-    x, y = op.operands
+@rule(ops.Binary)
+def _binary(w: KernelWriter, op: ops.Binary) -> None:
+    x, y = op.lhs, op.rhs
     dtype = x.tile.dtype
-    compute = _math_dtype(dtype) if is_float(dtype) and fn in _FLOAT_MATH else _arith_dtype(dtype)
-    signs_agree = x.id in w.nonneg and y.id in w.nonneg  # Python's and C's // and % coincide
-    text = _binary_text(w, fn, *_operands(w, x, y, compute), compute, signs_agree)
-    if fn in (BinaryFn.POW, BinaryFn.ATAN2) and w.target.interpret:
-        compute = D.float64
+    mode = _directed(op.rounding)
+    if mode is not None or op.flush_to_zero:  # typed operands in their own dtype (float32 to flush)
+        a, b = w.tensor(x), w.tensor(y)
+        if op.flush_to_zero:
+            a, b = _flush(w, a), _flush(w, b)
+    if mode is not None:
+        text, compute = _rounded(w, op, mode, [a, b]), dtype
+    else:
+        compute = _math_dtype(dtype) if is_float(dtype) and op.fn in _FLOAT_MATH else _arith_dtype(dtype)
+        if not op.flush_to_zero:
+            a, b = _operands(w, x, y, compute)
+        signs_agree = x.id in w.plan.nonneg and y.id in w.plan.nonneg  # Python's and C's // and % coincide
+        text, compute = _BINARY[op.fn](w, a, b, compute, signs_agree)
+    if op.flush_to_zero:
+        text = _flush(w, text)
     _result(w, op, text, compute)
 
 
-def _binary_text(w: KernelWriter, fn: BinaryFn, a: str, b: str, dtype: DType, nonneg: bool = False) -> str:
-    """Triton expression of `a fn b` computed in `dtype` (float64 for the `_interp` helpers);
-    `nonneg`: both operands are known non-negative."""
-    floating = is_float(dtype)
-    if fn in _BINARY_OPS:
-        return f"{a} {_BINARY_OPS[fn]} {b}"
-    if fn is BinaryFn.TRUEDIV:
-        return f"tl.math.div_rn({a}, {b})" if dtype is D.float32 else f"{a} / {b}"
-    if fn is BinaryFn.FLOORDIV:
-        if floating:
-            return f"tl.floor({_binary_text(w, BinaryFn.TRUEDIV, a, b, dtype)})"
-        return f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} // {b}"
-    if fn is BinaryFn.MOD:
-        if floating:
-            return f"{w.need_helper('_tc_mod_float')}({a}, {b})"
-        return f"{w.need_helper('_tc_mod_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} % {b}"
-    if fn in (BinaryFn.MIN, BinaryFn.MAX, BinaryFn.MIN_NAN, BinaryFn.MAX_NAN):
-        name = "min" if fn in (BinaryFn.MIN, BinaryFn.MIN_NAN) else "max"
-        if not floating:
-            return f"tl.{name}imum({a}, {b})"
-        if fn in (BinaryFn.MIN, BinaryFn.MAX):
-            return f"{w.need_helper(f'_tc_{name}num')}({a}, {b})"
-        return f"tl.{name}imum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
-    if fn in (BinaryFn.POW, BinaryFn.ATAN2):
-        if w.target.interpret:
-            helper = w.need_helper(f"_tc_{fn.value}_interp")
-            return f"{helper}(tl.cast({a}, tl.float64), tl.cast({b}, tl.float64))"
-        return f"{w.libdevice(fn.value)}({a}, {b})"
-    raise w.unsupported(f"binary function {fn.name}")
+_COMPARE = covers(CompareFn, {CompareFn.EQ: "==", CompareFn.NE: "!=", CompareFn.LT: "<", CompareFn.LE: "<=",
+                              CompareFn.GT: ">", CompareFn.GE: ">="})
 
 
-_COMPARE = {CompareFn.EQ: "==", CompareFn.NE: "!=", CompareFn.LT: "<", CompareFn.LE: "<=",
-            CompareFn.GT: ">", CompareFn.GE: ">="}
+@rule(ops.Compare)
+def _compare(w: KernelWriter, op: ops.Compare) -> None:
+    a, b = _operands(w, op.lhs, op.rhs, _arith_dtype(op.lhs.tile.dtype))
+    w.assign(op.result, f"{a} {_COMPARE[op.fn]} {b}", "cond")
 
 
-@rule(Opcode.COMPARE)
-def _compare(w: KernelWriter, op: Operation) -> None:
-    x, y = op.operands
-    a, b = _operands(w, x, y, _arith_dtype(x.tile.dtype))
-    w.assign(op.result, f"{a} {_COMPARE[op.attrs['fn']]} {b}", "cond")
-
-
-@rule(Opcode.WHERE)
-def _where(w: KernelWriter, op: Operation) -> None:
-    c, x, y = op.operands
-    w.assign(op.result, f"tl.where({w.expr(c)}, {w.tensor(x)}, {w.tensor(y)})", "t")
+@rule(ops.Where)
+def _where(w: KernelWriter, op: ops.Where) -> None:
+    w.assign(op.result, f"tl.where({w.expr(op.cond)}, {w.tensor(op.x)}, {w.tensor(op.y)})", "t")
 
 
 # ---- reductions, scans, mma -----------------------------------------------------------------
@@ -332,18 +403,18 @@ def _widened(w: KernelWriter, x: Value) -> tuple[str, DType]:
     return _as(w, x, compute), compute
 
 
-_COMBINE = {ReduceFn.SUM: "_tc_add", ReduceFn.PROD: "_tc_mul", ReduceFn.MAX: "_tc_maxnum",
-            ReduceFn.MIN: "_tc_minnum", ReduceFn.ARGMAX: "_tc_argmax", ReduceFn.ARGMIN: "_tc_argmin",
-            ScanFn.CUMSUM: "_tc_add", ScanFn.CUMPROD: "_tc_mul"}
+_REDUCE_COMBINE = covers(ReduceFn, {
+    ReduceFn.SUM: "_tc_add", ReduceFn.PROD: "_tc_mul", ReduceFn.MAX: "_tc_maxnum", ReduceFn.MIN: "_tc_minnum",
+    ReduceFn.ARGMAX: "_tc_argmax", ReduceFn.ARGMIN: "_tc_argmin"})
+_SCAN_COMBINE = covers(ScanFn, {ScanFn.CUMSUM: "_tc_add", ScanFn.CUMPROD: "_tc_mul"})
 
 
-@rule(Opcode.REDUCE)
-def _reduce(w: KernelWriter, op: Operation) -> None:
-    fn: ReduceFn = op.attrs["fn"]
-    x = op.operands[0]
+@rule(ops.Reduce)
+def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
+    fn, x = op.fn, op.x
     v, compute = _widened(w, x)
-    axis, keep = op.attrs["axis"], bool(op.attrs.get("keepdims", False))
-    combine = w.need_helper(_COMBINE[fn])
+    axis, keep = op.axis, op.keepdims
+    combine = w.need_helper(_REDUCE_COMBINE[fn])
     if fn not in (ReduceFn.ARGMAX, ReduceFn.ARGMIN):
         _result(w, op, f"tl.reduce({v}, {axis}, {combine}, keep_dims={keep})", compute, fn.value)
         return
@@ -359,54 +430,56 @@ def _reduce(w: KernelWriter, op: Operation) -> None:
     _result(w, op, f"tl.reduce(({v}, {index}), {axis}, {combine}, keep_dims={keep})[1]", D.int32, "arg")
 
 
-@rule(Opcode.REDUCE_WITH, Opcode.SCAN_WITH)
-def _combine(w: KernelWriter, op: Operation) -> None:
+@rule(ops.ReduceWith, ops.ScanWith)
+def _combine(w: KernelWriter, op: ops.ReduceWith | ops.ScanWith) -> None:
     """tl.reduce / tl.associative_scan with the op's combine block as a generated function
     (Triton needs no identity: every reduced axis has at least one element)."""
-    block = op.blocks[0]
-    fn = w.function("combine", block.args, block.ops[:-1], block.ops[-1].operands)
-    xs = [w.tensor(v) for v in op.operands]
+    block = op.combine
+    last = block.terminator
+    assert isinstance(last, ops.Yield)
+    fn = w.function("combine", block.args, block.ops[:-1], last.values)
+    xs = [w.tensor(v) for v in op.xs]
     arg = xs[0] if len(xs) == 1 else f"({', '.join(xs)})"
-    axis = op.attrs["axis"]
-    if op.opcode == Opcode.REDUCE_WITH:
-        text = f"tl.reduce({arg}, {axis}, {fn}, keep_dims={op.attrs['keepdims']})"
+    if isinstance(op, ops.ReduceWith):
+        text = f"tl.reduce({arg}, {op.axis}, {fn}, keep_dims={op.keepdims})"
     else:
-        text = f"tl.associative_scan({arg}, {axis}, {fn}, reverse={op.attrs['reverse']})"
+        text = f"tl.associative_scan({arg}, {op.axis}, {fn}, reverse={op.reverse})"
     names = [w.define(r, "r") for r in op.results]
     w.emit(f"{', '.join(names)} = {text}")
 
 
-@rule(Opcode.SCAN)
-def _scan(w: KernelWriter, op: Operation) -> None:
-    v, compute = _widened(w, op.operands[0])
-    combine = w.need_helper(_COMBINE[op.attrs["fn"]])
-    reverse = bool(op.attrs.get("reverse", False))
-    _result(w, op, f"tl.associative_scan({v}, {op.attrs['axis']}, {combine}, reverse={reverse})",
-            compute, op.attrs["fn"].value)
+@rule(ops.Scan)
+def _scan(w: KernelWriter, op: ops.Scan) -> None:
+    v, compute = _widened(w, op.x)
+    combine = w.need_helper(_SCAN_COMBINE[op.fn])
+    _result(w, op, f"tl.associative_scan({v}, {op.axis}, {combine}, reverse={op.reverse})",
+            compute, op.fn.value)
 
 
-@rule(Opcode.MMA)
-def _mma(w: KernelWriter, op: Operation) -> None:
-    a, b, acc = op.operands
+@rule(ops.Mma)
+def _mma(w: KernelWriter, op: ops.Mma) -> None:
+    """tl.dot; `use_fast_acc` (fp8) lets the whole K of each dot accumulate at the tensor
+    cores' reduced precision (`max_num_imprecise_acc=K`), else Triton's default."""
+    a, b, acc = op.a, op.b, op.acc
     adt, cdt = a.tile.dtype, acc.tile.dtype
-    if a.tile.shape[-1] < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype:
+    k = a.tile.shape[-1]
+    if k < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype:
         _mma_fma(w, op)  # tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype
         return
-    x, y = w.tensor(a), w.tensor(b)
-    if w.target.interpret and adt is D.bfloat16:  # the interpreter's dot reads bf16 as raw bits
-        x, y = f"tl.cast({x}, tl.float32)", f"tl.cast({y}, tl.float32)"
+    x, y = workarounds.dot_operands(w, w.tensor(a), w.tensor(b), adt)
     if adt is D.tfloat32:
         precision = ', input_precision="tf32"'
     elif adt in (D.float32, D.float64):
         precision = ', input_precision="ieee"'
     else:
         precision = ""
-    w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}, out_dtype={tl_dtype(cdt)})", "acc")
+    fast = f", max_num_imprecise_acc={k}" if op.use_fast_acc else ""
+    w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
 
 
-def _mma_fma(w: KernelWriter, op: Operation) -> None:
+def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
     """MMA as a broadcast multiply and a sum over K (in the accumulator's dtype)."""
-    a, b, acc = op.operands
+    a, b, acc = op.a, op.b, op.acc
     cdt = acc.tile.dtype
     compute = _math_dtype(cdt) if is_float(cdt) else cdt
     rank = len(shape_of(a))
@@ -419,17 +492,17 @@ def _mma_fma(w: KernelWriter, op: Operation) -> None:
 
 # ---- debugging ------------------------------------------------------------------------------
 
-@rule(Opcode.PRINT)
-def _print(w: KernelWriter, op: Operation) -> None:
+@rule(ops.Print)
+def _print(w: KernelWriter, op: ops.Print) -> None:
     # Best effort: Triton prints every element on a line of its own after a prefix, so each
     # tile is printed after the text before it (format specs are not applied).
-    pieces = [p.replace("\n", " ").strip() for p in op.attrs.get("pieces", ())]
-    if not op.operands:
+    pieces = [p.replace("\n", " ").strip() for p in op.pieces]
+    if not op.tiles:
         w.emit(f"tl.device_print({' '.join(p for p in pieces if p)!r})")
-    for k, v in enumerate(op.operands):
+    for k, v in enumerate(op.tiles):
         w.emit(f"tl.device_print({pieces[k] if k < len(pieces) else ''!r}, {w.tensor(v)})")
 
 
-@rule(Opcode.ASSERT)
-def _assert(w: KernelWriter, op: Operation) -> None:
-    w.emit(f"tl.device_assert({w.tensor(op.operands[0])}, {str(op.attrs.get('message', ''))!r})")
+@rule(ops.Assert)
+def _assert(w: KernelWriter, op: ops.Assert) -> None:
+    w.emit(f"tl.device_assert({w.tensor(op.cond)}, {op.message!r})")

@@ -6,17 +6,17 @@ reassigned at the end of each branch or iteration, as Triton expects.
 
 from __future__ import annotations
 
-from ...ir import Opcode, Operation, Value
+from ...ir import Op, Value, ops
 from .emitter import KernelWriter, rule
-from .memory import plan_increments
+from .memory import emit_pointer_tiles
 
 
-@rule(Opcode.YIELD, Opcode.CONDITION)
-def _terminator(w: KernelWriter, op: Operation) -> None:
+@rule(ops.Yield, ops.Condition)
+def _terminator(w: KernelWriter, op: ops.Yield | ops.Condition) -> None:
     """Nothing to emit: the parent FOR/IF/WHILE assigns a terminator's operands."""
 
 
-def _assign_all(w: KernelWriter, targets: list[str], values: list[Value]) -> None:
+def _assign_all(w: KernelWriter, targets: list[str], values: tuple[Value, ...]) -> None:
     """targets[i] = values[i] for all i at once (copies through temporaries when a value reads
     a target assigned before it)."""
     sources = [w.tensor(v) for v in values]
@@ -32,34 +32,33 @@ def _assign_all(w: KernelWriter, targets: list[str], values: list[Value]) -> Non
             w.emit(f"{target} = {src}")
 
 
-def lower_block(w: KernelWriter, ops: list[Operation], targets: list[str], tail: tuple[str, ...] = ()) -> None:
+def lower_block(w: KernelWriter, block: list[Op], targets: list[str], tail: tuple[str, ...] = ()) -> None:
     """An indented block: its ops, the `tail` statements, then its YIELD assigned to `targets`
     (`pass` if empty)."""
     with w.indented():
         start = len(w.lines)
-        w.lower_ops(ops)
+        w.lower_ops(block)
         for text in tail:
             w.emit(text)
-        if ops and ops[-1].opcode == Opcode.YIELD:
-            _assign_all(w, targets, ops[-1].operands)
+        if block and isinstance(block[-1], ops.Yield):
+            _assign_all(w, targets, block[-1].values)
         if len(w.lines) == start:
             w.emit("pass")
 
 
-@rule(Opcode.FOR)
-def _for(w: KernelWriter, op: Operation) -> None:
-    lb, ub, step, *inits = op.operands
-    body = op.blocks[0]
+@rule(ops.For)
+def _for(w: KernelWriter, op: ops.For) -> None:
+    body = op.body
     iv, *carried = body.args
     names = [w.define(arg, "acc") for arg in carried]
-    for name, init in zip(names, inits):
+    for name, init in zip(names, op.init):
         w.emit(f"{name} = {w.tensor(init)}")
-    advances = plan_increments(w, op)
-    bounds = f"{w.expr(lb)}, {w.expr(ub)}, {w.expr(step)}"
-    stages = w.pipelined.get(id(op))
+    advances = emit_pointer_tiles(w, op)
+    bounds = f"{w.expr(op.lower)}, {w.expr(op.upper)}, {w.expr(op.step)}"
+    stages = w.plan.stages.get(op)
     if stages:
         loop = f"tl.range({bounds}, num_stages={stages})"
-    elif id(op) in w.flattened:
+    elif op in w.plan.flattened:
         loop = f"tl.range({bounds}, flatten=True)"
     else:
         loop = f"range({bounds})"
@@ -69,36 +68,38 @@ def _for(w: KernelWriter, op: Operation) -> None:
         w.alias(result, name)
 
 
-@rule(Opcode.IF)
-def _if(w: KernelWriter, op: Operation) -> None:
-    then, other = op.blocks
+@rule(ops.If)
+def _if(w: KernelWriter, op: ops.If) -> None:
+    then, other = op.then, op.orelse
     names = [w.define(r, "r") for r in op.results]
-    w.emit(f"if {w.expr(op.operands[0])}:")
+    w.emit(f"if {w.expr(op.cond)}:")
     lower_block(w, then.ops, names)
     if names or len(other.ops) > 1:
         w.emit("else:")
         lower_block(w, other.ops, names)
 
 
-@rule(Opcode.WHILE)
-def _while(w: KernelWriter, op: Operation) -> None:
+@rule(ops.While)
+def _while(w: KernelWriter, op: ops.While) -> None:
     # The `before` block runs once ahead of the loop and again at the end of each iteration,
     # with the same variable names, so Triton sees them as loop-carried.
-    before, after = op.blocks
+    before, after = op.before, op.after
     names = [w.define(arg, "c") for arg in before.args]
-    for name, init in zip(names, op.operands):
+    for name, init in zip(names, op.init):
         w.emit(f"{name} = {w.tensor(init)}")
     start = len(w.lines)
     w.lower_ops(before.ops)
     test_lines = [(w.lines[i], w.line_locs[i]) for i in range(start, len(w.lines))]
-    cond, *values = before.terminator.operands
+    test = before.terminator
+    assert isinstance(test, ops.Condition) and isinstance(after.terminator, ops.Yield)
+    cond, values = test.cond, test.values
     for arg, v in zip(after.args, values):
         w.alias(arg, w.expr(v), w.is_literal(v))
     w.emit(f"while {w.expr(cond)}:")
     with w.indented():
         start = len(w.lines)
         w.lower_ops(after.ops)
-        _assign_all(w, names, after.terminator.operands)
+        _assign_all(w, names, after.terminator.values)
         for text, loc in test_lines:
             w.line_locs[len(w.lines)] = loc
             w.lines.append("    " + text)

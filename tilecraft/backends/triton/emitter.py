@@ -3,33 +3,45 @@
 A `KernelWriter` owns the text of one kernel body: it names IR values, emits statements each
 tagged with the kernel source line (`# file.py:LINE`) of the op that produced them, remembers
 which generated line came from which op (for error messages), and collects the helper functions
-the body calls. Rules are registered per `Opcode` with `@rule`; an opcode Triton cannot express
-goes into `UNSUPPORTED` with the reason, so every opcode is accounted for.
+the body calls. Every analysis the rules consult (descriptors, carried pointers, elided masks,
+value ranges, pipelining) is read from the writer's frozen `LoweringPlan` (plan.py), computed
+before the first statement; the writer itself only holds names.
+
+Rules are registered per op class with `@rule(ops.X)`; an op class Triton cannot express goes
+into `UNSUPPORTED` with the reason, so every class is accounted for (`lower.missing_rules`).
+Each lowering table of a sub-kind (UnaryFn, BinaryFn, ...) is checked complete when its module
+is imported (`covers`), so a new member cannot reach code generation unhandled.
 """
 
 from __future__ import annotations
 
+import enum
 import keyword
 import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
 
 from ...errors import Location, TileUnsupportedFeatureError
-from ...ir import Opcode, Operation, Value
+from ...ir import Op, Value
 from ...ir.types import TileType
 from ...language import dtypes as D
 from ...language.dtypes import DType
-from ..base import ArrayFacts
+from . import interpret_workarounds as workarounds
 from .helpers import HELPERS, NEEDS
+from .spelling import is_float, negative_zero, plain_literal_ok, py_literal, tl_dtype
+
+if TYPE_CHECKING:
+    from .plan import Descriptor, LoweringPlan
 
 
 @dataclass(frozen=True)
 class Target:
     """What the generated code may rely on.
 
-    interpret: runs under Triton's CPU interpreter (no libdevice, bf16 kept as raw bits).
+    interpret: runs under Triton's CPU interpreter (no libdevice, bf16 kept as raw bits; see
+      interpret_workarounds).
     descriptors: tensor descriptors (TMA) may be used for tile loads and stores.
     force_descriptors: use them wherever eligible, not only where they are expected to be faster
       (tests of the descriptor lowering).
@@ -57,13 +69,12 @@ class GridLoop:
 
 @dataclass
 class ArrayParam:
-    """How one array parameter appears in the kernel: its pointer, shape and stride names."""
+    """How one array appears in the kernel: its pointer, shape and stride names."""
 
     pointer: str
     shapes: list[str]
     strides: list[str | None]  # None: a unit stride known from the facts (not passed)
     index64: bool
-    facts: ArrayFacts | None
 
     @property
     def index_dtype(self) -> str:
@@ -82,85 +93,35 @@ class ListParam:
     index64: bool
 
 
-Rule = Callable[["KernelWriter", Operation], None]
-RULES: dict[Opcode, Rule] = {}
-UNSUPPORTED: dict[Opcode, str] = {}
+Rule = Callable[["KernelWriter", Any], None]
+RULES: dict[type[Op], Rule] = {}
+UNSUPPORTED: dict[type[Op], str] = {}  # op class -> why Triton cannot express it
 
 
-def rule(*opcodes: Opcode) -> Callable[[Rule], Rule]:
-    """Register the decorated function as the lowering of `opcodes`."""
+def rule(*classes: type[Op]) -> Callable[[Rule], Rule]:
+    """Register the decorated function as the lowering of the op `classes`."""
     def register(fn: Rule) -> Rule:
-        for opcode in opcodes:
-            assert opcode not in RULES, f"two rules for {opcode}"
-            RULES[opcode] = fn
+        for cls in classes:
+            assert cls not in RULES, f"two rules for {cls.__name__}"
+            RULES[cls] = fn
         return fn
     return register
 
 
-_TL_NAMES = {
-    D.bool_: "int1", D.int8: "int8", D.int16: "int16", D.int32: "int32", D.int64: "int64",
-    D.uint8: "uint8", D.uint16: "uint16", D.uint32: "uint32", D.uint64: "uint64",
-    D.float16: "float16", D.bfloat16: "bfloat16", D.float32: "float32", D.float64: "float64",
-    D.tfloat32: "float32",  # tf32 is fp32 data; only tl.dot's input_precision differs
-    D.float8_e4m3fn: "float8e4nv", D.float8_e5m2: "float8e5",
-    D.float8_e8m0fnu: "uint8",  # no Triton type: moved as raw bytes (load/store/bitcast only)
-}
+E = TypeVar("E", bound=enum.Enum)
+KIND_TABLES: dict[type[enum.Enum], Mapping[Any, Any]] = {}
+"""Sub-kind enum -> the lowering table that handles each of its members (checked by `covers`)."""
 
 
-SIGNATURE_TYPES = {
-    D.bool_: "u1", D.int8: "i8", D.int16: "i16", D.int32: "i32", D.int64: "i64",
-    D.uint8: "u8", D.uint16: "u16", D.uint32: "u32", D.uint64: "u64",
-    D.float16: "fp16", D.bfloat16: "bf16", D.float32: "fp32", D.float64: "fp64",
-    D.tfloat32: "fp32", D.float8_e4m3fn: "fp8e4nv", D.float8_e5m2: "fp8e5", D.float8_e8m0fnu: "u8",
-}
-"""Triton's signature spelling of each dtype (as in `triton.compile` signatures)."""
-
-
-# 8-bit float formats for the interpreter's conversion: mantissa bits, exponent bias, largest
-# finite code, code on overflow, NaN code
-_FP8_FORMAT = {D.float8_e4m3fn: (3, 7, 0x7E, 0x7F, 0x7F), D.float8_e5m2: (2, 15, 0x7B, 0x7C, 0x7E)}
-
-
-def tl_dtype(dtype: DType) -> str:
-    """The `tl.<dtype>` spelling of a tile dtype."""
-    return "tl." + _TL_NAMES[dtype]
-
-
-def is_float(dtype: DType) -> bool:
-    """Arithmetic floats (tfloat32 counts: it is fp32 data)."""
-    return dtype.is_float or dtype is D.tfloat32
-
-
-def py_literal(value, dtype: DType) -> str:
-    """Python source for a constant of `dtype` (a plain literal; the caller types it)."""
-    if dtype is D.bool_:
-        return "True" if value else "False"
-    if is_float(dtype) or dtype.is_restricted:
-        value = float(value)
-        if math.isnan(value):
-            return 'float("nan")'
-        if math.isinf(value):
-            return 'float("inf")' if value > 0 else 'float("-inf")'
-        text = repr(value)
-    else:
-        text = str(int(value))
-    return f"({text})" if text.startswith("-") else text
-
-
-def negative_zero(dtype: DType) -> str:
-    """-0.0 of `dtype`: Triton turns every constant equal to 0 into +0.0, so it is computed."""
-    text = "tl.full([], 0.0, tl.float32) * -1.0"
-    return text if tl_dtype(dtype) == "tl.float32" else f"tl.cast({text}, {tl_dtype(dtype)})"
-
-
-def _plain_literal_ok(value, dtype: DType) -> bool:
-    """Whether Triton types a bare Python literal of this value as exactly `dtype`."""
-    if dtype in (D.bool_, D.int32):
-        return True
-    if dtype is D.float32:
-        a = abs(float(value))
-        return a == 0.0 or math.isinf(a) or math.isnan(a) or 2.0 ** -126 <= a <= 3.4e38
-    return False
+def covers(kind: type[E], table: Mapping[E, Any]) -> Mapping[E, Any]:
+    """Register `table` as the Triton lowering of every member of `kind`; ImportError naming
+    the members it lacks (checked when the rule's module is imported)."""
+    missing = [member.name for member in kind if member not in table]
+    if missing:
+        raise ImportError(f"the Triton backend has no lowering for {kind.__name__} {', '.join(missing)}")
+    assert kind not in KIND_TABLES, f"two tables for {kind.__name__}"
+    KIND_TABLES[kind] = table
+    return table
 
 
 def _identifier(hint: str) -> str:
@@ -173,8 +134,9 @@ def _identifier(hint: str) -> str:
 class KernelWriter:
     """Accumulates one kernel's body; rules call `emit`, `define`, `expr`, `tensor`."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, plan: "LoweringPlan") -> None:
         self.target = target
+        self.plan = plan  # every analysis the rules read: frozen, computed before emission
         self.lines: list[str] = []
         self.line_locs: dict[int, Location | None] = {}  # index in `lines` -> op location
         self.helpers: list[str] = []
@@ -184,16 +146,12 @@ class KernelWriter:
         self._literals: set[int] = set()
         self._taken = set(keyword.kwlist) | set(HELPERS) | {"tl", "triton", "libdevice", "float", "range"}
         self.loc: Location | None = None
-        self.arrays: dict[int, ArrayParam] = {}  # array value id -> its kernel parameters
+        self.arrays: dict[int, ArrayParam] = {}  # array value id -> its kernel names
         self.lists: dict[int, ListParam] = {}  # list value id -> its tables
-        self.plans: dict[int, str] = {}  # id(LOAD op) -> the tensor descriptor it uses
-        self.pipelined: dict[int, int] = {}  # id(FOR op) -> num_stages of its tl.range
-        self.users: dict[int, list[Operation]] = {}  # value id -> the ops that use it
-        self.grid_loop: GridLoop | None = None
-        self.nonneg: set[int] = set()  # ids of integer values known never to be negative
-        self.increments: dict[int, str] = {}  # id(LOAD op) -> its loop-carried pointer tile
+        self.grid_loop: GridLoop | None = None  # names of the grid loop (when plan.grid_loop)
+        self.descriptors: dict["Descriptor", str] = {}  # plan descriptor -> the variable holding it
+        self.pointer_tiles: dict[Op, str] = {}  # load with a carried pointer tile -> its variable
         self.functions: list[tuple[str, str]] = []  # (name, source) of generated @triton.jit functions
-        self.flattened: set[int] = set()  # id(FOR op) of user tile loops that get flatten=True
 
     # ---- names -----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -234,15 +192,15 @@ class KernelWriter:
             return f"tl.full([], {text}, {tl_dtype(value.tile.dtype)})"
         return text
 
-    def const(self, value, dtype: DType) -> tuple[str, bool]:
+    def const(self, value: bool | int | float, dtype: DType) -> tuple[str, bool]:
         """(expression, is_bare_literal) for a constant of `dtype`."""
         if (is_float(dtype) or dtype.is_restricted) and value == 0 and math.copysign(1.0, value) < 0:
             return negative_zero(dtype), False
         lit = py_literal(value, dtype)
-        if _plain_literal_ok(value, dtype):
+        if plain_literal_ok(value, dtype):
             return lit, True
-        if dtype is D.bfloat16:  # the interpreter cannot make bf16 constants: convert from fp32
-            return f"tl.cast(tl.full([], {lit}, tl.float32), tl.bfloat16)", False
+        if dtype is D.bfloat16:
+            return workarounds.bf16_constant(lit), False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False
 
     # ---- statements ------------------------------------------------------------------------
@@ -271,46 +229,25 @@ class KernelWriter:
 
     def cast(self, text: str, src: DType, dst: DType, extra: str = "") -> str:
         """`text` (of dtype `src`) converted to `dst`; `extra`: more tl.cast arguments."""
-        if self.target.interpret and not extra and src is not dst:
-            special = self._interpreter_cast(text, src, dst)
+        if not extra:
+            special = workarounds.cast(self, text, src, dst)
             if special is not None:
                 return special
         return f"tl.cast({text}, {tl_dtype(dst)}{extra})"
 
-    def _interpreter_cast(self, text: str, src: DType, dst: DType) -> str | None:
-        """Conversions Triton's interpreter gets wrong, spelled out: to bfloat16 it truncates
-        (and converts integers as if bfloat16 were uint16), to 8-bit floats it rounds without
-        carrying into the exponent, and from e5m2 to float16 it loses values."""
-        if src is D.float8_e5m2 and dst is D.float16:  # e5m2 is the top byte of float16
-            return (f"tl.cast(tl.cast(tl.cast({text}, tl.uint8, bitcast=True), tl.uint16) << 8, "
-                    f"tl.float16, bitcast=True)")
-        if dst in _FP8_FORMAT:
-            if src is not D.float32:
-                text = f"tl.cast({text}, tl.float32)"
-            args = ", ".join(map(str, _FP8_FORMAT[dst]))
-            return f"tl.cast({self.need_helper('_tc_to_fp8_interp')}({text}, {args}), {tl_dtype(dst)}, bitcast=True)"
-        if dst is not D.bfloat16:
-            return None
-        if src is D.float32:
-            return f"{self.need_helper('_tc_to_bf16_interp')}({text})"
-        if src.bitwidth <= 16:  # exact in float32
-            return f"{self.need_helper('_tc_to_bf16_interp')}(tl.cast({text}, tl.float32))"
-        if src is not D.float64:
-            text = f"tl.cast({text}, tl.float64)"
-        return f"{self.need_helper('_tc_f64_to_bf16_interp')}({text})"
-
     def need_helper(self, name: str) -> str:
-        """Include helper `name` (helpers.py) and those it calls; returns the name to call."""
+        """Include helper `name` (helpers.py, interpret_workarounds.py, rounding.py) and those it
+        calls; returns the name to call."""
         for dep in NEEDS[name]:
             self.need_helper(dep)
         if name not in self.helpers:
             self.helpers.append(name)
         return name
 
-    def function(self, hint: str, params: list[Value], body: list[Operation], returns: list[Value]) -> str:
+    def function(self, hint: str, params: list[Value], body: list[Op], returns: tuple[Value, ...]) -> str:
         """Define a module-level `@triton.jit` function computing `returns` from `params` with the
         ops of `body` (e.g. the combine function of a custom reduction); returns its name."""
-        sub = KernelWriter(self.target)
+        sub = KernelWriter(self.target, self.plan)
         names = [sub.define(p, f"a{i}") for i, p in enumerate(params)]
         sub.lower_ops(body)
         sub.emit(f"return {', '.join(sub.tensor(v) for v in returns)}")
@@ -326,19 +263,20 @@ class KernelWriter:
         return f"libdevice.{fn}"
 
     def unsupported(self, what: str) -> TileUnsupportedFeatureError:
+        """The error to raise for something Triton cannot express, at the current op."""
         return TileUnsupportedFeatureError(f"The Triton backend does not support {what}", self.loc)
 
     # ---- blocks ----------------------------------------------------------------------------
-    def lower_ops(self, ops: list[Operation]) -> None:
+    def lower_ops(self, ops: list[Op]) -> None:
         for op in ops:
             self.lower_op(op)
 
-    def lower_op(self, op: Operation) -> None:
+    def lower_op(self, op: Op) -> None:
         outer, self.loc = self.loc, op.loc or self.loc
         try:
-            fn = RULES.get(op.opcode)
+            fn = RULES.get(type(op))
             if fn is None:
-                raise self.unsupported(f"{op.opcode.value}: {UNSUPPORTED.get(op.opcode, 'no rule')}")
+                raise self.unsupported(f"{op.name}: {UNSUPPORTED.get(type(op), 'no rule')}")
             fn(self, op)
         finally:
             self.loc = outer

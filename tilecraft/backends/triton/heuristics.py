@@ -5,6 +5,13 @@ shared memory per pipeline stage (one A and one B tile) caps the stages. The H20
 anchor these choices (Triton 3.6, fp16, tensor descriptors): 128x256x64 with 8 warps and 3
 stages is the best plain config (0.92x cuBLAS); 128x128x64 runs best with 4 warps and 4 stages.
 Other kernels get warps by their largest tile (about 8 elements per thread at most).
+
+Pipelined loops (a K loop: tile loads and an MMA in one body) run as `tl.range(num_stages=)`
+with the kernel's stages, unless their loads carry `latency` hints: then the largest latency
+among the loads directly in the loop body is that loop's num_stages (a load expected to take
+longer gets more iterations in flight), capped by the shared-memory budget for the tiles that
+body loads per stage (`loop_stages`). Without hints the generated code is what it was before
+hints existed.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...ir import Function, Opcode, Operation
+from ...ir import Function, Op, ops
 from ...ir.types import TileType
 
 SMEM_BUDGET = 200 * 1024  # bytes of shared memory pipelining may use (H100/H200: 227 KiB)
@@ -34,9 +41,9 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _mma_config(op: Operation) -> tuple[int, int, int]:
+def _mma_config(op: ops.Mma) -> tuple[int, int, int]:
     """(accumulator elements, warps, stages) for one MMA."""
-    a, acc = op.operands[0].tile, op.operands[2].tile
+    a, acc = op.a.tile, op.acc.tile
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
@@ -56,36 +63,42 @@ def _elementwise_warps(numel: int) -> int:
     return 16
 
 
+def _load_bytes(loop: Op) -> int:
+    """Bytes of the tiles loaded directly in `loop`'s blocks per iteration (what pipelining
+    buffers per stage)."""
+    return sum(_numel(o.result.tile.shape) * o.result.tile.dtype.itemsize
+               for blk in loop.blocks for o in blk.ops if isinstance(o, ops.Load))
+
+
 def _loop_load_bytes(fn: Function) -> int:
-    """Bytes of the tiles loaded in the busiest loop body (what pipelining buffers)."""
-    best = 0
-    for op in fn.walk():
-        if op.opcode in (Opcode.FOR, Opcode.WHILE):
-            total = sum(_numel(o.result.tile.shape) * o.result.tile.dtype.itemsize
-                        for blk in op.blocks for o in blk.ops if o.opcode == Opcode.LOAD)
-            best = max(best, total)
-    return best
+    """Bytes of the tiles loaded in the busiest loop body."""
+    return max((_load_bytes(op) for op in fn.walk() if isinstance(op, (ops.For, ops.While))), default=0)
 
 
-def pipelined_loops(fn: Function) -> set[int]:
-    """ids of FOR ops whose body loads tiles and runs an MMA: these get `tl.range(num_stages=)`."""
-    found = set()
-    for op in fn.walk():
-        if op.opcode == Opcode.FOR:
-            codes = {o.opcode for o in op.blocks[0].ops}
-            if Opcode.LOAD in codes and Opcode.MMA in codes:
-                found.add(id(op))
-    return found
+def pipelined_loops(fn: Function) -> list[ops.For]:
+    """FOR ops whose body loads tiles and runs an MMA: these get `tl.range(num_stages=)`."""
+    return [op for op in fn.walk() if isinstance(op, ops.For)
+            and any(isinstance(o, ops.Load) for o in op.body.ops) and any(isinstance(o, ops.Mma) for o in op.body.ops)]
+
+
+def loop_stages(loop: ops.For, default: int) -> int:
+    """num_stages of pipelined `loop`: the largest `latency` hint among the loads directly in its
+    body, at most what the shared-memory budget holds of the tiles it loads per iteration (at
+    least 1); `default` (the kernel's stages) when no load there has a hint."""
+    hints = [o.latency for o in loop.body.ops if isinstance(o, ops.Load) and o.latency is not None]
+    if not hints:
+        return default
+    return max(1, min(max(hints), SMEM_BUDGET // max(_load_bytes(loop), 1)))
 
 
 def _mma_loop_depth(fn: Function) -> int:
     """How many loops enclose the most deeply nested MMA (0: no MMA)."""
-    def visit(ops: list[Operation], depth: int) -> int:
+    def visit(block: list[Op], depth: int) -> int:
         best = 0
-        for op in ops:
-            if op.opcode == Opcode.MMA:
+        for op in block:
+            if isinstance(op, ops.Mma):
                 best = max(best, depth + 1)
-            inner = depth + (op.opcode in (Opcode.FOR, Opcode.WHILE))
+            inner = depth + isinstance(op, (ops.For, ops.While))
             for blk in op.blocks:
                 best = max(best, visit(blk.ops, inner))
         return best
@@ -99,7 +112,7 @@ def is_persistent(fn: Function) -> bool:
 
 # Ops after which blocks may wait on one another (spin on a flag another block sets): running
 # several blocks one after another in one program could then deadlock.
-_BLOCKS_MAY_WAIT = {Opcode.WHILE, Opcode.ATOMIC}
+_BLOCKS_MAY_WAIT = (ops.While, ops.AtomicRMW, ops.AtomicCAS)
 
 
 GRID_LOOP_MIN_ACC = 128 * 128  # accumulator elements from which the grid loop pays off
@@ -114,22 +127,22 @@ def grid_loop_candidate(fn: Function) -> bool:
     other (while loops, atomics) keep one program per block."""
     if _mma_loop_depth(fn) != 2:
         return False
-    if max(op.operands[2].tile.shape[-1] * op.operands[2].tile.shape[-2]
-           for op in fn.walk() if op.opcode == Opcode.MMA) < GRID_LOOP_MIN_ACC:
+    if max(op.acc.tile.shape[-1] * op.acc.tile.shape[-2]
+           for op in fn.walk() if isinstance(op, ops.Mma)) < GRID_LOOP_MIN_ACC:
         return False
-    return not any(op.opcode in _BLOCKS_MAY_WAIT for op in fn.walk())
+    return not any(isinstance(op, _BLOCKS_MAY_WAIT) for op in fn.walk())
 
 
-def tile_loops(fn: Function, pipelined: set[int]) -> set[int]:
-    """ids of FOR ops that directly contain a pipelined loop: a kernel's own persistent loop
-    over output tiles."""
-    return {id(op) for op in fn.walk() if op.opcode == Opcode.FOR
-            and any(id(inner) in pipelined for inner in op.blocks[0].ops)}
+def tile_loops(fn: Function, pipelined: list[ops.For]) -> list[ops.For]:
+    """FOR ops that directly contain a pipelined loop: a kernel's own persistent loop over
+    output tiles."""
+    inner = set(pipelined)
+    return [op for op in fn.walk() if isinstance(op, ops.For) and any(o in inner for o in op.body.ops)]
 
 
 def choose_config(fn: Function) -> LaunchConfig:
     """num_warps / num_stages for `fn`, overridden by its `options` where they name them."""
-    mmas = [_mma_config(op) for op in fn.walk() if op.opcode == Opcode.MMA]
+    mmas = [_mma_config(op) for op in fn.walk() if isinstance(op, ops.Mma)]
     if mmas:
         _, warps, stages = max(mmas)
     else:

@@ -1,27 +1,30 @@
-"""Tile IR -> Triton source: one `@triton.jit` function per kernel, one rule per opcode.
+"""Tile IR -> Triton source: one `@triton.jit` function per kernel, one rule per op class.
 
 The rules live in `compute.py` (values, math, shapes, reductions, MMA), `control.py` (FOR, IF,
-WHILE) and `memory.py` (loads, stores, gather/scatter, atomics). `lower()` lays out the module:
-imports, the helpers the body calls, the kernel signature (each array becomes a pointer plus
-its shape and stride scalars) and the body. `missing_rules()` lists opcodes with neither a rule
-nor an `UNSUPPORTED` reason (a test keeps it empty).
+WHILE) and `memory.py` (loads, stores, gather/scatter, atomics). `lower()` first builds the
+frozen `LoweringPlan` (plan.py), then lays out the module from it: imports, the helpers the
+body calls, the kernel signature (each array becomes a pointer plus its shape and stride
+scalars), the tensor descriptors and the body. `missing_rules()` lists op classes with neither
+a rule nor an `UNSUPPORTED` reason (a test keeps it empty).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from ...errors import Location
-from ...ir import Function, Opcode
+from ...ir import Function, Op, ops
 from ...ir.types import ArrayType, ListType
 from ...language import dtypes as D
-from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import compute, control, memory  # noqa: F401  (each registers its rules)
-from .emitter import (RULES, SIGNATURE_TYPES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, ListParam, Target,
-                      tl_dtype)
-from .heuristics import LaunchConfig, choose_config, grid_loop_candidate, pipelined_loops, tile_loops
+from . import interpret_workarounds as workarounds
+from .emitter import RULES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, ListParam, Target
+from .heuristics import LaunchConfig
 from .helpers import HELPERS
+from .plan import LoweringPlan, build_plan
+from .spelling import SIGNATURE_TYPES, tl_dtype
 
 _HEADER = "import triton\nimport triton.language as tl\n"
 
@@ -50,12 +53,12 @@ class LoweredKernel:
         return bool(self.grid_params)
 
 
-def missing_rules() -> list[Opcode]:
-    """Opcodes with neither a lowering rule nor a reasoned UNSUPPORTED entry."""
-    return [op for op in Opcode if op not in RULES and op not in UNSUPPORTED]
+def missing_rules() -> list[type[Op]]:
+    """Op classes with neither a lowering rule nor a reasoned UNSUPPORTED entry."""
+    return [cls for cls in ops.OP_CLASSES if cls not in RULES and not UNSUPPORTED.get(cls)]
 
 
-def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
+def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts | None], aligned: list[int]
                        ) -> tuple[list[str], dict[str, str], list[str]]:
     """Triton parameters (annotated), their Triton types, and the launch-side expressions;
     appends the positions of 16-byte aligned pointers to `aligned`."""
@@ -80,9 +83,10 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
         if not isinstance(p.type, ArrayType):
             add(name, p.tile.dtype, f"a{i}")
             w.alias(p, name)
-            if w.target.interpret:  # the interpreter passes Python numbers: give them their type
+            typed = workarounds.typed_scalar_param(w, name, p.tile.dtype)
+            if typed is not None:
                 w.loc = fn.loc
-                w.emit(f"{name} = tl.cast({name}, {tl_dtype(p.tile.dtype)})")
+                w.emit(typed)
                 w.loc = None
             continue
         f: ArrayFacts | None = facts[i] if i < len(facts) else None
@@ -91,7 +95,7 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
         shapes = [w.fresh(f"{name}_shape{k}") for k in range(p.type.ndim)]
         strides = [None if unit_last and k == p.type.ndim - 1 else w.fresh(f"{name}_stride{k}")
                    for k in range(p.type.ndim)]
-        w.arrays[p.id] = ArrayParam(name, shapes, strides, index64, f)
+        w.arrays[p.id] = ArrayParam(name, shapes, strides, index64)
         if f is not None and f.aligned16:
             aligned.append(len(params))
         params.append(name)
@@ -106,28 +110,24 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts, aligned: list[int]
     return params, signature, launch
 
 
-def lower(fn: Function, facts, target: Target) -> LoweredKernel:
-    """Generate the Triton module for `fn`; `facts[i]` describes array param i (or is None)."""
-    w = KernelWriter(target)
-    for op in fn.walk():
-        for v in op.operands:
-            w.users.setdefault(v.id, []).append(op)
+def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
+          plan: LoweringPlan | None = None) -> LoweredKernel:
+    """Generate the Triton module for `fn`; `facts[i]` describes array param i (or is None).
+    `plan`: the plan to follow (by default `build_plan(fn, facts, target)`); emission only
+    reads it."""
+    if plan is None:
+        plan = build_plan(fn, facts, target)
+    w = KernelWriter(target, plan)
     kname = w.fresh(fn.name)
     aligned: list[int] = []
     params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
-    w.nonneg = nonnegative(fn)
-    config = choose_config(fn)
-    pipelined = pipelined_loops(fn)
-    w.pipelined = {i: config.num_stages for i in pipelined}
-    if target.flatten:
-        w.flattened = tile_loops(fn, pipelined)
-    if target.grid_loop and grid_loop_candidate(fn):
-        sizes = tuple(w.fresh(f"grid_{axis}") for axis in "xyz")
+    if plan.grid_loop:
+        sizes = (w.fresh("grid_x"), w.fresh("grid_y"), w.fresh("grid_z"))
         for name in sizes:
             params.append(f"{name}: tl.int32")
             signature[name] = "i32"
         w.grid_loop = GridLoop(w.fresh("block"), sizes)
-    memory.plan_descriptors(w, fn)
+    memory.emit_descriptors(w)
     if w.grid_loop is not None:
         _lower_grid_loop(w, fn, target.flatten)
     else:
@@ -148,10 +148,10 @@ def lower(fn: Function, facts, target: Target) -> LoweredKernel:
     line_locs = {first + i: loc for i, loc in w.line_locs.items()}
     nargs = len(fn.params)
     flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
-    has_assert = any(op.opcode == Opcode.ASSERT for op in fn.walk())
+    has_assert = any(isinstance(op, ops.Assert) for op in fn.walk())
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
-                         (*w.helpers, *(name for name, _ in w.functions)), config, first - 1, bool(w.plans),
-                         has_assert, fn.loc, w.grid_loop.sizes if w.grid_loop else ())
+                         (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
+                         bool(plan.descriptor_of), has_assert, fn.loc, w.grid_loop.sizes if w.grid_loop else ())
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:

@@ -1,44 +1,42 @@
 """Lowering of memory ops: tile loads/stores (tensor descriptors or masked pointers), gather,
-scatter and atomics, and the array shape/stride queries.
+scatter and atomics, array views and the array shape/stride queries.
 
 Addressing of a tile load/store (spec 2.3): with V = the array with axes permuted by `order`
 (V axis k = array axis order[k]), result[x] = V[index * shape + x]. The pointer path computes
 that address per element and masks lanes outside the array. A load may instead go through a
 tensor descriptor (TMA): it loads the block in array axis order, the hardware pads the lanes
-outside, and the block is permuted into V's order.
+outside, and the block is permuted into V's order. Which access takes which path, which dims
+need masks and which loop loads walk a carried pointer tile is decided by the plan (plan.py);
+this module only spells the decisions out.
+
+Memory order of tile loads and stores: WEAK is a plain access; RELAXED loads are
+`volatile=True`, RELAXED stores a relaxed atomic exchange (tl.store has no ordering option);
+ACQUIRE loads and RELEASE stores cannot be expressed with Triton 3.6's tl.load/tl.store.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..base import ArrayFacts
-from ...ir import AtomicFn, Function, Opcode, Operation, Value
-from ...ir.types import ArrayType
+from ...ir import AtomicFn, Value, ops
 from ...language import dtypes as D
-from ...language.enums import PADDING_VALUES, MemoryOrder, MemoryScope, PaddingMode
-from .emitter import (ArrayParam, KernelWriter, broadcast_index, is_float, negative_zero, py_literal,
-                      rule, shape_of, tl_dtype)
-from .heuristics import is_persistent
+from ...language.dtypes import DType
+from ...language.enums import MemoryOrder, MemoryScope, PaddingMode
+from . import interpret_workarounds as workarounds
+from .emitter import ArrayParam, KernelWriter, broadcast_index, covers, rule, shape_of
+from .plan import tile_shape
+from .spelling import is_float, negative_zero, py_literal, tl_dtype
 
 
 def _term(offset: str, stride: str | None) -> str:
     return offset if stride is None else f"{offset} * {stride}"
 
 
-def _order(op: Operation, ndim: int) -> tuple[int, ...]:
-    order = op.attrs.get("order")
-    return tuple(range(ndim)) if order is None else tuple(order)
-
-
-def _padding_value(w: KernelWriter, mode: PaddingMode, dtype) -> str | None:
+def _padding_value(w: KernelWriter, mode: PaddingMode, dtype: DType) -> str | None:
     """The `other=` of a masked load, or None where any value will do (UNDETERMINED)."""
     if mode is PaddingMode.UNDETERMINED:
         return None
-    if dtype.is_restricted and dtype.bitwidth == 8 and mode is not PaddingMode.ZERO:
-        # 8-bit floats: the exact bit pattern (Triton's interpreter converts NaN/inf wrongly)
-        bits = int(np.array(PADDING_VALUES[mode]).astype(dtype.np_dtype).view(np.uint8))
-        return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)"
+    bits = workarounds.fp8_padding(mode, dtype)
+    if bits is not None:
+        return bits
     if mode in (PaddingMode.ZERO, PaddingMode.NEG_ZERO) or not (is_float(dtype) or dtype.is_restricted):
         if mode not in (PaddingMode.ZERO, PaddingMode.NEG_ZERO):
             raise w.unsupported(f"padding mode {mode.name} on a {dtype.name} array")
@@ -50,116 +48,77 @@ def _padding_value(w: KernelWriter, mode: PaddingMode, dtype) -> str | None:
     return py_literal(value, D.float32)
 
 
-# ---- tensor descriptors ---------------------------------------------------------------------
+# ---- tensor descriptors and carried pointer tiles (made from the plan) -----------------------
 
-def _descriptor_padding(mode: PaddingMode, dtype) -> str | None:
-    if mode in (PaddingMode.ZERO, PaddingMode.UNDETERMINED):
-        return "zero"
-    if mode is PaddingMode.NAN and (is_float(dtype) or dtype.is_restricted):
-        return "nan"
-    return None
-
-
-def _descriptor_block(op: Operation) -> tuple[tuple[int, ...], str] | None:
-    """(block shape in array axis order, padding option) if tile load/store `op` may use a
-    descriptor (stores only in array axis order)."""
-    arr: ArrayType = op.operands[0].type
-    if op.attrs.get("allow_tma") is False or not 2 <= arr.ndim <= 5 or arr.dtype is D.bool_:
-        return None
-    if op.opcode == Opcode.STORE:
-        shape = shape_of(op.operands[-1])
-        padding: str | None = "zero"
-        if not _is_identity(_order(op, arr.ndim)):
-            return None
-    else:
-        shape = tuple(op.attrs["shape"])
-        padding = _descriptor_padding(op.attrs.get("padding", PaddingMode.UNDETERMINED), arr.dtype)
-    if padding is None or len(shape) != arr.ndim:
-        return None
-    order = _order(op, arr.ndim)
-    block = [0] * arr.ndim
-    for k, axis in enumerate(order):
-        block[axis] = shape[k]
-    if block[-1] * arr.dtype.itemsize < 16 or max(block) > 256:
-        return None
-    return tuple(block), padding
-
-
-def prefer_descriptor(facts: ArrayFacts, persistent: bool) -> bool:
-    """Whether a descriptor beats masked pointers for this array (H200, Triton 3.6, 2026-11-29
-    benchmarks/results): pointers vectorize fully and ran 2-10% faster when every size and stride
-    is a multiple of 16 elements, but 2-14x slower otherwise (e.g. 4000x3000x2000 bf16: 35 vs 491
-    TFLOP/s); persistent matmuls ran 2-5% faster with descriptors either way."""
-    return persistent or not facts.divisible16
-
-
-def plan_descriptors(w: KernelWriter, fn: Function) -> None:
-    """Choose the tile loads and stores that use tensor descriptors; emit each descriptor once,
-    at the top of the kernel (creating one inside a loop would rebuild it every iteration).
-
-    Stores use descriptors only into dense arrays (`ArrayFacts.tma_store_ok`): on the H200
-    (Triton 3.6) a descriptor store into a view with a gap after its last dimension wrote its
-    padding lanes into the gap, while descriptor loads padded correctly."""
-    if not w.target.descriptors:
-        return
-    persistent = w.grid_loop or is_persistent(fn)
-    made: dict[tuple, str] = {}
-    for op in fn.walk():
-        if op.opcode not in (Opcode.LOAD, Opcode.STORE):
-            continue
-        arr = w.arrays.get(op.operands[0].id)  # views made in the kernel: not yet (no descriptors)
-        choice = _descriptor_block(op)
-        if choice is None or arr is None or arr.facts is None:
-            continue
-        if not (arr.facts.tma_store_ok if op.opcode == Opcode.STORE else arr.facts.tma_ok):
-            continue
-        if not w.target.force_descriptors and not prefer_descriptor(arr.facts, persistent):
-            continue
-        key = (op.operands[0].id, *choice)
-        if key not in made:
-            block, padding = choice
-            made[key] = name = w.fresh(f"{arr.pointer}_desc")
-            w.loc = op.loc
-            strides = ", ".join(s or "1" for s in arr.strides)
-            w.emit(f"{name} = tl.make_tensor_descriptor({arr.pointer}, shape=[{', '.join(arr.shapes)}], "
-                   f"strides=[{strides}], block_shape={list(block)}, padding_option={padding!r})")
-        w.plans[id(op)] = made[key]
+def emit_descriptors(w: KernelWriter) -> None:
+    """Make the plan's tensor descriptors, once each, at the top of the kernel."""
+    for desc in w.plan.descriptors:
+        arr = w.arrays[desc.array.id]
+        w.descriptors[desc] = name = w.fresh(f"{arr.pointer}_desc")
+        w.loc = desc.loc
+        strides = ", ".join(s or "1" for s in arr.strides)
+        w.emit(f"{name} = tl.make_tensor_descriptor({arr.pointer}, shape=[{', '.join(arr.shapes)}], "
+               f"strides=[{strides}], block_shape={list(desc.block)}, padding_option={desc.padding!r})")
     w.loc = None
+
+
+def emit_pointer_tiles(w: KernelWriter, loop: ops.For) -> list[str]:
+    """Make the pointer tiles that the plan gives loads in `loop`'s body, here (before the loop)
+    at the first iteration's addresses; returns the statements that advance them by step tiles
+    at the end of each iteration."""
+    iv = loop.body.args[0]
+    advances = []
+    for op in w.plan.pointer_tiles.get(loop, ()):
+        arr = w.arrays[op.array.id]
+        first, lanes, advance = [arr.pointer], [], []
+        for k, axis in enumerate(op.order):
+            stride = arr.strides[axis]
+            start = _scaled(w, arr, loop.lower if op.index[k] is iv else op.index[k], op.shape[k])
+            if start != "0":
+                first.append(_term(start, stride))
+            lanes.append(_term(broadcast_index(f"tl.arange(0, {op.shape[k]})", k, len(op.shape)), stride))
+            if op.index[k] is iv:
+                advance.append(_term(_scaled(w, arr, loop.step, op.shape[k]), stride))
+        name = w.fresh(f"{arr.pointer}_ptrs")
+        outer, w.loc = w.loc, op.loc
+        w.emit(f"{name} = {' + '.join(first)} + ({' + '.join(lanes)})")
+        w.loc = outer
+        w.pointer_tiles[op] = name
+        advances.append(f"{name} += {' + '.join(advance)}")
+    return advances
 
 
 # ---- tile load / store ----------------------------------------------------------------------
 
-def _tile_address(w: KernelWriter, arr: ArrayParam, op: Operation, index: list[Value],
-                  shape: tuple[int, ...], order: tuple[int, ...]) -> tuple[str, str | None]:
+def _tile_address(w: KernelWriter, arr: ArrayParam, op: ops.Load | ops.Store,
+                  shape: tuple[int, ...]) -> tuple[str, str | None]:
     """Emit the tile's address; return (pointer expression, mask expression or None).
 
     The address is a scalar base (the tile's first element) plus lane offsets that depend only
-    on the strides, which Triton hoists out of loops; a load that `plan_increments` gave a
-    loop-carried pointer tile uses that instead. A dim needs a mask term unless its tiles never
-    straddle the array's end (`ArrayFacts.tiles_evenly`) or the access promised
-    `check_bounds=False`."""
-    check = op.attrs.get("check_bounds", True)
+    on the strides, which Triton hoists out of loops; a load the plan gave a loop-carried
+    pointer tile uses that instead. Only the array axes in the plan's `masked_axes` get a mask
+    term."""
+    masked = w.plan.masked_axes[op]
     if not shape:  # a single element: scalar address, no lanes to mask
         terms = [arr.pointer]
         conds = []
-        for axis, v in enumerate(index):
+        for axis, v in enumerate(op.index):
             i = _index(w, arr, v)
             terms.append(_term(i, arr.strides[axis]))
-            if check:
+            if axis in masked:
                 conds.append(f"({i} < {arr.shapes[axis]})")
         return " + ".join(terms), " & ".join(conds) or None
-    pointers = w.increments.get(id(op))
+    pointers = w.pointer_tiles.get(op)
     base, lanes, conds = [arr.pointer], [], []
-    for k, axis in enumerate(order):
-        masked = check and not (arr.facts is not None and arr.facts.tiles_evenly(axis, shape[k]))
+    for k, axis in enumerate(op.order):
         lane = broadcast_index(f"tl.arange(0, {shape[k]})", k, len(shape))
         lanes.append(_term(lane, arr.strides[axis]))
-        if pointers is not None and not masked:
+        if pointers is not None and axis not in masked:
             continue
         start = w.fresh(f"{arr.pointer}_start{axis}")
-        w.emit(f"{start} = {_scaled(w, arr, index[k], shape[k])}")
+        w.emit(f"{start} = {_scaled(w, arr, op.index[k], shape[k])}")
         base.append(_term(start, arr.strides[axis]))
-        if masked:
+        if axis in masked:
             conds.append(f"({lane} < {arr.shapes[axis]} - {start})")
     mask = " & ".join(conds) or None
     if pointers is not None:
@@ -167,45 +126,6 @@ def _tile_address(w: KernelWriter, arr: ArrayParam, op: Operation, index: list[V
     name = w.fresh(f"{arr.pointer}_base")
     w.emit(f"{name} = {' + '.join(base)}")
     return f"{name} + ({' + '.join(lanes)})", mask
-
-
-def plan_increments(w: KernelWriter, loop: Operation) -> list[str]:
-    """Give the pointer-path tile loads directly in FOR `loop`'s body whose indices are the
-    induction variable or loop-invariant a pointer tile carried by the loop: emitted here
-    (before the loop) for the first iteration, advanced by the returned statements at the end
-    of each iteration. Like a hand-written Triton K loop, this ran ~5% faster than addressing
-    from a fresh base per iteration (TC2 on the H200: benchmarks/results/probe-tc2-*)."""
-    lb, _, step = loop.operands[:3]
-    body = loop.blocks[0]
-    iv = body.args[0]
-    # values a direct child may use that change per iteration (nested blocks' values are not visible)
-    inside = {a.id for a in body.args} | {r.id for o in body.ops for r in o.results}
-    advances = []
-    for op in body.ops:
-        if op.opcode != Opcode.LOAD or id(op) in w.plans or len(op.attrs["shape"]) != len(op.operands) - 1:
-            continue
-        index = op.operands[1:]
-        if op.operands[0].id in inside or not any(v is iv for v in index) \
-                or any(v.id in inside and v is not iv for v in index):
-            continue
-        arr = w.arrays[op.operands[0].id]
-        shape, order = tuple(op.attrs["shape"]), _order(op, len(index))
-        first, lanes, advance = [arr.pointer], [], []
-        for k, axis in enumerate(order):
-            stride = arr.strides[axis]
-            start = _scaled(w, arr, lb if index[k] is iv else index[k], shape[k])
-            if start != "0":
-                first.append(_term(start, stride))
-            lanes.append(_term(broadcast_index(f"tl.arange(0, {shape[k]})", k, len(shape)), stride))
-            if index[k] is iv:
-                advance.append(_term(_scaled(w, arr, step, shape[k]), stride))
-        name = w.fresh(f"{arr.pointer}_ptrs")
-        outer, w.loc = w.loc, op.loc
-        w.emit(f"{name} = {' + '.join(first)} + ({' + '.join(lanes)})")
-        w.loc = outer
-        w.increments[id(op)] = name
-        advances.append(f"{name} += {' + '.join(advance)}")
-    return advances
 
 
 def _scaled(w: KernelWriter, arr: ArrayParam, v: Value, n: int) -> str:
@@ -222,154 +142,157 @@ def _index(w: KernelWriter, arr: ArrayParam, v: Value) -> str:
     return w.expr(v)
 
 
-def _descriptor_offsets(w: KernelWriter, index: list[Value], shape, order) -> str:
-    offs = [""] * len(order)
-    for k, axis in enumerate(order):
-        offs[axis] = f"{w.expr(index[k])} * {shape[k]}"
+def _descriptor_offsets(w: KernelWriter, op: ops.Load | ops.Store, shape: tuple[int, ...]) -> str:
+    offs = [""] * len(op.order)
+    for k, axis in enumerate(op.order):
+        offs[axis] = f"{w.expr(op.index[k])} * {shape[k]}"
     return "[" + ", ".join(offs) + "]"
 
 
-def _is_identity(order: tuple[int, ...]) -> bool:
-    return order == tuple(range(len(order)))
+def _plain_order(w: KernelWriter, op: ops.Load | ops.Store, what: str) -> None:
+    """Refuse the memory orders Triton's tl.load/tl.store cannot express (ACQUIRE, RELEASE)."""
+    if op.memory_order not in (MemoryOrder.WEAK, MemoryOrder.RELAXED):
+        raise w.unsupported(f"memory_order={op.memory_order.name} on {what}")
 
 
-@rule(Opcode.LOAD)
-def _load(w: KernelWriter, op: Operation) -> None:
-    arr = w.arrays[op.operands[0].id]
-    index = op.operands[1:]
-    dtype = op.operands[0].type.dtype
-    shape = tuple(op.attrs["shape"])
-    order = _order(op, len(index))
-    desc = w.plans.get(id(op))
+@rule(ops.Load)
+def _load(w: KernelWriter, op: ops.Load) -> None:
+    _plain_order(w, op, "load")
+    arr = w.arrays[op.array.id]
     result = op.result
+    desc = w.plan.descriptor_of.get(op)
     if desc is not None:
         name = w.define(result, f"{arr.pointer}_tile")
-        w.emit(f"{name} = {desc}.load({_descriptor_offsets(w, index, shape, order)})")
-        if not _is_identity(order):
-            w.emit(f"{name} = tl.permute({name}, {list(order)})")
+        w.emit(f"{name} = {w.descriptors[desc]}.load({_descriptor_offsets(w, op, op.shape)})")
+        if op.order != tuple(range(len(op.order))):
+            w.emit(f"{name} = tl.permute({name}, {list(op.order)})")
         return
-    if len(shape) != len(index):  # `()` on an n-d array: one element
-        shape = ()
-    ptr, mask = _tile_address(w, arr, op, index, shape, order)
+    shape = tile_shape(op)
+    ptr, mask = _tile_address(w, arr, op, shape)
     args = [ptr]
     if mask is not None:
         args.append(f"mask={mask}")
-        other = _padding_value(w, op.attrs.get("padding", PaddingMode.UNDETERMINED), dtype)
+        other = _padding_value(w, op.padding, op.array.type.dtype)
         if other is not None:
             args.append(f"other={other}")
+    if op.memory_order is MemoryOrder.RELAXED:
+        args.append("volatile=True")
     text = f"tl.load({', '.join(args)})"
     if shape_of(result) != shape:
         text = f"tl.reshape({text}, {list(shape_of(result))})"
     w.assign(result, text, f"{arr.pointer}_tile")
 
 
-@rule(Opcode.STORE)
-def _store(w: KernelWriter, op: Operation) -> None:
-    arr = w.arrays[op.operands[0].id]
-    index, tile = op.operands[1:-1], op.operands[-1]
-    shape = shape_of(tile)
-    order = _order(op, len(index))
-    desc = w.plans.get(id(op))
+@rule(ops.Store)
+def _store(w: KernelWriter, op: ops.Store) -> None:
+    _plain_order(w, op, "store")
+    dtype = op.tile.tile.dtype
+    if op.memory_order is MemoryOrder.RELAXED and dtype.bitwidth not in (32, 64):
+        raise w.unsupported(f"memory_order=RELAXED on a store of {dtype.name} (Triton stores atomically "
+                            f"only 32- and 64-bit elements)")
+    arr = w.arrays[op.array.id]
+    desc = w.plan.descriptor_of.get(op)
     if desc is not None:
-        w.emit(f"{desc}.store({_descriptor_offsets(w, index, shape, order)}, {w.tensor(tile)})")
+        w.emit(f"{w.descriptors[desc]}.store({_descriptor_offsets(w, op, shape_of(op.tile))}, {w.tensor(op.tile)})")
         return
-    if len(shape) != len(index):
-        shape = ()
-    ptr, mask = _tile_address(w, arr, op, index, shape, order)
+    ptr, mask = _tile_address(w, arr, op, tile_shape(op))
+    if op.memory_order is MemoryOrder.RELAXED:  # a relaxed atomic write of every lane
+        (value,), mask = workarounds.atomic_operands(w, [w.tensor(op.tile)], mask)
+        w.emit(_xchg_bits(ptr, value, dtype, mask, _atomic_kw(w, MemoryOrder.RELAXED, op.memory_scope)))
+        return
     mask_arg = "" if mask is None else f", mask={mask}"
-    w.emit(f"tl.store({ptr}, {w.tensor(tile)}{mask_arg})")
+    w.emit(f"tl.store({ptr}, {w.tensor(op.tile)}{mask_arg})")
 
 
 # ---- gather / scatter / atomics -------------------------------------------------------------
 
-def _element_address(w: KernelWriter, arr: ArrayParam, idx: list[Value], check: bool,
-                     mask: Value | None) -> tuple[str, str | None]:
-    """Pointers to array[idx...] and the mask of lanes to touch (in bounds and `mask`).
+def _element_address(w: KernelWriter, op: ops.Gather | ops.Scatter | ops.AtomicRMW | ops.AtomicCAS
+                     ) -> tuple[ArrayParam, str, str | None]:
+    """The array, the pointers to array[index...] and the mask of lanes to touch (in bounds,
+    when checked, and `op.mask`).
 
     Negative indices are out of bounds. An unsigned index is first widened to a signed type
     that holds it, and any index is narrowed to the offset type only after its bounds check,
     so an out-of-range index can never wrap into range."""
+    arr = w.arrays[op.array.id]
     terms, conds = [arr.pointer], []
-    for axis, v in enumerate(idx):
+    for axis, v in enumerate(op.index):
         name, dt = w.expr(v), v.tile.dtype
-        if check and not dt.signed:
+        if op.check_bounds and not dt.signed:
             dt = D.int64 if dt.bitwidth >= 32 else D.int32
             name = w.fresh(f"{arr.pointer}_i{axis}")
             w.emit(f"{name} = tl.cast({w.expr(v)}, {tl_dtype(dt)})")
-        if check:
+        if op.check_bounds:
             conds.append(f"({name} >= 0) & ({name} < {arr.shapes[axis]})")
         fits = dt is (D.int64 if arr.index64 else D.int32) or (dt.signed and dt.bitwidth < 32)
         offset = name if fits else f"tl.cast({name}, {arr.index_dtype})"
         terms.append(_term(offset, arr.strides[axis]))
-    if mask is not None:
-        conds.append(w.tensor(mask))
+    if op.mask is not None:
+        conds.append(w.tensor(op.mask))
     if not conds:
-        return " + ".join(terms), None
+        return arr, " + ".join(terms), None
     mask_name = w.fresh(f"{arr.pointer}_mask")
     w.emit(f"{mask_name} = {' & '.join(conds)}")
-    return " + ".join(terms), mask_name
+    return arr, " + ".join(terms), mask_name
 
 
-def _element_operands(w: KernelWriter, op: Operation, nvals: int) -> tuple[ArrayParam, str, str | None, list[Value]]:
-    """For GATHER/SCATTER/ATOMIC `(array, *idx, *vals[, mask])`: the array, the element
-    pointers, the lane mask (bounds and `mask`) and the value operands."""
-    ndim = op.operands[0].type.ndim
-    idx, vals = op.operands[1:1 + ndim], op.operands[1 + ndim:1 + ndim + nvals]
-    mask = op.operands[1 + ndim + nvals] if op.attrs.get("has_mask") else None
-    arr = w.arrays[op.operands[0].id]
-    ptr, m = _element_address(w, arr, idx, op.attrs.get("check_bounds", True), mask)
-    return arr, ptr, m, list(vals)
-
-
-@rule(Opcode.GATHER)
-def _gather(w: KernelWriter, op: Operation) -> None:
-    arr, ptr, m, (pad,) = _element_operands(w, op, 1)
-    text = f"tl.load({ptr})" if m is None else f"tl.load({ptr}, mask={m}, other={w.expr(pad)})"
+@rule(ops.Gather)
+def _gather(w: KernelWriter, op: ops.Gather) -> None:
+    arr, ptr, m = _element_address(w, op)
+    text = f"tl.load({ptr})" if m is None else f"tl.load({ptr}, mask={m}, other={w.expr(op.padding)})"
     w.assign(op.result, text, f"{arr.pointer}_items")
 
 
-@rule(Opcode.SCATTER)
-def _scatter(w: KernelWriter, op: Operation) -> None:
-    _, ptr, m, (value,) = _element_operands(w, op, 1)
+@rule(ops.Scatter)
+def _scatter(w: KernelWriter, op: ops.Scatter) -> None:
+    _, ptr, m = _element_address(w, op)
     mask_arg = "" if m is None else f", mask={m}"
-    w.emit(f"tl.store({ptr}, {w.tensor(value)}{mask_arg})")
+    w.emit(f"tl.store({ptr}, {w.tensor(op.value)}{mask_arg})")
 
 
 _SEM = {MemoryOrder.RELAXED: "relaxed", MemoryOrder.ACQUIRE: "acquire",
         MemoryOrder.RELEASE: "release", MemoryOrder.ACQ_REL: "acq_rel"}
 _SCOPE = {MemoryScope.BLOCK: "cta", MemoryScope.DEVICE: "gpu", MemoryScope.SYS: "sys"}
-_RMW = {AtomicFn.XCHG: "atomic_xchg", AtomicFn.ADD: "atomic_add", AtomicFn.MAX: "atomic_max",
-        AtomicFn.MIN: "atomic_min", AtomicFn.AND: "atomic_and", AtomicFn.OR: "atomic_or",
-        AtomicFn.XOR: "atomic_xor"}
+_RMW = covers(AtomicFn, {
+    AtomicFn.XCHG: "atomic_xchg", AtomicFn.ADD: "atomic_add", AtomicFn.MAX: "atomic_max",
+    AtomicFn.MIN: "atomic_min", AtomicFn.AND: "atomic_and", AtomicFn.OR: "atomic_or",
+    AtomicFn.XOR: "atomic_xor"})
 
 
-@rule(Opcode.ATOMIC)
-def _atomic(w: KernelWriter, op: Operation) -> None:
-    fn: AtomicFn = op.attrs["fn"]
-    sem = _SEM.get(op.attrs.get("order", MemoryOrder.ACQ_REL))
-    scope = _SCOPE.get(op.attrs.get("scope", MemoryScope.DEVICE))
-    if sem is None or scope is None:
-        raise w.unsupported(f"atomic memory order {op.attrs.get('order')} / scope {op.attrs.get('scope')}")
-    arr, ptr, m, vals = _element_operands(w, op, 2 if fn is AtomicFn.CAS else 1)
-    operands = [w.tensor(v) for v in vals]
-    if w.target.interpret:
-        dense = w.need_helper("_tc_dense_interp")
-        operands = [f"{dense}({v})" for v in operands]
-        m = m and f"{dense}({m})"
-    kw = f"sem={sem!r}, scope={scope!r}"
-    dtype = op.operands[0].type.dtype
-    if fn is AtomicFn.XCHG and w.target.interpret and is_float(dtype):
-        # the interpreter exchanges integers only: exchange the bits
-        bits = {32: "tl.int32", 64: "tl.int64", 16: "tl.int16"}[dtype.bitwidth]
-        old = (f"tl.atomic_xchg(tl.cast({ptr}, tl.pointer_type({bits})), "
-               f"tl.cast({operands[0]}, {bits}, bitcast=True){'' if m is None else f', mask={m}'}, {kw})")
+def _atomic_kw(w: KernelWriter, order: MemoryOrder, scope: MemoryScope) -> str:
+    """The `sem=..., scope=...` arguments of a Triton atomic."""
+    sem, where = _SEM.get(order), _SCOPE.get(scope)
+    if sem is None or where is None:
+        raise w.unsupported(f"atomic memory order {order} / scope {scope}")
+    return f"sem={sem!r}, scope={where!r}"
+
+
+def _xchg_bits(ptr: str, value: str, dtype: DType, mask: str | None, kw: str) -> str:
+    """`tl.atomic_xchg` of `value` (of `dtype`) as same-width integers; the old bits."""
+    bits = {32: "tl.int32", 64: "tl.int64", 16: "tl.int16"}[dtype.bitwidth]
+    return (f"tl.atomic_xchg(tl.cast({ptr}, tl.pointer_type({bits})), "
+            f"tl.cast({value}, {bits}, bitcast=True){'' if mask is None else f', mask={mask}'}, {kw})")
+
+
+@rule(ops.AtomicRMW)
+def _atomic_rmw(w: KernelWriter, op: ops.AtomicRMW) -> None:
+    kw = _atomic_kw(w, op.memory_order, op.memory_scope)
+    arr, ptr, m = _element_address(w, op)
+    (value,), m = workarounds.atomic_operands(w, [w.tensor(op.value)], m)
+    dtype = op.value.tile.dtype
+    if op.fn is AtomicFn.XCHG and workarounds.xchg_as_bits(w, dtype):
+        old = _xchg_bits(ptr, value, dtype, m, kw)
         w.assign(op.result, f"tl.cast({old}, {tl_dtype(dtype)}, bitcast=True)", f"{arr.pointer}_old")
         return
-    if fn is not AtomicFn.CAS:
-        mask_arg = "" if m is None else f", mask={m}"
-        w.assign(op.result, f"tl.{_RMW[fn]}({ptr}, {operands[0]}{mask_arg}, {kw})", f"{arr.pointer}_old")
-        return
-    expected, desired = operands
+    mask_arg = "" if m is None else f", mask={m}"
+    w.assign(op.result, f"tl.{_RMW[op.fn]}({ptr}, {value}{mask_arg}, {kw})", f"{arr.pointer}_old")
+
+
+@rule(ops.AtomicCAS)
+def _atomic_cas(w: KernelWriter, op: ops.AtomicCAS) -> None:
+    kw = _atomic_kw(w, op.memory_order, op.memory_scope)
+    arr, ptr, m = _element_address(w, op)
+    (expected, desired), m = workarounds.atomic_operands(w, [w.tensor(op.expected), w.tensor(op.desired)], m)
     if m is None:
         w.assign(op.result, f"tl.atomic_cas({ptr}, {expected}, {desired}, {kw})", f"{arr.pointer}_old")
         return
@@ -383,11 +306,11 @@ def _atomic(w: KernelWriter, op: Operation) -> None:
 
 # ---- array views -----------------------------------------------------------------------------
 
-@rule(Opcode.LIST_GET)
-def _list_get(w: KernelWriter, op: Operation) -> None:
+@rule(ops.ListGet)
+def _list_get(w: KernelWriter, op: ops.ListGet) -> None:
     """Element `index` of a list argument: its address, shape and strides read from the tables
     (no facts: pointer accesses masked on every dim)."""
-    lst, index = w.lists[op.operands[0].id], w.expr(op.operands[1])
+    lst, index = w.lists[op.list.id], w.expr(op.index)
     pointer = w.fresh(f"{op.result.hint or 'item'}")
     w.emit(f"{pointer} = tl.load({lst.ptrs} + {index}).to(tl.pointer_type({tl_dtype(op.result.type.dtype)}))")
     dims = []
@@ -396,35 +319,29 @@ def _list_get(w: KernelWriter, op: Operation) -> None:
         for k, name in enumerate(names):
             w.emit(f"{name} = tl.load({table} + {index} * {lst.ndim} + {k})")
         dims.append(names)
-    w.arrays[op.result.id] = ArrayParam(pointer, dims[0], list(dims[1]), lst.index64, None)
+    w.arrays[op.result.id] = ArrayParam(pointer, dims[0], list(dims[1]), lst.index64)
 
 
-@rule(Opcode.ARRAY_SLICE)
-def _array_slice(w: KernelWriter, op: Operation) -> None:
+@rule(ops.ArraySlice)
+def _array_slice(w: KernelWriter, op: ops.ArraySlice) -> None:
     """A view: the base pointer moves by start x stride along the axis, whose size becomes
-    stop - start; strides stay. Alignment and tiling facts are unknown for the view (pointer
-    accesses with masks on every dim)."""
-    src, start, stop = op.operands
-    arr, axis = w.arrays[src.id], op.attrs["axis"]
+    stop - start; strides stay (the view's facts: `plan._array_facts`)."""
+    arr, axis = w.arrays[op.array.id], op.axis
     pointer = w.fresh(f"{arr.pointer}_view")
-    w.emit(f"{pointer} = {arr.pointer} + {_term(w.expr(start), arr.strides[axis])}")
+    w.emit(f"{pointer} = {arr.pointer} + {_term(w.expr(op.start), arr.strides[axis])}")
     size = w.fresh(f"{pointer}_shape{axis}")
-    w.emit(f"{size} = {w.expr(stop)} - {w.expr(start)}")
+    w.emit(f"{size} = {w.expr(op.stop)} - {w.expr(op.start)}")
     shapes = [size if k == axis else s for k, s in enumerate(arr.shapes)]
-    f = arr.facts
-    facts = None if f is None else ArrayFacts(aligned16=False, unit_last=f.unit_last, strides16=f.strides16,
-                                              index64=f.index64)
-    w.arrays[op.result.id] = ArrayParam(pointer, shapes, list(arr.strides), arr.index64, facts)
+    w.arrays[op.result.id] = ArrayParam(pointer, shapes, list(arr.strides), arr.index64)
 
 
 # ---- array queries --------------------------------------------------------------------------
 
-@rule(Opcode.ARRAY_SHAPE, Opcode.ARRAY_STRIDE)
-def _array_query(w: KernelWriter, op: Operation) -> None:
-    arr = w.arrays[op.operands[0].id]
-    axis = op.attrs["axis"]
+@rule(ops.ArrayShape, ops.ArrayStride)
+def _array_query(w: KernelWriter, op: ops.ArrayShape | ops.ArrayStride) -> None:
+    arr = w.arrays[op.array.id]
     dtype = op.result.tile.dtype
-    name = (arr.shapes if op.opcode == Opcode.ARRAY_SHAPE else arr.strides)[axis]
+    name = (arr.shapes if isinstance(op, ops.ArrayShape) else arr.strides)[op.axis]
     if name is None:
         text, literal = w.const(1, dtype)
         w.alias(op.result, text, literal)

@@ -1,0 +1,243 @@
+"""Everything the Triton backend does only because Triton's CPU interpreter (TRITON_INTERPRET=1,
+Triton 3.6) gets something wrong, in one place: each function below says what the interpreter
+does wrong and returns the replacement spelling (or None where the ordinary code is right).
+
+Most apply only under the interpreter (`Target.interpret`), so GPU code stays what Triton does
+best. Three apply on the GPU too, because the spelling they choose is just as good there and
+one spelling keeps both modes' code the same: bfloat16 constants made from float32
+(`bf16_constant`), 8-bit-float padding written as bits (`fp8_padding`) and the bitwise not of
+unsigned integers as an exclusive or (`unsigned_not`).
+
+The helpers whose names end in `_interp` stand in for libdevice and for the interpreter's
+wrong conversions; like every helper they are copied into a generated module only when used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+
+from ...language import dtypes as D
+from ...language.dtypes import DType
+from ...language.enums import PADDING_VALUES, PaddingMode
+from .helpers import define_helper
+from .spelling import is_float, tl_dtype
+
+if TYPE_CHECKING:
+    from .emitter import KernelWriter
+
+
+# ---- conversions ------------------------------------------------------------------------------
+
+# 8-bit float formats for the interpreter's conversion: mantissa bits, exponent bias, largest
+# finite code, code on overflow, NaN code
+_FP8_FORMAT = {D.float8_e4m3fn: (3, 7, 0x7E, 0x7F, 0x7F), D.float8_e5m2: (2, 15, 0x7B, 0x7C, 0x7E)}
+
+
+def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
+    """`text` converted from `src` to `dst` where the interpreter's own `tl.cast` is wrong: to
+    bfloat16 it truncates instead of rounding (and converts integers as if bfloat16 were
+    uint16), to 8-bit floats it rounds without carrying into the exponent, and from e5m2 to
+    float16 it loses values. None: `tl.cast` is right (or not under the interpreter)."""
+    if not w.target.interpret or src is dst:
+        return None
+    if src is D.float8_e5m2 and dst is D.float16:  # e5m2 is the top byte of float16
+        return (f"tl.cast(tl.cast(tl.cast({text}, tl.uint8, bitcast=True), tl.uint16) << 8, "
+                f"tl.float16, bitcast=True)")
+    if dst in _FP8_FORMAT:
+        if src is not D.float32:
+            text = f"tl.cast({text}, tl.float32)"
+        args = ", ".join(map(str, _FP8_FORMAT[dst]))
+        return f"tl.cast({w.need_helper('_tc_to_fp8_interp')}({text}, {args}), {tl_dtype(dst)}, bitcast=True)"
+    if dst is not D.bfloat16:
+        return None
+    if src is D.float32:
+        return f"{w.need_helper('_tc_to_bf16_interp')}({text})"
+    if src.bitwidth <= 16:  # exact in float32
+        return f"{w.need_helper('_tc_to_bf16_interp')}(tl.cast({text}, tl.float32))"
+    if src is not D.float64:
+        text = f"tl.cast({text}, tl.float64)"
+    return f"{w.need_helper('_tc_f64_to_bf16_interp')}({text})"
+
+
+def bf16_constant(literal: str) -> str:
+    """A bfloat16 constant: the interpreter cannot make one with `tl.full(..., tl.bfloat16)`,
+    so it is made in float32 and converted (on the GPU too: Triton folds it)."""
+    return f"tl.cast(tl.full([], {literal}, tl.float32), tl.bfloat16)"
+
+
+def fp8_padding(mode: PaddingMode, dtype: DType) -> str | None:
+    """The `other=` of a masked load of an 8-bit float array padded with NaN, -0.0 or an
+    infinity, as its exact bit pattern: the interpreter converts those values to 8-bit floats
+    wrongly. None for other dtypes and for zero padding (which converts correctly)."""
+    if not (dtype.is_restricted and dtype.bitwidth == 8) or mode is PaddingMode.ZERO:
+        return None
+    bits = int(np.array(PADDING_VALUES[mode]).astype(dtype.np_dtype).view(np.uint8))
+    return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)"
+
+
+# ---- arithmetic -------------------------------------------------------------------------------
+
+def unsigned_not(x: str, dtype: DType) -> str | None:
+    """The bitwise not of an unsigned integer tile as `x ^ all-ones`: `~x` makes an all-ones
+    constant of the unsigned type, which the interpreter cannot. None for other dtypes."""
+    if dtype.is_int and not dtype.signed:
+        return f"{x} ^ {2 ** dtype.bitwidth - 1}"
+    return None
+
+
+def libdevice_stand_in(w: "KernelWriter", name: str, args: list[str]) -> str | None:
+    """A float64 expression standing in for `libdevice.<name>(*args)`, which the interpreter
+    cannot call (tan, sinh, cosh, tanh, pow, atan2; the `_tc_<name>_interp` helpers compute in
+    float64, so the result is float64). None on the GPU."""
+    if not w.target.interpret:
+        return None
+    helper = w.need_helper(f"_tc_{name}_interp")
+    return f"{helper}({', '.join(f'tl.cast({a}, tl.float64)' for a in args)})"
+
+
+def dot_operands(w: "KernelWriter", a: str, b: str, dtype: DType) -> tuple[str, str]:
+    """The operands of `tl.dot`: the interpreter's dot reads bfloat16 tiles as raw bits, so
+    they are widened to float32 first (exact)."""
+    if w.target.interpret and dtype is D.bfloat16:
+        return f"tl.cast({a}, tl.float32)", f"tl.cast({b}, tl.float32)"
+    return a, b
+
+
+# ---- atomics and parameters -------------------------------------------------------------------
+
+def atomic_operands(w: "KernelWriter", operands: list[str], mask: str | None) -> tuple[list[str], str | None]:
+    """The value operands and mask of an atomic: the interpreter's atomics misread broadcast
+    (stride-0) tiles, so each becomes a fresh dense copy (`_tc_dense_interp`)."""
+    if not w.target.interpret:
+        return operands, mask
+    dense = w.need_helper("_tc_dense_interp")
+    return [f"{dense}({v})" for v in operands], mask and f"{dense}({mask})"
+
+
+def xchg_as_bits(w: "KernelWriter", dtype: DType) -> bool:
+    """Whether an atomic exchange of `dtype` must exchange the bits as integers: the
+    interpreter's `tl.atomic_xchg` accepts integers only."""
+    return w.target.interpret and is_float(dtype)
+
+
+def typed_scalar_param(w: "KernelWriter", name: str, dtype: DType) -> str | None:
+    """A statement giving scalar parameter `name` its type: the interpreter passes Python
+    numbers as they are (a float64 for a float32 parameter, unbounded ints)."""
+    if not w.target.interpret:
+        return None
+    return f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
+
+
+@contextlib.contextmanager
+def device_asserts() -> Iterator[None]:
+    """Run one launch with `tl.device_assert` live: the interpreter only checks device asserts
+    when its builder's options say `debug` (with integer overflow checks off: tile integers
+    wrap)."""
+    from triton.runtime import interpreter as triton_interpreter
+
+    builder = triton_interpreter.interpreter_builder
+    saved = builder.options
+    builder.options = replace(saved, debug=True, sanitize_overflow=False)
+    try:
+        yield
+    finally:
+        builder.options = saved
+
+
+# ---- helper sources ---------------------------------------------------------------------------
+
+define_helper("_tc_tan_interp", '''(x):
+    return tl.sin(x) / tl.cos(x)
+''')
+
+define_helper("_tc_sinh_interp", '''(x):
+    # a Taylor series below 1 in magnitude, where exp(x) - exp(-x) would cancel
+    x2 = x * x
+    s = 1.0
+    for j in tl.static_range(9):
+        s = s * x2 / ((19 - 2 * j) * (18 - 2 * j)) + 1.0
+    return tl.where(tl.abs(x) < 1.0, x * s, (tl.exp(x) - tl.exp(-x)) * 0.5)
+''')
+
+define_helper("_tc_cosh_interp", '''(x):
+    return (tl.exp(x) + tl.exp(-x)) * 0.5
+''')
+
+define_helper("_tc_tanh_interp", '''(x):
+    t = 1.0 - 2.0 / (tl.exp(2.0 * tl.abs(x)) + 1.0)
+    small = _tc_sinh_interp(x) / _tc_cosh_interp(x)
+    return tl.where(tl.abs(x) < 1.0, small, tl.where(x < 0, -t, t))
+''', needs=("_tc_sinh_interp", "_tc_cosh_interp"))
+
+define_helper("_tc_pow_interp", '''(x, y):
+    r = tl.exp2(y * tl.log2(tl.abs(x)))
+    y_int = tl.floor(y) == y
+    y_odd = y_int & (tl.abs(y % 2.0) == 1.0)
+    r = tl.where((x < 0) & y_odd, -r, r)
+    r = tl.where((x < 0) & (~y_int), float("nan"), r)
+    return tl.where((y == 0) | (x == 1), 1.0, r)
+''')
+
+define_helper("_tc_atan2_interp", '''(y, x):
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    hi = tl.maximum(ax, ay)
+    lo = tl.minimum(ax, ay)
+    t = tl.where(hi == 0, 0.0, tl.where(lo == hi, 1.0, lo / hi))
+    big = t > 0.41421356237309503
+    u = tl.where(big, (t - 1.0) / (t + 1.0), t)
+    u2 = u * u
+    p = u2 * 0.0  # atan(u) / u = sum_k (-1)^k u^2k / (2k + 1); |u| <= tan(pi / 8)
+    for j in tl.static_range(22):
+        p = p * u2 + (1.0 - 2.0 * ((21 - j) % 2)) / (2 * (21 - j) + 1)
+    r = u * p
+    r = tl.where(big, r + 0.7853981633974483, r)
+    r = tl.where(ay > ax, 1.5707963267948966 - r, r)
+    r = tl.where(x < 0, 3.141592653589793 - r, r)
+    r = tl.where(y < 0, -r, r)
+    return tl.where((x != x) | (y != y), float("nan"), r)
+''')
+
+define_helper("_tc_dense_interp", '''(x):
+    """A fresh copy of x: the interpreter's atomics misread broadcast (stride-0) operands."""
+    return tl.where(True, x, x)
+''')
+
+define_helper("_tc_to_bf16_interp", '''(x):
+    """float32 -> bfloat16 rounding to nearest even (the interpreter's own cast truncates)."""
+    bits = tl.cast(x, tl.uint32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = tl.full([], 0x7FC0, tl.uint16)
+    return tl.cast(tl.where(x != x, nan, tl.cast(bits, tl.uint16)), tl.bfloat16, bitcast=True)
+''')
+
+define_helper("_tc_f64_to_bf16_interp", '''(x):
+    """float64 -> bfloat16 without double rounding: to float32 rounding to odd, then to bf16."""
+    f = tl.cast(x, tl.float32)
+    back = tl.cast(f, tl.float64)
+    inexact = back != x
+    bits = tl.cast(f, tl.uint32, bitcast=True)
+    bits = tl.where(inexact & (tl.abs(back) > tl.abs(x)), bits - 1, bits) | tl.cast(inexact, tl.uint32)
+    return _tc_to_bf16_interp(tl.where(x != x, f, tl.cast(bits, tl.float32, bitcast=True)))
+''', needs=("_tc_to_bf16_interp",))
+
+define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr, MAXCODE: tl.constexpr,
+                      OVF: tl.constexpr, NAN: tl.constexpr):
+    """float32 -> the bits of an 8-bit float with MANT mantissa bits and exponent bias BIAS,
+    rounding to nearest even (the interpreter's cast does not carry into the exponent)."""
+    a = tl.abs(x)
+    e = tl.maximum((tl.cast(a, tl.int32, bitcast=True) >> 23) - 127, 1 - BIAS)
+    q = tl.cast((e - MANT + 127) << 23, tl.float32, bitcast=True)  # value of the last bit
+    y = a / q
+    f = tl.floor(y)
+    d = y - f
+    up = (d > 0.5) | ((d == 0.5) & (f % 2.0 == 1.0))
+    code = ((e + BIAS - 1) << MANT) + tl.cast(f, tl.int32) + tl.cast(up, tl.int32)
+    code = tl.where((code > MAXCODE) | (a == float("inf")), OVF, code)
+    code = tl.where(x != x, NAN, code) | ((tl.cast(x, tl.int32, bitcast=True) >> 31) & 1) << 7
+    return tl.cast(code, tl.uint8)
+''')
