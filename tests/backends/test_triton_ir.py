@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -677,7 +678,7 @@ def _elementwise(fn_apply, dtype, n_in, xs):
     oa = k.array("O", r.tile.dtype, 1)
     k.store(oa, [k.const(0)], r)
     out = poison(16, {D.bool_: torch.bool, D.float16: torch.float16, D.bfloat16: torch.bfloat16,
-                      D.int32: torch.int32, D.uint32: torch.uint32}.get(r.tile.dtype, torch.float32))
+                      D.float64: torch.float64, D.int32: torch.int32, D.uint32: torch.uint32}.get(r.tile.dtype, torch.float32))
     kernel = run(k, (1,), [*xs, out])
     return out, kernel
 
@@ -1047,22 +1048,33 @@ def test_fp8_fast_accumulation():
 
 # ---- rounding options -----------------------------------------------------------------------
 
-def _bits(t):
-    return t.numpy().view(np.uint32)
+def _numpy(t):
+    """A CPU tensor as NumPy (bfloat16 as ml_dtypes.bfloat16)."""
+    return t.view(torch.uint16).numpy().view(ml_dtypes.bfloat16) if t.dtype is torch.bfloat16 else t.numpy()
+
+
+def _bits(a):
+    a = _numpy(a) if isinstance(a, torch.Tensor) else a
+    return a.view(f"u{a.dtype.itemsize}")
 
 
 @pytest.mark.parametrize("mode", [RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP])
 @pytest.mark.parametrize("fn", [BinaryFn.ADD, BinaryFn.TRUEDIV])
-def test_directed_rounding_calls_the_rounding_helper(fn, mode):
-    x, y = randn(16), randn(16) * 1e-3
-    out, kernel = _elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=mode), D.float32, 2, [x, y])
+@pytest.mark.parametrize("dtype", [D.float32, D.bfloat16, D.float64], ids=lambda d: d.name)
+def test_directed_rounding_calls_the_rounding_helper(dtype, fn, mode):
+    """A directed mode calls the correctly rounded helper on the operands in their own dtype
+    (results as the shared NumPy reference's, bit for bit); RN is the ordinary code."""
+    tdt = {D.float32: torch.float32, D.bfloat16: torch.bfloat16, D.float64: torch.float64}[dtype]
+    x, y = randn(16).to(tdt), (randn(16) * 1e-3).to(tdt)
+    out, kernel = _elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=mode), dtype, 2, [x, y])
     body = kernel.source.split("def elementwise(", 1)[1]
-    assert f"{rounding.rounded_call(fn, D.float32, mode)}(" in body
-    want = reference.rounded_binary(fn, x.numpy(), y.numpy(), D.float32, mode)
-    np.testing.assert_array_equal(_bits(out), want.view(np.uint32))
-    plain, nearest = (_elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=r), D.float32, 2, [x, y])[1].source
-                      for r in (None, RoundingMode.RN))  # one line: the same location comments
-    assert nearest == plain and "_tcr_" not in plain
+    assert f"{rounding.rounded_call(fn, dtype, mode)}(" in body
+    want = reference.rounded_binary(fn, _numpy(x), _numpy(y), dtype, mode)
+    np.testing.assert_array_equal(_bits(out), _bits(want))
+    if dtype is D.float32:
+        plain, nearest = (_elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=r), dtype, 2, [x, y])[1].source
+                          for r in (None, RoundingMode.RN))  # one line: the same location comments
+        assert nearest == plain and "_tcr_" not in plain
 
 
 def test_sqrt_rounding_and_flush_to_zero():

@@ -11,6 +11,7 @@ op's typing rule (the builder makes the results from it) and `check()` its invar
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -122,7 +123,8 @@ class Op:
 
 
 def snake(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+    """`AtomicRMW` -> `atomic_rmw`, `NumBlocks` -> `num_blocks`."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
 _OPERAND_ANNOTATIONS = {"Value", "Value | None", "tuple[Value, ...]"}
