@@ -13,11 +13,10 @@ from typing import Any
 
 from ..errors import TileStaticAssertionError, TileUnsupportedFeatureError
 from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
-from ..ir.kinds import DIRECTED
+from ..ir.kinds import DIRECTED, UNARY_RULES
 from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
-from ..language.enums import RoundingMode
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import records
 from .memory import array_dim, array_slice
@@ -311,46 +310,28 @@ for _cfn, _stub in ((CompareFn.EQ, L.equal), (CompareFn.NE, L.not_equal), (Compa
     _compare(_cfn, _stub)
 
 
-def _plain_unary(fn: UnaryFn, stub: Any) -> None:
-    def handler(fc: Any, x: Any, /) -> Any:
+def _unary(fn: UnaryFn) -> None:
+    """The handler of the public function named `fn.value`: its options are the stub's keyword
+    parameters, checked against the rule's (`kinds.UNARY_RULES`)."""
+    stub = getattr(L, fn.value)
+    sig = inspect.signature(stub)
+    rule = UNARY_RULES[fn]
+
+    def handler(fc: Any, x: Any, /, **options: Any) -> Any:
+        sig.bind(x, **options)  # a TypeError naming the bad option (see _invoke)
         if is_loose(x) and fn in (UnaryFn.NEG, UnaryFn.ABS):
             return -x if fn == UnaryFn.NEG else py.abs(x)
-        return fc.sema.unary(fn, x)
+        fp = fc.sema.float_options(stub.__name__, rule.rounding, options.get("rounding_mode"),
+                                   options.get("flush_to_zero", False))
+        return fc.sema.unary(fn, x, fp)
+    handler.__signature__ = sig.replace(parameters=[inspect.Parameter("fc", inspect.Parameter.POSITIONAL_ONLY),
+                                                    *sig.parameters.values()])
     register(stub, handler)
 
 
-for _ufn, _stub in ((UnaryFn.LOG, L.log), (UnaryFn.LOG2, L.log2), (UnaryFn.SIN, L.sin), (UnaryFn.COS, L.cos),
-                    (UnaryFn.TAN, L.tan), (UnaryFn.SINH, L.sinh), (UnaryFn.COSH, L.cosh),
-                    (UnaryFn.FLOOR, L.floor), (UnaryFn.CEIL, L.ceil), (UnaryFn.NEG, L.negative),
-                    (UnaryFn.ABS, L.abs), (UnaryFn.ISNAN, L.isnan), (UnaryFn.NOT, L.bitwise_not)):
-    _plain_unary(_ufn, _stub)
+for _ufn in UnaryFn:
+    _unary(_ufn)
 HANDLERS[py.abs] = HANDLERS[L.abs]
-
-
-@handles(L.exp)
-def exp(fc: Any, x: Any, /, *, rounding_mode: Any = None) -> Value:
-    return fc.sema.unary(UnaryFn.EXP, x, fc.sema.float_options("exp", FULL_APPROX, rounding_mode))
-
-
-@handles(L.tanh)
-def tanh(fc: Any, x: Any, /, *, rounding_mode: Any = None) -> Value:
-    return fc.sema.unary(UnaryFn.TANH, x, fc.sema.float_options("tanh", FULL_APPROX, rounding_mode))
-
-
-@handles(L.sqrt)
-def sqrt(fc: Any, x: Any, /, *, rounding_mode: Any = None, flush_to_zero: Any = False) -> Value:
-    fp = fc.sema.float_options("sqrt", DIRECTED + (RoundingMode.APPROX,), rounding_mode, flush_to_zero)
-    return fc.sema.unary(UnaryFn.SQRT, x, fp)
-
-
-@handles(L.exp2)
-def exp2(fc: Any, x: Any, /, *, flush_to_zero: Any = False) -> Value:
-    return fc.sema.unary(UnaryFn.EXP2, x, fc.sema.float_options("exp2", (), None, flush_to_zero))
-
-
-@handles(L.rsqrt)
-def rsqrt(fc: Any, x: Any, /, *, flush_to_zero: Any = False) -> Value:
-    return fc.sema.unary(UnaryFn.RSQRT, x, fc.sema.float_options("rsqrt", (), None, flush_to_zero))
 
 
 @handles(L.where)

@@ -41,11 +41,21 @@ def _operands(fc: Any, x: Any, name: str) -> list[Value]:
     return [fc.sema.broadcast_to(t, shape) for t in tiles]
 
 
-def _identities(fc: Any, identity: Any, n: int, name: str) -> tuple[bool | int | float, ...]:
+def _identities(fc: Any, identity: Any, tiles: list[Value], name: str) -> tuple[bool | int | float, ...]:
+    """The identities as constants of the tiles' dtypes (an integral float like 0.0 is fine for
+    an integer tile; 0.5 is not)."""
     ids = identity if isinstance(identity, tuple) else (identity,)
-    if len(ids) != n or not all(isinstance(i, (bool, int, float)) for i in ids):
-        raise fc.sema.type_error(f"{name}() identity must be {n} constant number(s), got {describe(identity)}")
-    return ids
+    if len(ids) != len(tiles) or not all(isinstance(i, (bool, int, float)) for i in ids):
+        raise fc.sema.type_error(f"{name}() identity must be {len(tiles)} constant number(s), got "
+                                 f"{describe(identity)}")
+    out = []
+    for i, t in zip(ids, tiles):
+        if isinstance(i, float) and t.tile.dtype.is_integral:
+            if not i.is_integer():
+                raise fc.sema.type_error(f"{name}() identity {i!r} is not a value of {t.tile.dtype}")
+            i = int(i)
+        out.append(i)
+    return tuple(out)
 
 
 def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
@@ -89,7 +99,7 @@ def reduce(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, keepdims:
         raise fc.sema.type_error(f"reduce() axis must be a constant int, got {describe(axis)}")
     keepdims = fc.sema.const_bool(keepdims, "keepdims")
     a = norm_axis(fc, axis, tiles[0].tile.ndim)
-    ids = _identities(fc, identity, len(tiles), "reduce")
+    ids = _identities(fc, identity, tiles, "reduce")
     block = _combine_block(fc, func, tiles, "reduce")
     return _results(fc.b.emit(ops.ReduceWith, xs=tuple(tiles), axis=a, keepdims=keepdims, identities=ids,
                               combine=block))
@@ -102,7 +112,7 @@ def scan(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, reverse: An
         raise fc.sema.type_error(f"scan() axis must be a constant int, got {describe(axis)}")
     reverse = fc.sema.const_bool(reverse, "reverse")
     a = norm_axis(fc, axis, tiles[0].tile.ndim)
-    ids = _identities(fc, identity, len(tiles), "scan")
+    ids = _identities(fc, identity, tiles, "scan")
     block = _combine_block(fc, func, tiles, "scan")
     return _results(fc.b.emit(ops.ScanWith, xs=tuple(tiles), axis=a, reverse=reverse, identities=ids,
                               combine=block))

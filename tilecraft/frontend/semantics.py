@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from ..errors import TileTypeError, TileValueError
 from ..ir import ArrayType, BinaryFn, Block, Builder, CompareFn, ListType, TileType, UnaryFn, Value, ops
+from ..ir.kinds import UNARY_RULES, Operand
 from ..language import dtypes as dt
 from ..language.dtypes import DType
 from ..language.enums import RoundingMode
@@ -292,16 +293,21 @@ class Sema:
         return self.b.value(ops.Compare, fn=fn, lhs=a, rhs=b)
 
     def unary(self, fn: UnaryFn, x: Any, fp: FloatOptions = PLAIN) -> Value:
-        """fn(x); math functions of integers compute in float32 (and `fp` is checked there)."""
+        """fn(x) by its rule (`kinds.UNARY_RULES`): math functions of integers compute in
+        float32 (and `fp` is checked there)."""
+        rule = UNARY_RULES[fn]
         t = self.to_tile(x)
         d = t.tile.dtype
         if d.is_restricted:
             raise self.type_error(f"{d} is a restricted type: no arithmetic")
-        if fn in _FLOAT_ONLY and not d.is_float:
+        if rule.operand is Operand.FLOAT and not d.is_float:
             raise self.type_error(f"{fn.value} needs a float operand, got {d}")
-        if fn in _MATH and not d.is_float:
+        if rule.operand is Operand.INTEGRAL and not d.is_integral:
+            raise self.type_error(f"{fn.value} needs integer or bool operands, got {d}; "
+                                  f"use bitcast() to operate on float bits")
+        if rule.operand is Operand.MATH and not d.is_float:
             t = self.cast(t, dt.float32)
-        if fn == UnaryFn.NEG and d is dt.bool_:
+        if rule.operand is Operand.SIGNED and d is dt.bool_:
             t = self.cast(t, dt.int32)
         self.check_float_options(fp, t.tile.dtype)
         return self.b.value(ops.Unary, fn=fn, x=t, rounding=fp.rounding, flush_to_zero=fp.flush_to_zero)
@@ -349,10 +355,6 @@ class Sema:
 
 
 _BITWISE = {BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR, BinaryFn.SHL, BinaryFn.SHR}
-_FLOAT_ONLY = {UnaryFn.FLOOR, UnaryFn.CEIL, UnaryFn.ISNAN}
-_MATH = {UnaryFn.EXP, UnaryFn.EXP2, UnaryFn.LOG, UnaryFn.LOG2, UnaryFn.SQRT, UnaryFn.RSQRT,
-         UnaryFn.SIN, UnaryFn.COS, UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH}
-
 
 def describe(x: Any) -> str:
     """Short description of a front-end value for error messages."""

@@ -4,12 +4,16 @@ and which of them take rounding options."""
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 from ..language.enums import RoundingMode
 class UnaryFn(enum.Enum):
-    NEG = "neg"
+    """Elementwise functions of one tile. The value is the name of the public function
+    (`tilecraft.language.ops`) that applies it; `UNARY_RULES` gives its typing rule."""
+
+    NEG = "negative"
     ABS = "abs"
-    NOT = "not"          # bitwise not (logical on bool)
+    NOT = "bitwise_not"  # logical not on bool
     EXP = "exp"
     EXP2 = "exp2"
     LOG = "log"
@@ -24,7 +28,54 @@ class UnaryFn(enum.Enum):
     TANH = "tanh"
     FLOOR = "floor"
     CEIL = "ceil"
-    ISNAN = "isnan"      # -> bool
+    ISNAN = "isnan"
+
+
+class Operand(enum.Enum):
+    """Which operand dtypes a unary function takes, and the dtype it computes in."""
+
+    ANY = "any"            # every arithmetic dtype as is
+    SIGNED = "signed"      # every arithmetic dtype; bool computes in int32
+    INTEGRAL = "integral"  # integers and bool only
+    FLOAT = "float"        # floats only: an integer operand is a type error
+    MATH = "math"          # floats as is; integers and bool compute in float32
+
+
+@dataclass(frozen=True)
+class UnaryRule:
+    """The typing rule of a unary function: its operands, whether it yields bool, and the
+    options its public function accepts (rounding modes; flush_to_zero, float32 only)."""
+
+    operand: Operand
+    bool_result: bool = False
+    rounding: tuple[RoundingMode, ...] = ()
+    flush_to_zero: bool = False
+
+
+_FULL_APPROX = (RoundingMode.FULL, RoundingMode.APPROX)
+UNARY_RULES: dict[UnaryFn, UnaryRule] = {
+    UnaryFn.NEG: UnaryRule(Operand.SIGNED),
+    UnaryFn.ABS: UnaryRule(Operand.ANY),
+    UnaryFn.NOT: UnaryRule(Operand.INTEGRAL),
+    UnaryFn.EXP: UnaryRule(Operand.MATH, rounding=_FULL_APPROX),
+    UnaryFn.EXP2: UnaryRule(Operand.MATH, flush_to_zero=True),
+    UnaryFn.LOG: UnaryRule(Operand.MATH),
+    UnaryFn.LOG2: UnaryRule(Operand.MATH),
+    UnaryFn.SQRT: UnaryRule(Operand.MATH, rounding=(RoundingMode.RN, RoundingMode.RZ, RoundingMode.RM,
+                                                    RoundingMode.RP, RoundingMode.APPROX), flush_to_zero=True),
+    UnaryFn.RSQRT: UnaryRule(Operand.MATH, flush_to_zero=True),
+    UnaryFn.SIN: UnaryRule(Operand.MATH),
+    UnaryFn.COS: UnaryRule(Operand.MATH),
+    UnaryFn.TAN: UnaryRule(Operand.MATH),
+    UnaryFn.SINH: UnaryRule(Operand.MATH),
+    UnaryFn.COSH: UnaryRule(Operand.MATH),
+    UnaryFn.TANH: UnaryRule(Operand.MATH, rounding=_FULL_APPROX),
+    UnaryFn.FLOOR: UnaryRule(Operand.FLOAT),
+    UnaryFn.CEIL: UnaryRule(Operand.FLOAT),
+    UnaryFn.ISNAN: UnaryRule(Operand.FLOAT, bool_result=True),
+}
+if set(UNARY_RULES) != set(UnaryFn):
+    raise ImportError(f"unary functions without a rule: {sorted(f.name for f in set(UnaryFn) - set(UNARY_RULES))}")
 
 
 class BinaryFn(enum.Enum):
@@ -87,6 +138,3 @@ DIRECTED = (RoundingMode.RN, RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP)
 
 ROUNDED_BINARY = {BinaryFn.ADD, BinaryFn.SUB, BinaryFn.MUL, BinaryFn.TRUEDIV}
 """Binary functions that take a rounding mode (and flush_to_zero)."""
-
-ROUNDED_UNARY = {UnaryFn.SQRT}
-"""Unary functions that take a directed rounding mode (APPROX/FULL: see `check` of Unary)."""

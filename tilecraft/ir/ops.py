@@ -22,7 +22,8 @@ from .checks import (arg_types, array_type, check_axis, check_element_access, ch
                      check_memory_order, check_permutation, check_pow2, check_same_shapes, check_scalar, tile_type,
                      yield_types)
 from .core import Block, Op, Value, declared, need, op
-from .kinds import DIRECTED, ROUNDED_BINARY, AtomicFn, BinaryFn, CompareFn, ReduceFn, ScanFn, UnaryFn
+from .kinds import (DIRECTED, ROUNDED_BINARY, UNARY_RULES, AtomicFn, BinaryFn, CompareFn, Operand, ReduceFn, ScanFn,
+                    UnaryFn)
 from .types import ListType, TileType
 
 
@@ -460,8 +461,8 @@ def _check_rounding(rounding: RoundingMode | None, ftz: bool, dtype: DType, appr
 
 @op
 class Unary(Op):
-    """fn(x) per element. `rounding` (SQRT: RN/RZ/RM/RP/APPROX; EXP, TANH: FULL/APPROX) and
-    `flush_to_zero` (float32: subnormal inputs and results become ±0)."""
+    """fn(x) per element, typed by `kinds.UNARY_RULES[fn]`, which also lists the rounding modes
+    and flush_to_zero (float32: subnormal inputs and results become ±0) each fn accepts."""
 
     fn: UnaryFn
     x: Value
@@ -470,18 +471,19 @@ class Unary(Op):
 
     def result_types(self):
         t = tile_type(self.x, "x")
-        return (t.with_dtype(dt.bool_) if self.fn is UnaryFn.ISNAN else t,)
+        return (t.with_dtype(dt.bool_) if UNARY_RULES[self.fn].bool_result else t,)
 
     def check(self):
-        d = self.x.tile.dtype
+        rule, d = UNARY_RULES[self.fn], self.x.tile.dtype
+        need(not d.is_restricted, f"{self.fn.value} of {d}")
+        need(rule.operand is not Operand.FLOAT or d.is_float, f"{self.fn.value} needs a float operand, got {d}")
+        need(rule.operand is not Operand.MATH or d.is_float, f"{self.fn.value} computes in a float dtype, got {d}")
+        need(rule.operand is not Operand.INTEGRAL or d.is_integral, f"{self.fn.value} needs ints or bool, got {d}")
         if self.rounding is not None:
-            approx = {UnaryFn.SQRT: DIRECTED + (RoundingMode.APPROX,),
-                      UnaryFn.EXP: (RoundingMode.FULL, RoundingMode.APPROX),
-                      UnaryFn.TANH: (RoundingMode.FULL, RoundingMode.APPROX)}.get(self.fn, ())
-            need(self.rounding in approx, f"rounding mode {self.rounding.name} on {self.fn.value}")
+            need(self.rounding in rule.rounding, f"rounding mode {self.rounding.name} on {self.fn.value}")
             _check_rounding(self.rounding, False, d, True)
         if self.flush_to_zero:
-            need(self.fn in (UnaryFn.EXP2, UnaryFn.SQRT, UnaryFn.RSQRT), f"flush_to_zero on {self.fn.value}")
+            need(rule.flush_to_zero, f"flush_to_zero on {self.fn.value}")
             _check_rounding(None, True, d, False)
 
 
@@ -588,6 +590,9 @@ class Scan(Op):
 def _check_combine(xs: tuple[Value, ...], identities: tuple[Any, ...], combine: Block) -> None:
     scalars = tuple(TileType(v.tile.dtype) for v in xs)
     need(len(identities) == len(xs), "one identity per operand")
+    for v, ident in zip(xs, identities):
+        need(not (v.tile.dtype.is_integral and isinstance(ident, float)),
+             f"a float identity {ident!r} for a {v.tile.dtype} operand")
     need(arg_types(combine) == scalars + scalars, "the combine block takes 2N scalars of the operand dtypes")
     need(yield_types(combine, Yield) == scalars, "the combine block yields N scalars of the operand dtypes")
     check_same_shapes(*xs)

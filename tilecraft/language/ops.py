@@ -489,3 +489,6 @@ def function(fn=None, /, *, host: bool = False, tile: bool = True):
 
 STUBS: tuple[Any, ...] = tuple(_STUBS)
 """Every public tile operation, for the front end's registry and the coverage test."""
+
+__all__ = sorted(["cdiv", "function", *(s.__name__ for s in STUBS)])
+"""The public names of this module (tilecraft re-exports them all)."""
