@@ -3,9 +3,9 @@
 Write `import tilecraft as ct` where cuTile code says `import cuda.tile as ct`.
 """
 
-from .errors import (TileArgumentError, TileCompilerExecutionError, TileCompilerTimeoutError, TileError, TileInternalError,
-                     TileRecursionError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError,
-                     TileTypeError, TileUnsupportedFeatureError, TileValueError)
+from .errors import (TileArgumentError, TileAssertionError, TileCompilerExecutionError, TileCompilerTimeoutError,
+                     TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
+                     TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .language.annotations import (ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
                                    ScalarAnnotation, ScalarInt64)
 from .language.dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
@@ -20,7 +20,8 @@ from .version import __version__
 
 
 __all__ = [
-    "TileArgumentError", "TileCompilerExecutionError", "TileCompilerTimeoutError", "TileError", "TileInternalError",
+    "TileArgumentError", "TileAssertionError", "TileCompilerExecutionError", "TileCompilerTimeoutError", "TileError",
+    "TileInternalError",
     "TileRecursionError", "TileStaticAssertionError", "TileStaticEvalError", "TileSyntaxError", "TileTypeError",
     "TileUnsupportedFeatureError", "TileValueError",
     "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ScalarAnnotation", "ScalarInt64",

@@ -88,6 +88,12 @@ class TileStaticAssertionError(TileError):
     """`ct.static_assert` or `ct.ensure_constant` failed."""
 
 
+class TileAssertionError(TileError, AssertionError):
+    """A `ct.assert_` failed while the kernel ran (also an AssertionError). `loc` is the assert in
+    the kernel source. On the GPU (a device-side assert) the CUDA context of the process is lost
+    with it: see docs/testing.md."""
+
+
 class TileInternalError(TileError):
     """A bug in tilecraft: please report it with the kernel."""
 

@@ -10,10 +10,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...errors import TileAssertionError
 from ...ir import ops
 from ...language.dtypes import DType
 from .numerics import is_floating
-from .registry import Compiler, Env, Runner, Terminator, rule
+from .registry import BID_SLOT, Compiler, Env, Runner, Terminator, rule
 
 
 def _values(slots: tuple[int, ...]) -> Terminator:
@@ -141,12 +142,15 @@ def _print(op: ops.Print, c: Compiler) -> Runner:
 
 @rule(ops.Assert)
 def _assert(op: ops.Assert, c: Compiler) -> Runner:
+    """A failed assert raises TileAssertionError at the assert's location (the launch adds a
+    note naming the kernel and block). Blocks run in order, x fastest: the ones before the
+    failing block finished, its own ops before the assert ran, later blocks did not run."""
     cond = c.slot(op.cond)
-    text = op.message or "Assertion failed"
-    if op.loc is not None:
-        text = f"{text}\n{op.loc.render()}"
+    text = f"Assertion failed: {op.message}" if op.message else "Assertion failed"
+    loc = op.loc
 
     def run(env: Env) -> None:
         if not np.all(env[cond]):
-            raise AssertionError(text)
+            bid = tuple(int(env[BID_SLOT + i]) for i in range(3))
+            raise TileAssertionError(f"{text} (block {bid})", loc)
     return run

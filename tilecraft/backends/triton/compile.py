@@ -1,7 +1,11 @@
 """From generated source to a launchable kernel: write, import, wrap, launch, report errors.
 
-The source goes to `<cache>/triton-src/<kernel>_<hash>.py` (written atomically) and is imported
-as its own module once per mode. Its `@triton.jit` functions are re-wrapped for the mode asked
+The source goes to `<cache>/triton-src/<kernel>_<hash>.py` (written atomically), followed by a
+last line `# tilecraft-checksum: <sha256 of file name and content>` (last, so the generated line
+numbers stay those of `LoweredKernel.source`). Before a file is used its whole text must equal
+what this process generated, checksum included: an edited, truncated, garbage or empty file is
+rewritten from the fresh source with a one-line RuntimeWarning, never run. The module is
+executed from that checked text (not through the import system's bytecode cache), once per mode. Its `@triton.jit` functions are re-wrapped for the mode asked
 for, whatever `TRITON_INTERPRET` says: `JITFunction` for the GPU, `InterpretedFunction` for
 Triton's CPU interpreter, so both can live in one process. Launching only flattens the
 arguments (arrays to pointer, shapes, strides) and calls the Triton function's `run`.
@@ -12,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import linecache
 import os
 import re
 import sys
 import tempfile
 import threading
 import traceback
+import warnings
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
@@ -33,7 +39,7 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from ... import knobs
-from ...errors import Location, TileCompilerExecutionError
+from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import interpret_workarounds as workarounds
 from .lower import LoweredKernel
 
@@ -57,16 +63,71 @@ def source_dir() -> Path:
     return path
 
 
-def write_source(name: str, source: str) -> Path:
-    """Write `source` under a name derived from its hash (temp file + rename: readers never see
-    a partial file); an existing file of that name already holds the same text."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
-    path = source_dir() / f"{name}_{digest}.py"
-    if not path.exists():
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
+SOURCE_FORMAT = "tilecraft-triton-src-2"  # in every file name's hash: older files are never read
+CHECKSUM_PREFIX = "# tilecraft-checksum: "
+
+
+def _checksum(stem: str, content: str) -> str:
+    """SHA-256 of a source file's full key (its name: kernel and content hash) and content."""
+    return hashlib.sha256(stem.encode() + b"\0" + content.encode()).hexdigest()
+
+
+def source_file(name: str, source: str) -> tuple[str, str]:
+    """(file stem, full file text) of generated `source` for kernel `name`."""
+    content = source if source.endswith("\n") else source + "\n"
+    digest = hashlib.sha256(f"{SOURCE_FORMAT}\0{content}".encode()).hexdigest()[:32]
+    stem = f"{name}_{digest}"
+    return stem, f"{content}{CHECKSUM_PREFIX}{_checksum(stem, content)}\n"
+
+
+def source_intact(path: Path) -> bool:
+    """Whether the generated source file at `path` matches the checksum on its last line (for
+    tools that check the cache without regenerating; loading compares the whole text)."""
+    try:
+        text = path.read_bytes().decode()
+    except (OSError, UnicodeDecodeError):
+        return False
+    content, _, last = text.removesuffix("\n").rpartition("\n")
+    content += "\n"
+    digest = hashlib.sha256(f"{SOURCE_FORMAT}\0{content}".encode()).hexdigest()[:32]
+    return (last.startswith(CHECKSUM_PREFIX) and text.endswith("\n") and path.stem.endswith(f"_{digest}")
+            and last[len(CHECKSUM_PREFIX):] == _checksum(path.stem, content))
+
+
+def _write(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (temporary file + rename: readers never see a partial
+    file, and concurrent writers of one name write the same text)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
         os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_source(name: str, source: str) -> Path:
+    """The file holding `source` (see `source_file`), written if missing; an existing file whose
+    text differs in any byte (edited, truncated, garbage, empty) is damaged: it is rewritten from
+    `source` with a one-line RuntimeWarning, so it never runs."""
+    stem, text = source_file(name, source)
+    path = source_dir() / f"{stem}.py"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raw = None
+    except OSError as exc:  # unreadable: replace it like a damaged one
+        raw = str(exc).encode()
+    expected = text.encode()
+    if raw is not None and raw != expected:
+        why = "empty" if not raw else "truncated" if expected.startswith(raw) else "checksum mismatch"
+        warnings.warn(f"tilecraft: discarding damaged cache entry {path} ({why}); writing it again from the "
+                      f"generated source", RuntimeWarning, stacklevel=2)
+    if raw != expected:
+        with contextlib.suppress(OSError):  # not writable: the checked text still runs (see _load)
+            _write(path, text)
     return path
 
 
@@ -77,9 +138,14 @@ def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
         module = _modules.get(key)
         if module is None:
             modname = f"tilecraft_triton_{path.stem}_{'interp' if interpret else 'gpu'}"
+            _, text = source_file(lowered.name, lowered.source)
             spec = importlib.util.spec_from_file_location(modname, path)
             module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            # Run the text checked by `write_source`, not whatever is on disk by now nor a cached
+            # .pyc; Triton reads function sources through linecache, so it sees that text too
+            # (an entry without mtime is never re-read from disk by linecache.checkcache).
+            linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
+            exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
             wrap = InterpretedFunction if interpret else JITFunction
             for name in lowered.helpers:
                 setattr(module, name, wrap(getattr(module, name).fn))
@@ -256,6 +322,8 @@ class TritonKernel:
                 return
             if self._descriptors:
                 _ensure_allocator()
+            if self.lowered.asserts:
+                return self._launch_checked(grid, flat, stream)
             if stream is None or _stream_handle(stream) == _current_stream():
                 self._fn.run(*flat, grid=grid, warmup=False, **self._options)
             else:
@@ -263,6 +331,56 @@ class TritonKernel:
                     self._fn.run(*flat, grid=grid, warmup=False, **self._options)
         except (CompilationError, InterpreterError, OutOfResources) as exc:
             raise self._translate(exc) from exc
+
+    def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any) -> None:
+        """A GPU launch of a kernel with `ct.assert_`: its stream is synchronized before the launch
+        (errors of earlier work surface as they are, not blamed on this kernel) and after it, so
+        a failed device-side assert raises TileAssertionError here, at the launch, rather than
+        a bare CUDA error at some later call. Not while the stream is captured into a CUDA graph
+        (nothing may synchronize then: a failed assert surfaces later as a plain CUDA error).
+
+        A device-side assert traps: CUDA reports `cudaErrorAssert`, a sticky error that leaves
+        the process's CUDA context unusable (all its allocations are lost; every later CUDA call
+        fails; NVIDIA: the process must be terminated and relaunched). No API restores it in the
+        process, so the error says so; blocks that finished before the trap may have stored
+        their results, but the memory can no longer be read (see docs/testing.md)."""
+        with contextlib.nullcontext() if stream is None else _stream_context(stream):
+            current = torch.cuda.current_stream()
+            capturing = torch.cuda.is_current_stream_capturing()
+            if not capturing:
+                try:
+                    current.synchronize()
+                except RuntimeError as exc:
+                    exc.add_note(f"(raised before kernel `{self.lowered.name}` was launched: earlier work "
+                                 f"on the GPU failed)")
+                    raise
+            self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+            if capturing:
+                return
+            try:
+                current.synchronize()
+            except RuntimeError as exc:
+                if "device-side assert" not in str(exc):
+                    raise
+                raise self._device_assert_error() from exc
+
+    def _device_assert_error(self) -> TileAssertionError:
+        """The error of a failed device-side assert of this kernel (which one of several the
+        device printed on the process's output, with the block and thread)."""
+        asserts = self.lowered.asserts
+        distinct = {m for m, _ in asserts}
+        if len(asserts) == 1 or len(distinct) == 1 and not distinct - {""}:
+            message, loc = asserts[0]
+            text = f"Device-side assertion failed in kernel `{self.lowered.name}`" + (f": {message}" if message else "")
+        else:
+            listed = "; ".join(f"{m or 'Assertion failed'!r} at {l or '?'}" for m, l in asserts)
+            text = (f"Device-side assertion failed in kernel `{self.lowered.name}`, one of its {len(asserts)} "
+                    f"asserts (the device printed which): {listed}")
+            loc = self.lowered.loc
+        error = TileAssertionError(text, loc)
+        error.add_note("The CUDA context of this process is now unusable (a device-side assert is a sticky CUDA "
+                       "error: every later CUDA call fails); restart the process. The launch's outputs are undefined.")
+        return error
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """A launcher for every later call whose arguments match `args` in dtype, device, shape,
@@ -325,8 +443,12 @@ class TritonKernel:
         cause = exc.__cause__ if isinstance(exc, InterpreterError) and exc.__cause__ else exc
         where = f"{self.path}:{line}" if line else str(self.path)
         if isinstance(cause, AssertionError):
-            return AssertionError(f"Device assertion failed in kernel `{self.lowered.name}` "
-                                  f"({where}): {cause}" + (f"\n{loc.render()}" if loc else ""))
+            message = str(cause)
+            if loc is None:  # the assert with this message, or the only one
+                found = [a for a in self.lowered.asserts if a[0] == message] or list(self.lowered.asserts[:1])
+                loc = found[0][1] if len(found) == 1 else None
+            return TileAssertionError(f"Assertion failed in kernel `{self.lowered.name}` ({where})"
+                                      + (f": {message}" if message else ""), loc or self.lowered.loc)
         message = (f"Triton rejected the code generated for kernel `{self.lowered.name}` "
                    f"({where}):\n{type(cause).__name__}: {cause}")
         return TileCompilerExecutionError(message, loc or self.lowered.loc)

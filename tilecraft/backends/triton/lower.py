@@ -46,6 +46,7 @@ class LoweredKernel:
     has_assert: bool
     loc: Location | None
     grid_params: tuple[str, ...] = ()  # grid-loop kernels: the parameters taking the grid's sizes
+    asserts: tuple[tuple[str, Location | None], ...] = ()  # (message, location) of each ct.assert_
 
     @property
     def grid_loop(self) -> bool:
@@ -148,10 +149,11 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     line_locs = {first + i: loc for i, loc in w.line_locs.items()}
     nargs = len(fn.params)
     flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
-    has_assert = any(isinstance(op, ops.Assert) for op in fn.walk())
+    asserts = tuple((op.message or "", op.loc) for op in fn.walk() if isinstance(op, ops.Assert))
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
-                         bool(plan.descriptor_of), has_assert, fn.loc, w.grid_loop.sizes if w.grid_loop else ())
+                         bool(plan.descriptor_of), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
+                         asserts)
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
