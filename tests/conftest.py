@@ -245,7 +245,8 @@ def generated_sources(dev: Device) -> str:
     for kernel in dev.launched:
         for key, variant in getattr(kernel, "variants", {}).items():
             source = getattr(variant.compiled, "source", None)
-            if source and getattr(key, "backend", None) is not None and key.backend.value == dev.name:
+            backend = getattr(key, "backend", None)
+            if source and getattr(backend, "value", backend) == dev.name:  # a registered name (or enum)
                 out.append(source)
     return "\n".join(out)
 

@@ -135,7 +135,7 @@ def test_sub_kind_tables_are_exactly_the_six_families() -> None:
 
 def test_gaps_are_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     """A table lacking members fails at import, naming them; a missing rule is listed."""
-    with pytest.raises(ImportError, match="ScanFn lacks \\['CUMPROD'\\]"):
+    with pytest.raises(ImportError, match="ScanFn CUMPROD"):
         kind_table(ScanFn, {ScanFn.CUMSUM: np.cumsum})
     monkeypatch.delitem(RULES, ops.Mma)
     assert missing_rules() == [ops.Mma]

@@ -13,6 +13,7 @@ shape.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ..language import dtypes as dt
@@ -49,59 +50,52 @@ class Const(Op):
             need(isinstance(self.value, float), "a float constant holds a float")
 
 
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _GridQuery(Op):
+    """A grid property along axis 0, 1 or 2 (int32); not an op itself."""
+
+    axis: int
+
+    def result_types(self):
+        return (TileType(dt.int32),)
+
+    def check(self):
+        check_axis(self.axis, 3)
+
+
 @op
-class Bid(Op):
+class Bid(_GridQuery):
     """This block's index along grid axis 0, 1 or 2 (int32)."""
 
-    axis: int
-
-    def result_types(self):
-        return (TileType(dt.int32),)
-
-    def check(self):
-        check_axis(self.axis, 3)
-
 
 @op
-class NumBlocks(Op):
+class NumBlocks(_GridQuery):
     """The grid's size along axis 0, 1 or 2 (int32)."""
-
-    axis: int
-
-    def result_types(self):
-        return (TileType(dt.int32),)
-
-    def check(self):
-        check_axis(self.axis, 3)
 
 
 # ---- arrays ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False, kw_only=True)
+class _ArrayQuery(Op):
+    """A run-time property of `array` along `axis`, in the array's index type; not an op itself."""
+
+    array: Value
+    axis: int
+
+    def result_types(self):
+        return (TileType(array_type(self.array).index_dtype),)
+
+    def check(self):
+        check_axis(self.axis, array_type(self.array).ndim)
+
+
 @op
-class ArrayShape(Op):
+class ArrayShape(_ArrayQuery):
     """`array.shape[axis]` at run time, in the array's index type."""
 
-    array: Value
-    axis: int
-
-    def result_types(self):
-        return (TileType(array_type(self.array).index_dtype),)
-
-    def check(self):
-        check_axis(self.axis, array_type(self.array).ndim)
-
 
 @op
-class ArrayStride(Op):
+class ArrayStride(_ArrayQuery):
     """`array.strides[axis]` (in elements) at run time, in the array's index type."""
-
-    array: Value
-    axis: int
-
-    def result_types(self):
-        return (TileType(array_type(self.array).index_dtype),)
-
-    def check(self):
-        check_axis(self.axis, array_type(self.array).ndim)
 
 
 @op
@@ -250,6 +244,16 @@ class Scatter(Op):
 _ATOMIC_ORDERS = (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL)
 
 
+def _check_atomic(op: "AtomicRMW | AtomicCAS", values: tuple[Value, ...]) -> None:
+    """Invariants shared by the atomics: element access, operands of the array dtype, ordering."""
+    arr = array_type(op.array)
+    check_element_access(arr, op.index, (*values, op.mask))
+    need(all(v.tile.dtype is arr.dtype for v in values), "atomic operands have the array dtype")
+    check_mask(op.mask)
+    need(op.memory_order in _ATOMIC_ORDERS, f"memory_order {op.memory_order.name} on an atomic")
+    need(op.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
+
+
 @op
 class AtomicRMW(Op):
     """Per lane, atomically array[idx] = fn(array[idx], value); returns the old values (lanes
@@ -271,12 +275,7 @@ class AtomicRMW(Op):
         return (self.value.type,)
 
     def check(self):
-        arr = array_type(self.array)
-        check_element_access(arr, self.index, (self.value, self.mask))
-        need(self.value.tile.dtype is arr.dtype, "the update has the array dtype")
-        check_mask(self.mask)
-        need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
-        need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
+        _check_atomic(self, (self.value,))
 
 
 @op
@@ -299,13 +298,7 @@ class AtomicCAS(Op):
         return (self.expected.type,)
 
     def check(self):
-        arr = array_type(self.array)
-        check_element_access(arr, self.index, (self.expected, self.desired, self.mask))
-        need(self.expected.tile.dtype is arr.dtype and self.desired.tile.dtype is arr.dtype,
-             "expected and desired have the array dtype")
-        check_mask(self.mask)
-        need(self.memory_order in _ATOMIC_ORDERS, f"memory_order {self.memory_order.name} on an atomic")
-        need(self.memory_scope is not MemoryScope.NONE, "an atomic needs a memory scope")
+        _check_atomic(self, (self.expected, self.desired))
 
 
 # ---- tile construction, conversion and shape ----------------------------------------------------------

@@ -13,10 +13,10 @@ Slots 0..2 hold the block index (x, y, z) and slots 3..5 the grid extents, as in
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Sequence
 
 from ...ir import OP_CLASSES, Block, Op, Value
+from ..tables import KindTables
 
 Env = list
 Runner = Callable[[Env], None]
@@ -24,13 +24,11 @@ Terminator = Callable[[Env], Any]
 Rule = Callable[[Any, "Compiler"], Callable[[Env], Any]]
 
 RULES: dict[type[Op], Rule] = {}
-KIND_TABLES: dict[type[enum.Enum], Mapping[Any, Any]] = {}
+kind_table = KindTables("interpreter")
+KIND_TABLES = kind_table.tables
 BID_SLOT = 0
 NUM_BLOCKS_SLOT = 3
 _RESERVED_SLOTS = 6
-
-K = TypeVar("K", bound=enum.Enum)
-T = TypeVar("T")
 
 
 def rule(cls: type[Op]) -> Callable[[Rule], Rule]:
@@ -45,17 +43,6 @@ def rule(cls: type[Op]) -> Callable[[Rule], Rule]:
 def missing_rules() -> list[type[Op]]:
     """Op classes without a rule (must be empty once every rule module is imported)."""
     return [cls for cls in OP_CLASSES if cls not in RULES]
-
-
-def kind_table(kinds: type[K], table: dict[K, T]) -> dict[K, T]:
-    """Record `table` as the interpreter's table for the sub-kind enum `kinds`; raise ImportError
-    naming the members it lacks."""
-    missing = [k.name for k in kinds if k not in table]
-    if missing:
-        raise ImportError(f"interpreter table for {kinds.__name__} lacks {missing}")
-    assert kinds not in KIND_TABLES, f"duplicate interpreter table for {kinds.__name__}"
-    KIND_TABLES[kinds] = table
-    return table
 
 
 class Compiler:

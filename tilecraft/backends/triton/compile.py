@@ -368,12 +368,11 @@ class TritonKernel:
         """The error of a failed device-side assert of this kernel (which one of several the
         device printed on the process's output, with the block and thread)."""
         asserts = self.lowered.asserts
-        distinct = {m for m, _ in asserts}
-        if len(asserts) == 1 or len(distinct) == 1 and not distinct - {""}:
+        if len(asserts) == 1:
             message, loc = asserts[0]
             text = f"Device-side assertion failed in kernel `{self.lowered.name}`" + (f": {message}" if message else "")
         else:
-            listed = "; ".join(f"{m or 'Assertion failed'!r} at {l or '?'}" for m, l in asserts)
+            listed = "; ".join(f"{m or 'Assertion failed'!r} at {at or '?'}" for m, at in asserts)
             text = (f"Device-side assertion failed in kernel `{self.lowered.name}`, one of its {len(asserts)} "
                     f"asserts (the device printed which): {listed}")
             loc = self.lowered.loc

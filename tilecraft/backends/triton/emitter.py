@@ -15,13 +15,12 @@ is imported (`covers`), so a new member cannot reach code generation unhandled.
 
 from __future__ import annotations
 
-import enum
 import keyword
 import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from ...errors import Location, TileUnsupportedFeatureError
 from ...ir import Op, Value
@@ -29,6 +28,7 @@ from ...ir.types import TileType
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from . import interpret_workarounds as workarounds
+from ..tables import KindTables
 from .helpers import HELPERS, NEEDS
 from .spelling import is_float, negative_zero, plain_literal_ok, py_literal, tl_dtype
 
@@ -108,20 +108,9 @@ def rule(*classes: type[Op]) -> Callable[[Rule], Rule]:
     return register
 
 
-E = TypeVar("E", bound=enum.Enum)
-KIND_TABLES: dict[type[enum.Enum], Mapping[Any, Any]] = {}
+covers = KindTables("Triton backend")
+KIND_TABLES = covers.tables
 """Sub-kind enum -> the lowering table that handles each of its members (checked by `covers`)."""
-
-
-def covers(kind: type[E], table: Mapping[E, Any]) -> Mapping[E, Any]:
-    """Register `table` as the Triton lowering of every member of `kind`; ImportError naming
-    the members it lacks (checked when the rule's module is imported)."""
-    missing = [member.name for member in kind if member not in table]
-    if missing:
-        raise ImportError(f"the Triton backend has no lowering for {kind.__name__} {', '.join(missing)}")
-    assert kind not in KIND_TABLES, f"two tables for {kind.__name__}"
-    KIND_TABLES[kind] = table
-    return table
 
 
 def _identifier(hint: str) -> str:

@@ -113,6 +113,16 @@ _helper("_tcr_directed", '''(neg, mag, sigma, MODE: tl.constexpr):
     return out_neg, out_mag
 ''')
 
+_helper("_tcr_exact_zero_sign", '''(neg, mag, sigma, a, b, FN: tl.constexpr, MODE: tl.constexpr):
+    """The sign of an exact zero sum (FN 0 add, 1 sub with b negated): -0.0 under RM unless both
+    addends are +0.0, as IEEE says."""
+    if FN <= 1:
+        if MODE == 2:
+            pos_zeros = (tl.cast(a, tl.int64, bitcast=True) == 0) & (tl.cast(b, tl.int64, bitcast=True) == 0)
+            neg = tl.where((mag == 0) & (sigma == 0) & (~pos_zeros), 1, neg)
+    return neg
+''')
+
 _helper("_tcr_canonical_nan", '''(neg, mag, INF: tl.constexpr, NAN: tl.constexpr):
     """Any NaN becomes the canonical quiet NaN (sign 0, magnitude bits NAN)."""
     isnan = mag > INF
@@ -264,10 +274,7 @@ _NARROW_BINARY = '''(x, y, FN: tl.constexpr, MODE: tl.constexpr):
     sigma = tl.where(r64 != v, _tcr_sign(v - r64), sv)
     sigma = tl.where(tl.abs(v) < float("inf"), sigma, 0)
     neg, mag = _tcr_directed(neg, mag, sigma, MODE)
-    if FN <= 1:
-        if MODE == 2:
-            pos_zeros = (tl.cast(a, tl.int64, bitcast=True) == 0) & (tl.cast(b, tl.int64, bitcast=True) == 0)
-            neg = tl.where((mag == 0) & (sigma == 0) & (~pos_zeros), 1, neg)
+    neg = _tcr_exact_zero_sign(neg, mag, sigma, a, b, FN, MODE)
     neg, mag = _tcr_canonical_nan(neg, mag, {inf}, {nan})
     return _tcr_pack_{s}(neg, mag)
 '''
@@ -297,10 +304,7 @@ _F64_BINARY = '''(x, y, FN: tl.constexpr, MODE: tl.constexpr):
     neg, mag = _tcr_sign_mag_f64(v)
     sigma = _tcr_sigma64(a, b, v, FN)
     neg, mag = _tcr_directed(neg, mag, sigma, MODE)
-    if FN <= 1:
-        if MODE == 2:
-            pos_zeros = (tl.cast(a, tl.int64, bitcast=True) == 0) & (tl.cast(b, tl.int64, bitcast=True) == 0)
-            neg = tl.where((mag == 0) & (sigma == 0) & (~pos_zeros), 1, neg)
+    neg = _tcr_exact_zero_sign(neg, mag, sigma, a, b, FN, MODE)
     neg, mag = _tcr_canonical_nan(neg, mag, {inf}, {nan})
     return _tcr_pack_f64(neg, mag)
 '''
@@ -315,7 +319,7 @@ _F64_SQRT = '''(x, MODE: tl.constexpr):
     return _tcr_pack_f64(neg, mag)
 '''
 
-_FINISH = ("_tcr_directed", "_tcr_canonical_nan")
+_FINISH = ("_tcr_directed", "_tcr_canonical_nan", "_tcr_exact_zero_sign")
 
 for _dtype, _s in _SHORT.items():
     _inf, _nan = (hex(v) for v in _SPECIAL[_s])
