@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib.util
-import json
 import os
 import platform
 import statistics
@@ -34,6 +33,7 @@ from tilecraft import knobs
 import tilecraft.library.matmul as library_matmul
 from tilecraft.frontend import compile_kernel
 from tilecraft.runtime.args import describe_args
+from _results import claim  # benchmarks/ is sys.path[0] when this file is run
 
 FRONTEND_BAR_MS = 50.0
 INTERPRETER_BAR_S = 2.0
@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1 or args.warm_runs < 1:
         p.error("--runs and --warm-runs must be at least 1")
     os.environ.setdefault(knobs.CACHE_DIR.name, "off")
-    out = args.out or Path(__file__).parent / "results" / f"compile-time-{datetime.date.today().isoformat()}.json"
+    default = Path(__file__).parent / "results" / f"compile-time-{datetime.date.today().isoformat()}.json"
+    out = claim(args.out or default)
     fp16_args = (np.zeros((512, 768), np.float16), np.zeros((768, 512), np.float16),
                  np.zeros((512, 512), np.float16), 128, 256, 64)
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                     "command": " ".join([sys.executable, *sys.argv])},
            "frontend": frontend, "frontend_bar_ms": FRONTEND_BAR_MS, "frontend_ok": ok_frontend,
            "interpreter": interp, "interpreter_bar_s": INTERPRETER_BAR_S, "interpreter_ok": ok_interp}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1))
+    out.write_json(doc)
     for f in frontend:
         print(f"{f['kernel']:26s} front end {f['frontend_ms']:7.2f} ms (min {f['frontend_min_ms']:.2f}), "
               f"+ passes {f['frontend_passes_ms']:7.2f} ms  median of {f['runs']} fresh compiles")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
 import math
 import os
 import statistics
@@ -49,6 +48,7 @@ import triton
 
 import tilecraft as ct
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
+from _results import claim
 from tilecraft.library import matmul_kernel, persistent_matmul_kernel
 
 ConstInt = ct.Constant[int]
@@ -361,6 +361,9 @@ def select_cases(args: argparse.Namespace) -> list[Case]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     cases = select_cases(args)
+    date = datetime.date.today().isoformat()
+    default = Path(__file__).parent / "results" / f"matmul-{'cpu-smoke-' if args.cpu_smoke else ''}{date}.json"
+    out = claim(args.out or default)
     if args.cpu_smoke and not os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("--cpu-smoke needs TRITON_INTERPRET=1 set before triton is imported")
     if not args.cpu_smoke and not torch.cuda.is_available():
@@ -369,9 +372,6 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.cpu_smoke else "cuda")
     sms = SMOKE_SMS if args.cpu_smoke else torch.cuda.get_device_properties(device).multi_processor_count
     timer = None if args.cpu_smoke else CudaTimer(args.min_runs, args.rep_ms, args.warmup_ms, args.cap_s)
-    date = datetime.date.today().isoformat()
-    out = args.out or Path(__file__).parent / "results" / f"matmul-{'cpu-smoke-' if args.cpu_smoke else ''}{date}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     doc: dict[str, Any] = {"meta": meta(args, device, sms), "matmul": [], "skipped": [], "launch_overhead": []}
     print(f"{doc['meta']['device']}  torch {torch.__version__}  triton {triton.__version__}  "
           f"tilecraft backend {doc['meta']['tilecraft_backend']}", flush=True)
@@ -383,12 +383,12 @@ def main(argv: list[str] | None = None) -> int:
         records = measure_case(case, device, timer, sms, args.seed + i)
         doc["matmul"] += records
         print_table(records, header=i == 0)
-        out.write_text(json.dumps(doc, indent=1))
+        out.write_json(doc)
         if device.type == "cuda":
             torch.cuda.empty_cache()
     launches, rounds, warmup = (3, 1, 1) if args.cpu_smoke else (args.launches, 5, 200)
     doc["launch_overhead"] = launch_overhead(device, launches, rounds, warmup)
-    out.write_text(json.dumps(doc, indent=1))
+    out.write_json(doc)
 
     print(f"\n== matmul ({'CPU smoke: correctness only' if args.cpu_smoke else doc['meta']['device']}) ==")
     print_table(doc["matmul"])

@@ -11,7 +11,6 @@ benchmarks/matmul.py (median of CUDA events, L2 flushed, implementations interle
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -19,6 +18,7 @@ from typing import Any, Callable
 import torch
 
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
+from _results import claim
 from matmul import CudaTimer, meta, relative_error
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--cap-s", type=float, default=5.0)
     args = p.parse_args(argv)
+    out = claim(args.out)
     timer = CudaTimer(args.min_runs, args.rep_ms, args.warmup_ms, args.cap_s)
     doc: dict[str, Any] = {"meta": meta(args, torch.device("cuda"), 0), "rows": []}
     for kind in args.kinds.split(","):
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{kind:9s} {rec['case']:17s} {name:10s} {t['ms'] * 1e3:8.1f} us {rec['gbps']:7.0f} GB/s  "
                       f"x torch {rec['x_torch']:5.2f}  x triton {rec.get('x_triton', float('nan')):5.2f}  "
                       f"relerr {rec['relerr']:.1e}", flush=True)
-            args.out.write_text(json.dumps(doc, indent=1))
+            out.write_json(doc)
     return 0
 
 

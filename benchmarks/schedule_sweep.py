@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Callable
 import torch
 
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
+from _results import claim
 from matmul import CASES, TOLERANCE, Case, CudaTimer, meta, relative_error, tiles_for
 from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind
@@ -121,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cap-s", type=float, default=5.0)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    out = claim(args.out)
     torch.backends.cuda.matmul.allow_tf32 = True
     known = {c.key: c for c in CASES}
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -129,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                            "sweep": []}
     for key in args.cases.split(","):
         doc["sweep"] += sweep_case(known[key], timer, sms, args.variants.split(","))
-        args.out.write_text(json.dumps(doc, indent=1))
+        out.write_json(doc)
     return 0
 
 

@@ -274,7 +274,7 @@ copy_kernel = ct.kernel(copy_kernel_fn)
     ((), ValueError, "grid is empty"),
     ((1, 1, 1, 1), ValueError, "at most 3"),
     ([1], TypeError, "grid must be a tuple"),
-    ((-1,), TypeError, "non-negative"),
+    ((-1,), ValueError, "is negative"),
     ((2**24,), ValueError, "24-bit limit"),
 ])
 def test_bad_grid_writes_nothing(grid, exc, match):

@@ -202,3 +202,17 @@ def test_damaged_entries_are_rebuilt_with_a_warning(cache_dir, damage):
     with pytest.warns(RuntimeWarning, match="discarding damaged cache entry"):
         run(ct.kernel(scale_fn), 3)
     run(ct.kernel(scale_fn), 3)  # rebuilt: loads cleanly now
+
+
+def test_same_kernel_text_in_two_files_of_one_process_reports_each_file(tmp_path):
+    import importlib.util
+    body = "import tilecraft as ct\n\ndef k(a):\n    ct.store(a, index=(0,), tile=ct.load(a, index=(0,), shape=(3,)))\n"
+    for name in ("one_file", "other_file"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(body)
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        with pytest.raises(ct.TileError) as info:
+            ct.launch(None, (1,), ct.kernel(mod.k), (np.zeros(4, np.float32),))
+        assert f"{name}.py" in str(info.value)

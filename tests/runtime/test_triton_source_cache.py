@@ -4,6 +4,7 @@ truncated, garbage, empty) is rewritten with a one-line warning and never runs."
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -97,9 +98,9 @@ def test_damaged_source_is_rewritten_with_a_warning(dev, cache_dir, monkeypatch,
 
 
 def test_edited_source_does_not_run_in_a_new_process(cache_dir, tmp_path):
+    """This process writes the file, it is edited, a new process launches the same kernel."""
     script = tmp_path / "affine.py"
     script.write_text(textwrap.dedent("""
-        import numpy as np
         import torch
         import tilecraft as ct
 
@@ -108,21 +109,23 @@ def test_edited_source_does_not_run_in_a_new_process(cache_dir, tmp_path):
             i = ct.bid(0)
             ct.store(b, index=(i,), tile=ct.load(a, index=(i,), shape=(8,)) * 3.0 + 1.0)
 
-        a = torch.arange(16, dtype=torch.float32)
-        b = torch.full((16,), float("nan"))
-        ct.launch(None, (2,), affine, (a, b), backend="triton-interpret")
-        print("result", b.tolist() == (a * 3 + 1).tolist())
+        def main():
+            a = torch.arange(16, dtype=torch.float32)
+            b = torch.full((16,), float("nan"))
+            ct.launch(None, (2,), affine, (a, b), backend="triton-interpret")
+            return b.tolist() == (a * 3 + 1).tolist()
+
+        if __name__ == "__main__":
+            print("result", main())
     """))
-
-    def child() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "TILECRAFT_CACHE_DIR": str(cache_dir)})
-
-    first = child()
-    assert "result True" in first.stdout and "damaged" not in first.stderr, first.stdout + first.stderr
+    spec = importlib.util.spec_from_file_location("affine_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main()
     (path,) = (cache_dir / "triton-src").glob("affine_*.py")
     damage(path, "edit")
-    second = child()
-    assert "result True" in second.stdout, second.stdout + second.stderr
-    assert "RuntimeWarning: tilecraft: discarding damaged cache entry" in second.stderr, second.stderr
+    child = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "TILECRAFT_CACHE_DIR": str(cache_dir)})
+    assert "result True" in child.stdout, child.stdout + child.stderr
+    assert "RuntimeWarning: tilecraft: discarding damaged cache entry" in child.stderr, child.stderr
     assert triton_compile.source_intact(path)

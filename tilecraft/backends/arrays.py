@@ -24,9 +24,14 @@ def as_numpy(x: Any) -> np.ndarray:
 
 
 def as_torch(x: Any) -> Any:
-    """`x` (a NumPy array or a torch tensor) as a torch tensor sharing its memory."""
+    """`x` (a NumPy array or a torch tensor) as a torch tensor sharing its memory; ValueError
+    for negative strides, which torch cannot express."""
     if not isinstance(x, np.ndarray):
         return x
+    if any(s < 0 for s in x.strides):
+        raise ValueError(f"a NumPy array with negative strides {x.strides} has no torch view (torch tensors cannot "
+                         f"have negative strides); pass np.ascontiguousarray(...) of it, or use the interpreter "
+                         f"backend, which takes it as is")
     import torch
     d = dt.to_dtype(x.dtype)
     if d is dt.bfloat16:

@@ -6,6 +6,9 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
+INDEX32_LIMIT = 2**31
+"""Sizes, strides and element offsets below this fit int32 (`needs_index64`)."""
+
 from ..ir import Function
 
 
@@ -24,13 +27,16 @@ class ArrayFacts:
 
     aligned16: base pointer is 16-byte aligned. unit_last: last stride is 1.
     strides16: every other stride times the item size is a multiple of 16 bytes.
-    index64: the array has 2**31 or more elements (offsets must be 64-bit).
+    index64: offsets must be 64-bit (`needs_index64`: a size or stride, or the largest element
+      offset the array reaches, is 2**31 or more; the element count does not matter).
     contiguous: the array is dense row-major (no gaps between rows: strides follow the shape).
     divisible16: every dim size and every stride but the last is a multiple of 16 elements, so
       masked pointer accesses vectorize fully (Triton specializes those integers itself).
-    dim_pow2: per dim, the largest power of two in 16..256 dividing its size (1 if none). Along
-      a dim that a tile's extent divides, a tile is either inside the array or entirely outside,
-      which cuTile leaves undefined: such tiles need no bounds mask on that dim.
+    dim_pow2: per dim, the largest power of two in 16..256 dividing its size (1 if none; 0 for
+      a dim of size 0, which no tile divides). Along a dim that a tile's extent divides, a tile
+      is either inside the array or entirely outside, which cuTile leaves undefined: such tiles
+      need no per-lane bounds mask on that dim.
+    empty: the array has no elements (no tensor descriptor can describe it).
     """
 
     aligned16: bool
@@ -40,15 +46,19 @@ class ArrayFacts:
     contiguous: bool = False
     divisible16: bool = False
     dim_pow2: tuple[int, ...] = ()
+    empty: bool = False
 
     def tiles_evenly(self, axis: int, extent: int) -> bool:
-        """Whether tiles of `extent` elements along `axis` never straddle the array's end."""
-        return axis < len(self.dim_pow2) and self.dim_pow2[axis] % extent == 0
+        """Whether tiles of `extent` elements along `axis` never straddle the array's end
+        (never along a dim of size 0: a tile there is all padding, so every lane is masked)."""
+        return axis < len(self.dim_pow2) and self.dim_pow2[axis] > 0 and self.dim_pow2[axis] % extent == 0
 
     @property
     def tma_ok(self) -> bool:
-        """Whether a tensor descriptor (TMA) may address this array."""
-        return self.aligned16 and self.unit_last and self.strides16
+        """Whether a tensor descriptor (TMA) may address this array: not an empty one (a
+        descriptor's dims must be at least 1), nor one needing 64-bit offsets (descriptor
+        coordinates are int32)."""
+        return self.aligned16 and self.unit_last and self.strides16 and not self.empty and not self.index64
 
     @property
     def tma_store_ok(self) -> bool:
@@ -56,6 +66,23 @@ class ArrayFacts:
         descriptor store into a view with gaps after its last dim wrote its padding lanes into
         the gap, so stores use descriptors only on dense arrays."""
         return self.tma_ok and self.contiguous
+
+
+def needs_index64(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether an array of `shape` and `strides` (in elements) needs 64-bit shapes, strides and
+    offsets: when a size or a stride does not fit int32 (both are passed to kernels), or the
+    largest element offset it reaches, sum((size - 1) * |stride|), does not.
+
+    Reach, not the element count, decides: a (3, 16) view with stride 2**30 has 48 elements but
+    reaches offset 2**31 + 15, while 2**31 elements broadcast with stride 0 reach offset 0. Tile
+    padding needs no margin: backends mask lanes beyond the end (their offsets, which may wrap,
+    are never dereferenced) and compute a tile's start only for tile indices inside the array,
+    so every offset they use is at most the reach. An empty array reaches nothing."""
+    if any(d >= INDEX32_LIMIT for d in shape) or any(abs(s) >= INDEX32_LIMIT for s in strides):
+        return True
+    if 0 in shape:
+        return False
+    return sum((d - 1) * abs(s) for d, s in zip(shape, strides)) >= INDEX32_LIMIT
 
 
 class CompiledKernel(Protocol):

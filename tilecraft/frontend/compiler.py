@@ -37,7 +37,9 @@ _PARSE_CACHE: dict[Any, ParsedFunction] = {}
 def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
     """The rewritten AST of a Python function, with line numbers of its source file."""
     code = fn.__code__
-    cached = _PARSE_CACHE.get(code)
+    # code objects of the same text compare equal across files: the file and line are the key too
+    key = (code, code.co_filename, code.co_firstlineno)
+    cached = _PARSE_CACHE.get(key)
     if cached is not None:
         return cached
     try:
@@ -61,13 +63,13 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
         if fdef is None:
             raise TileSyntaxError("Cannot find the lambda's source", where)
         parsed = ParsedFunction(fdef, filename, indent)
-        _PARSE_CACHE[code] = parsed
+        _PARSE_CACHE[key] = parsed
         return parsed
     fdef = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
     if isinstance(fdef, ast.AsyncFunctionDef):
         raise TileSyntaxError("async functions are not supported", Location(filename, fdef.lineno, fdef.col_offset + indent))
     parsed = ParsedFunction(rewrite_function(fdef, filename), filename, indent)
-    _PARSE_CACHE[code] = parsed
+    _PARSE_CACHE[key] = parsed
     return parsed
 
 

@@ -191,7 +191,8 @@ class Sema:
         if isinstance(shape, int) and not isinstance(shape, bool):
             shape = (shape,)
         if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            raise self.type_error(f"{what} must be a tuple of integer constants, got {describe(shape)}")
+            raise self.type_error(f"{what} must be a tuple of integer constants, got {describe(shape)}"
+                                  f"{_constant_hint(shape)}")
         for d in shape:
             if not is_pow2(d):
                 raise self.type_error(f"{what} {shape} must have power-of-two dimensions (got {d})")
@@ -355,6 +356,21 @@ class Sema:
 
 
 _BITWISE = {BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR, BinaryFn.SHL, BinaryFn.SHR}
+
+
+def _constant_hint(shape: Any) -> str:
+    """For a shape holding run-time scalars (a parameter not annotated ct.Constant): how to fix it."""
+    dims = shape if isinstance(shape, tuple) else (shape,)
+    runtime = [d for d in dims if isinstance(d, Value) and isinstance(d.type, TileType) and not d.type.shape]
+    if not runtime:
+        return ""
+    names = list(dict.fromkeys(d.hint.partition(".")[0] for d in runtime if d.hint))
+    which = " and ".join(f"`{n}`" for n in names) if names else "a dimension"
+    example = names[0] if names else "TILE"
+    verb = "are" if len(names) > 1 else "is"
+    return (f"; {which} {verb} only known at run time: annotate the tile-size parameter as ct.Constant[int] "
+            f"(e.g. `{example}: ct.Constant[int]`) so its value is known at compile time")
+
 
 def describe(x: Any) -> str:
     """Short description of a front-end value for error messages."""

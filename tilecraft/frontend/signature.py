@@ -6,8 +6,11 @@ variant. Constant arguments are folded into the IR and do not become IR paramete
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..language.dtypes import DType
 
@@ -39,16 +42,36 @@ class ScalarSpec:
     dtype: DType
 
 
+def constant_key(value: Any) -> Any:
+    """What identifies a Constant argument's compiled variant: its type and value, with floats
+    (Python and NumPy) by their bit pattern and tuples item by item.
+
+    Equal keys must mean the kernel cannot tell the values apart. `==` is not enough: 0.0 ==
+    -0.0, yet 1 / C tells them apart (+inf vs -inf), and NaN != NaN. Rule: two floats share
+    a variant only if their bits are equal. So -0.0 and 0.0 differ, and so do NaNs of different
+    sign or payload (whether a kernel can observe a payload depends on how a backend spells
+    the constant; keying by bits never has to ask, and costs at most one compile per distinct
+    NaN); the same NaN bits always reuse one variant."""
+    if isinstance(value, tuple):
+        return (type(value).__name__, tuple(constant_key(v) for v in value))
+    if isinstance(value, float):
+        return (type(value).__name__, struct.pack("<d", value).hex())
+    if isinstance(value, np.floating):
+        return (type(value).__name__, value.tobytes().hex())
+    return (type(value).__name__, repr(value))
+
+
 @dataclass(frozen=True)
 class ConstSpec:
-    """A Constant argument; `key` distinguishes 1, 1.0 and True and compares floats bitwise."""
+    """A Constant argument; `key` (`constant_key`) distinguishes 1, 1.0 and True, 0.0 and
+    -0.0, and NaN payloads."""
 
     value: Any
-    key: tuple[str, str]
+    key: Any
 
     @staticmethod
     def of(value: Any) -> "ConstSpec":
-        return ConstSpec(value, (type(value).__name__, repr(value)))
+        return ConstSpec(value, constant_key(value))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ConstSpec) and self.key == other.key

@@ -35,7 +35,8 @@ class TileType:
 class ArrayType:
     """A strided view of global memory: dtype and rank static, shape and strides at run time.
 
-    `index64` makes shapes, strides and offsets 64-bit (arrays of 2**31 or more elements).
+    `index64` makes shapes, strides and offsets 64-bit (arrays whose sizes, strides or largest
+    reachable offset do not fit int32: `backends.base.needs_index64`).
     """
 
     dtype: DType

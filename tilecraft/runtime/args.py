@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backends.base import ArrayFacts
+from ..backends.base import ArrayFacts, needs_index64
 from ..backends.registry import CPU, CUDA
 from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
@@ -59,12 +59,28 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
 
 @dataclass
 class ArrayArg:
-    """One array argument: its data for the backend, device and specialization facts."""
+    """One array argument: its data for the backend, device and specialization facts; `name`
+    is its path in the argument list (`x`, `t[1]`, `lst[0]`) for error messages."""
 
     data: Any           # np.ndarray (CPU) or torch.Tensor
     device: str
     spec: ArraySpec
     facts: ArrayFacts
+    name: str = ""
+
+    @property
+    def read_only(self) -> bool:
+        """A NumPy array whose memory may not be written (torch tensors have no such flag)."""
+        return isinstance(self.data, np.ndarray) and not self.data.flags.writeable
+
+
+def _array_arg(data: Any, device: str, name: str, dtype: dt.DType, ptr: int, shape: tuple[int, ...],
+               strides: tuple[int, ...], itemsize: int, index64: bool) -> ArrayArg:
+    """The ArrayArg of an array of `shape` and `strides` (in elements) at address `ptr`;
+    `index64`: the parameter asks for 64-bit indexing (IndexedWithInt64)."""
+    wide = index64 or needs_index64(shape, strides)
+    spec = ArraySpec(dtype, len(shape), wide)
+    return ArrayArg(data, device, spec, _facts(ptr, shape, strides, itemsize, wide), name)
 
 
 def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, index64: bool) -> ArrayFacts:
@@ -77,15 +93,19 @@ def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize:
         aligned16=ptr % 16 == 0,
         unit_last=not strides or strides[-1] == 1 or shape[-1] == 1,
         strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
-        index64=index64 or n >= 2**31,
+        index64=index64,
         contiguous=dense,
         divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
         dim_pow2=tuple(_pow2(d) for d in shape),
+        empty=n == 0,
     )
 
 
 def _pow2(size: int) -> int:
-    """The largest power of two in 16..256 dividing `size` (0 counts as divisible), else 1."""
+    """The largest power of two in 16..256 dividing `size`, else 1; 0 for size 0 (an empty dim
+    has no tile inside it, so none may skip its bounds mask)."""
+    if size == 0:
+        return 0
     p = 256
     while p >= 16:
         if size % p == 0:
@@ -98,9 +118,8 @@ def _torch_array(t: Any, name: str, index64: bool) -> ArrayArg:
     d = dt.to_dtype(t.dtype)
     if d is None:
         raise TypeError(f"Argument `{name}`: unsupported array dtype {t.dtype}")
-    spec = ArraySpec(d, t.dim(), index64 or t.numel() >= 2**31)
-    facts = _facts(t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.element_size(), index64)
-    return ArrayArg(t, CUDA if t.is_cuda else CPU, spec, facts)
+    return _array_arg(t, CUDA if t.is_cuda else CPU, name, d, t.data_ptr(), tuple(t.shape), tuple(t.stride()),
+                      t.element_size(), index64)
 
 
 def _numpy_array(a: np.ndarray, name: str, index64: bool) -> ArrayArg:
@@ -110,8 +129,7 @@ def _numpy_array(a: np.ndarray, name: str, index64: bool) -> ArrayArg:
     strides = tuple(s // a.itemsize for s in a.strides)
     if any(s * a.itemsize != b for s, b in zip(strides, a.strides)):
         raise ValueError(f"Argument `{name}`: strides {a.strides} are not multiples of the item size")
-    spec = ArraySpec(d, a.ndim, index64 or a.size >= 2**31)
-    return ArrayArg(a, CPU, spec, _facts(a.ctypes.data, a.shape, strides, a.itemsize, index64))
+    return _array_arg(a, CPU, name, d, a.ctypes.data, a.shape, strides, a.itemsize, index64)
 
 
 @dataclass
@@ -169,9 +187,26 @@ def to_array(x: Any, name: str, index64: bool) -> ArrayArg | None:
     return None
 
 
+def numpy_scalar(value: np.generic, info: ParamInfo, path: str) -> tuple[Any, dt.DType]:
+    """A NumPy scalar argument (np.float32(2.0), np.int64(7), np.bool_(True), ...) as the
+    Python number a backend takes and its dtype: the scalar's own, except that ScalarInt64
+    widens integers to int64. A 0-d NumPy array is not a scalar: it stays a rank-0 array
+    argument (which a kernel can also store into); pass `a[()]` or `a.item()` for its value."""
+    d = dt.to_dtype(value.dtype)
+    if d is None or d.is_restricted:
+        raise TypeError(f"Argument `{path}`: a NumPy scalar of dtype {value.dtype} cannot be a kernel scalar "
+                        f"(bool, integer and float16/bfloat16/float32/float64 scalars can)")
+    if info.scalar_dtype is not None and d.is_int:
+        d = info.scalar_dtype
+    return value.item(), d
+
+
 def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | ListArg],
              flat: list[Any]) -> ArgSpec:
-    """Spec of one argument; appends its runtime parts (depth-first) to `flat` and arrays."""
+    """Spec of one argument; appends its runtime parts (depth-first) to `flat` and arrays.
+
+    Python numbers are bool, int32 (int64 under ScalarInt64) or float32 scalars; NumPy scalars
+    keep their dtype (`numpy_scalar`); 0-d NumPy arrays and torch tensors are rank-0 arrays."""
     if info.constant:
         if isinstance(value, np.ndarray) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
                 or hasattr(value, "__cuda_array_interface__"):
@@ -179,6 +214,10 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
                                 f"({type(value).__name__}); Constant parameters take compile-time values "
                                 f"(int, float, bool, tuples)")
         return ConstSpec.of(value)
+    if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
+        number, d = numpy_scalar(value, info, path)
+        flat.append(number)
+        return ScalarSpec(d)
     if isinstance(value, bool):
         flat.append(value)
         return ScalarSpec(dt.bool_)
@@ -230,13 +269,18 @@ def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
 
 def backend_args(flat: list[Any], to_array: Callable[[Any], Any]) -> list[Any]:
     """`flat` as the backend takes it: every array (also inside lists) through `to_array`. `flat` is
-    describe_args' list, or the fast path's plain values (NumPy arrays, torch tensors, numbers)."""
+    describe_args' list, or the fast path's plain values (NumPy arrays, torch tensors, numbers).
+    An array of describe_args' list that `to_array` refuses is an ArgumentError naming it."""
     out: list[Any] = []
     for x in flat:
         if isinstance(x, ListArg):
             out.append(backend_args(x.items, to_array))
         elif isinstance(x, ArrayArg):
-            out.append(to_array(x.data))
+            try:
+                out.append(to_array(x.data))
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise ArgumentError(x.name.split("[", 1)[0], f"Argument `{x.name}` cannot be passed to this "
+                                    f"backend: {exc}") from exc
         elif isinstance(x, np.ndarray) or is_torch_tensor(x):
             out.append(to_array(x))
         else:

@@ -1,10 +1,13 @@
 """The repeat-launch fast path: a cheap key per argument list that maps straight to a compiled
 variant, skipping classification, spec construction and hashing of frozen specs.
 
-The key holds what decides the variant: each tensor's type, dtype, device, strides, shape and
-16-byte base alignment (the shape also decides 64-bit indexing); each Constant's type and
-value; each scalar's type. Anything the fast key cannot describe returns None and takes the full
-path, which also produces every error message.
+The key holds what decides the variant and the launch checks: each tensor's type, dtype,
+device, strides, shape and 16-byte base alignment (shape and strides also decide 64-bit
+indexing); for NumPy arrays also whether they are writable (a read-only array the kernel
+writes is refused on the full path, so it must never find a fast entry); each Constant's
+`constant_key` (floats by their bits: 0.0 and -0.0 differ); each scalar's type. Anything the
+fast key cannot describe returns None and takes the full path, which also produces every error
+message.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frontend.signature import constant_key
 from .args import ParamInfo
 
 _BIG = 2**31
@@ -35,7 +39,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
     for v, constant in zip(args, plan):
         t = type(v)
         if constant:
-            key.append((t, v))
+            key.append((t, v) if t is int or t is bool else constant_key(v))
         elif t.__module__ == "torch":
             if t.__name__ not in ("Tensor", "Parameter"):
                 return None
@@ -51,9 +55,9 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
             key.append(t)
         elif t is np.ndarray:
             flat.append(v)
-            key.append((v.dtype, v.strides, v.shape, v.ctypes.data & 15))
+            key.append((v.dtype, v.strides, v.shape, v.ctypes.data & 15, v.flags.writeable))
         else:
-            return None  # tuples and everything else take the full path
+            return None  # tuples, NumPy scalars and everything else take the full path
     k = tuple(key)
     try:
         hash(k)

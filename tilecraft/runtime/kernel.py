@@ -15,9 +15,10 @@ from ..errors import TileArgumentError
 from ..frontend import ArgSpec, compile_kernel, param_location
 from ..ir import ArrayType, Function, ListType, format_function
 from ..passes import optimize
-from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, describe_args, param_infos
+from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, backend_args, describe_args, param_infos
 from .cache import default_cache, entry_key
 from .fastpath import fast_plan
+from .writes import check_writable, written_params
 
 _UNSPECIFIED = object()
 _FAST_LIMIT = 4096
@@ -87,9 +88,12 @@ class VariantKey:
 
 @dataclass
 class Variant:
+    """One compiled specialization; `written`: the IR parameters it may write (`written_params`)."""
+
     ir: Function
     compiled: CompiledKernel
     compile_seconds: float
+    written: frozenset[tuple[int, int | None]] = frozenset()
 
 
 @dataclass
@@ -117,7 +121,21 @@ class Kernel:
         try:
             return describe_args(self.params, args)
         except ArgumentError as exc:
-            raise TileArgumentError(exc.message, param_location(self.fn, exc.param)) from None
+            raise self.located(exc) from None
+
+    def runtime_args(self, variant: Variant, flat: list[Any], to_array: Callable[[Any], Any]) -> list[Any]:
+        """`flat` (from `describe`) as `variant`'s backend takes it, after the checks that need
+        the compiled kernel: no read-only array where it writes, every array convertible.
+        Failures are TileArgumentError naming the argument, raised before anything runs."""
+        try:
+            check_writable(flat, variant.written)
+            return backend_args(flat, to_array)
+        except ArgumentError as exc:
+            raise self.located(exc) from None
+
+    def located(self, exc: ArgumentError) -> TileArgumentError:
+        """`exc` as a TileArgumentError pointing at its parameter in the kernel's source."""
+        return TileArgumentError(exc.message, param_location(self.fn, exc.param))
 
     def replace_hints(self, **opts: Any) -> "Kernel":
         """A new kernel (with its own cache) whose options are replaced by `opts`."""
@@ -160,7 +178,7 @@ class Kernel:
             start = time.perf_counter()
             ir = self.cached_lower(key, spec.version)
             compiled = spec.backend.compile(ir, _param_facts(ir, key))
-            v = Variant(ir, compiled, time.perf_counter() - start)
+            v = Variant(ir, compiled, time.perf_counter() - start, written_params(ir))
             self.variants[key] = v
         return v
 

@@ -22,6 +22,8 @@ _NO_STREAM = "Stream is required for CUDA launches (pass 0 for the default strea
 
 
 def check_grid(grid: Any) -> tuple[int, int, int]:
+    """`grid` as three block counts: TypeError for anything but a tuple of ints, ValueError for
+    an empty or 4-d grid and for counts below 0 or above the 24-bit limit."""
     if not isinstance(grid, tuple):
         raise TypeError(f"grid must be a tuple of 1 to 3 ints, got {type(grid).__name__}")
     if not grid:
@@ -29,8 +31,10 @@ def check_grid(grid: Any) -> tuple[int, int, int]:
     if len(grid) > 3:
         raise ValueError(f"grid has {len(grid)} dimensions; at most 3 are allowed")
     for i, g in enumerate(grid):
-        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 0:
-            raise TypeError(f"grid[{i}] = {g!r} must be a non-negative int")
+        if not isinstance(g, (int, np.integer)) or isinstance(g, (bool, np.bool_)):
+            raise TypeError(f"grid[{i}] = {g!r} must be a non-negative int, got {type(g).__name__}")
+        if g < 0:
+            raise ValueError(f"grid[{i}] = {g} is negative; block counts must be >= 0")
         if g > _GRID_LIMIT:
             raise ValueError(f"grid[{i}] = {g} exceeds 24-bit limit ({_GRID_LIMIT})")
     padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
@@ -109,9 +113,9 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     arch = device_arch(arrays) if spec.device == CUDA else None
     key = VariantKey(specs, tuple(a.facts for a in arrays), spec.name, arch)
     variant = kernel.variant(key, spec)
+    runtime_args = kernel.runtime_args(variant, flat, spec.to_array)
     if 0 in grid3:
         return
-    runtime_args = backend_args(flat, spec.to_array)
     variant.compiled.launch(grid3, runtime_args, stream)
     if fast is not None:
         as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted

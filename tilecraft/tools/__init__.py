@@ -1,5 +1,29 @@
-"""Tools on top of the runtime: inspection of every compilation stage (imports Triton and torch)."""
+"""Tools on top of the runtime: inspection of every compilation stage, and the command line.
 
-from .inspect_kernel import STAGES, Inspection, inspect_kernel
+`inspect_kernel` and `Inspection` come from tools/inspection.py, which imports Triton and torch:
+it is loaded on first use, so `tilecraft --help` works without them.
+"""
 
-__all__ = ["STAGES", "Inspection", "inspect_kernel"]
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["STAGES", "CommandError", "Inspection", "inspect_kernel"]
+
+STAGES = ("ir", "triton", "ttir", "ttgir", "llir", "ptx", "sass")  # what an Inspection shows
+
+
+class CommandError(Exception):
+    """A user's mistake on the command line (a bad argument, a missing file or kernel): the
+    `tilecraft` command prints the message, without a traceback, and exits with `status`."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Inspection", "inspect_kernel"):
+        from . import inspection
+        return getattr(inspection, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

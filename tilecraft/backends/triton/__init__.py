@@ -13,13 +13,21 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from triton.runtime import driver
+from ...environment import TRITON_BACKENDS, require
 
-from ...ir import Function
-from ..base import ArrayFacts, BackendKind
-from .compile import TritonKernel
-from .emitter import Target
-from .lower import lower, missing_rules
+require("triton", TRITON_BACKENDS)  # a missing package is named with its install command
+require("torch", TRITON_BACKENDS)
+
+from triton.runtime import driver  # noqa: E402
+
+from ...ir import Function  # noqa: E402
+from ..base import ArrayFacts, BackendKind  # noqa: E402
+from . import interpret_workarounds  # noqa: E402
+from .compile import TritonKernel  # noqa: E402
+from .emitter import Target  # noqa: E402
+from .lower import lower, missing_rules  # noqa: E402
+
+interpret_workarounds.fix_scalar_index()  # Triton 3.6's interpreter under NumPy >= 2.4
 
 __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 

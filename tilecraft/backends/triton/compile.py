@@ -5,8 +5,9 @@ last line `# tilecraft-checksum: <sha256 of file name and content>` (last, so th
 numbers stay those of `LoweredKernel.source`). Before a file is used its whole text must equal
 what this process generated, checksum included: an edited, truncated, garbage or empty file is
 rewritten from the fresh source with a one-line RuntimeWarning, never run. The module is
-executed from that checked text (not through the import system's bytecode cache), once per mode. Its `@triton.jit` functions are re-wrapped for the mode asked
-for, whatever `TRITON_INTERPRET` says: `JITFunction` for the GPU, `InterpretedFunction` for
+executed from that checked text (not through the import system's bytecode cache), once per
+mode. Its `@triton.jit` functions are re-wrapped for the mode asked for, whatever
+`TRITON_INTERPRET` says: `JITFunction` for the GPU, `InterpretedFunction` for
 Triton's CPU interpreter, so both can live in one process. Launching only flattens the
 arguments (arrays to pointer, shapes, strides) and calls the Triton function's `run`.
 """

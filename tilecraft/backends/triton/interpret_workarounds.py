@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
@@ -146,6 +146,36 @@ def device_asserts() -> Iterator[None]:
         yield
     finally:
         builder.options = saved
+
+
+# ---- the interpreter itself -------------------------------------------------------------------
+
+def fix_scalar_index() -> None:
+    """Let the interpreter turn its scalars into Python ints under NumPy >= 2.4.
+
+    Triton 3.6's interpreter gives its tensors `__index__ = int(self.handle.data)` (used for
+    loop bounds, among others), where a scalar's data is a one-element array of one dimension:
+    NumPy 2.3 converts that with a DeprecationWarning, NumPy 2.4 refuses ("only 0-dimensional
+    arrays can be converted to Python scalars"), so every kernel with a run-time loop failed.
+    This wraps the interpreter's tensor patching to take the element first. Called when the
+    Triton backend is imported; idempotent; a no-op for a Triton without that hook."""
+    from triton.runtime import interpreter as triton_interpreter
+
+    patch = getattr(triton_interpreter, "_patch_lang_tensor", None)
+    if patch is None or hasattr(patch, "wrapped"):
+        return
+
+    def patch_lang_tensor(tensor: Any, scope: Any) -> None:
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", _scalar_index)
+
+    patch_lang_tensor.wrapped = patch  # type: ignore[attr-defined]  # Triton's own, for tests
+    triton_interpreter._patch_lang_tensor = patch_lang_tensor
+
+
+def _scalar_index(self: Any) -> int:
+    data = self.handle.data
+    return int(data.item() if data.size == 1 else data)
 
 
 # ---- helper sources ---------------------------------------------------------------------------

@@ -96,8 +96,12 @@ def _tile_address(w: KernelWriter, arr: ArrayParam, op: ops.Load | ops.Store,
 
     The address is a scalar base (the tile's first element) plus lane offsets that depend only
     on the strides, which Triton hoists out of loops; a load the plan gave a loop-carried
-    pointer tile uses that instead. Only the array axes in the plan's `masked_axes` get a mask
-    term."""
+    pointer tile uses that instead. Each checked axis (`_tile_start`) gets a mask term: per
+    lane along the plan's `masked_axes`, and one uniform `tile inside` predicate along the
+    axes the plan elided, where tiles never straddle the end (one scalar test, so accesses
+    keep their full vector width) but a tile index may still point outside the array. Loads
+    walking a carried pointer tile are not checked along elided axes: the loop's bounds
+    choose those tiles, and cuTile leaves wholly outside tiles undefined."""
     masked = w.plan.masked_axes[op]
     if not shape:  # a single element: scalar address, no lanes to mask
         terms = [arr.pointer]
@@ -106,26 +110,72 @@ def _tile_address(w: KernelWriter, arr: ArrayParam, op: ops.Load | ops.Store,
             i = _index(w, arr, v)
             terms.append(_term(i, arr.strides[axis]))
             if axis in masked:
-                conds.append(f"({i} < {arr.shapes[axis]})")
+                conds.append(f"({i} < {arr.shapes[axis]})" if _known_nonneg(w, v) else
+                             f"({i} >= 0) & ({i} < {arr.shapes[axis]})")
         return " + ".join(terms), " & ".join(conds) or None
     pointers = w.pointer_tiles.get(op)
     base, lanes, conds = [arr.pointer], [], []
     for k, axis in enumerate(op.order):
         lane = broadcast_index(f"tl.arange(0, {shape[k]})", k, len(shape))
         lanes.append(_term(lane, arr.strides[axis]))
-        if pointers is not None and axis not in masked:
+        checked = op.check_bounds and (axis in masked or pointers is None)
+        if pointers is not None and not checked:
             continue
-        start = w.fresh(f"{arr.pointer}_start{axis}")
-        w.emit(f"{start} = {_scaled(w, arr, op.index[k], shape[k])}")
+        start, inside = _tile_start(w, arr, op.index[k], shape[k], axis, checked, divides=axis not in masked)
         base.append(_term(start, arr.strides[axis]))
         if axis in masked:
             conds.append(f"({lane} < {arr.shapes[axis]} - {start})")
+        elif checked:
+            conds.append(inside)
     mask = " & ".join(conds) or None
     if pointers is not None:
         return pointers, mask
     name = w.fresh(f"{arr.pointer}_base")
     w.emit(f"{name} = {' + '.join(base)}")
     return f"{name} + ({' + '.join(lanes)})", mask
+
+
+def _known_nonneg(w: KernelWriter, v: Value) -> bool:
+    """`v` is a literal >= 0 (the range analysis is not trusted here: it assumes no overflow,
+    and `bid * 2**30` wraps negative)."""
+    return w.is_literal(v) and int(w.expr(v).strip("()")) >= 0
+
+
+def _tile_start(w: KernelWriter, arr: ArrayParam, v: Value, n: int, axis: int, checked: bool,
+                divides: bool = False) -> tuple[str, str]:
+    """Emit the first array position of tile `v` (extent `n`) along `axis`; return its name
+    and the scalar condition that selected it ("" when not `checked`): exactly `tile v lies in
+    the array` where `divides` (the plan knows that `n` divides the axis size) or `v` is a
+    literal, the uniform predicate of an elided axis.
+
+    A tile index far outside the array must never wrap into it: `v * n` overflows int32 for
+    an index of 2**30 and a tile of 4 (wrapping to 0). A checked start is therefore `v * n`
+    only for indices from 0 to size // n (then at most the size: no overflow) and the axis
+    size otherwise (every lane out of bounds, so `lane < size - start` masks them all, whatever
+    the index was); negative indices lie wholly outside. The test and the select are scalar; the
+    per-lane mask keeps its form, and Triton's alignment analysis still sees the start as a
+    multiple of gcd(n, 16) where the size is a multiple of 16, so accesses keep their vector
+    width."""
+    size = arr.shapes[axis]
+    start = w.fresh(f"{arr.pointer}_start{axis}")
+    if w.is_literal(v):  # folded: a Python int never wraps
+        c = int(w.expr(v).strip("()"))
+        if c < 0 and checked:
+            w.emit(f"{start} = {size}")
+            return start, f"({size} < 0)"
+        w.emit(f"{start} = {c * n}")
+        return start, f"({c * n} < {size})" if checked else ""
+    i = _index(w, arr, v)
+    if not checked:
+        w.emit(f"{start} = {i} * {n}")
+        return start, ""
+    inside = w.fresh(f"{arr.pointer}_inside{axis}")
+    # exact where `n` divides the size (elided masks rely on it); elsewhere tile size // n may
+    # start at the end, which the per-lane mask (or the hardware) then covers whole
+    bound = f"({i} < {size})" if n == 1 else f"({i} < {size} // {n})" if divides else f"({i} <= {size} // {n})"
+    w.emit(f"{inside} = ({i} >= 0) & {bound}")
+    w.emit(f"{start} = tl.where({inside}, {i}{'' if n == 1 else f' * {n}'}, {size})")
+    return start, inside
 
 
 def _scaled(w: KernelWriter, arr: ArrayParam, v: Value, n: int) -> str:
@@ -142,10 +192,16 @@ def _index(w: KernelWriter, arr: ArrayParam, v: Value) -> str:
     return w.expr(v)
 
 
-def _descriptor_offsets(w: KernelWriter, op: ops.Load | ops.Store, shape: tuple[int, ...]) -> str:
+def _descriptor_offsets(w: KernelWriter, arr: ArrayParam, op: ops.Load | ops.Store,
+                        shape: tuple[int, ...]) -> str:
+    """The descriptor coordinates of the tile (int32 in the hardware): `index * extent` for
+    tiles overlapping the array, else the axis size (wholly outside: the hardware pads a load
+    and drops a store), so a far index never wraps into the array (`_tile_start`)."""
     offs = [""] * len(op.order)
     for k, axis in enumerate(op.order):
-        offs[axis] = f"{w.expr(op.index[k])} * {shape[k]}"
+        start, _ = _tile_start(w, arr, op.index[k], shape[k], axis, True)
+        wide = op.index[k].tile.dtype is D.int64 and not w.is_literal(op.index[k])
+        offs[axis] = f"{start}.to(tl.int32)" if wide else start  # in [0, size]: fits (never index64)
     return "[" + ", ".join(offs) + "]"
 
 
@@ -163,7 +219,7 @@ def _load(w: KernelWriter, op: ops.Load) -> None:
     desc = w.plan.descriptor_of.get(op)
     if desc is not None:
         name = w.define(result, f"{arr.pointer}_tile")
-        w.emit(f"{name} = {w.descriptors[desc]}.load({_descriptor_offsets(w, op, op.shape)})")
+        w.emit(f"{name} = {w.descriptors[desc]}.load({_descriptor_offsets(w, arr, op, op.shape)})")
         if op.order != tuple(range(len(op.order))):
             w.emit(f"{name} = tl.permute({name}, {list(op.order)})")
         return
@@ -193,7 +249,8 @@ def _store(w: KernelWriter, op: ops.Store) -> None:
     arr = w.arrays[op.array.id]
     desc = w.plan.descriptor_of.get(op)
     if desc is not None:
-        w.emit(f"{w.descriptors[desc]}.store({_descriptor_offsets(w, op, shape_of(op.tile))}, {w.tensor(op.tile)})")
+        offsets = _descriptor_offsets(w, arr, op, shape_of(op.tile))
+        w.emit(f"{w.descriptors[desc]}.store({offsets}, {w.tensor(op.tile)})")
         return
     ptr, mask = _tile_address(w, arr, op, tile_shape(op))
     if op.memory_order is MemoryOrder.RELAXED:  # a relaxed atomic write of every lane

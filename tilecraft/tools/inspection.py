@@ -10,32 +10,24 @@ architecture without needing that GPU.
         'float16[4096,4096]' 'float16[4096,4096]' 'float16[4096,4096]' 128 256 64 --stage ttgir
 
 An argument `dtype[d0,d1,...]` stands for a contiguous array of that shape (no data needed).
+The command line is tools/inspect_command.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import ast
-import importlib.util
 import re
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Sequence
-
-import torch
-from triton.tools.disasm import path_to_cuobjdump
+from typing import Any
 
 from ..backends.arrays import as_torch
 from ..backends.base import BackendKind
-from ..backends.triton import TritonBackend
+from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..ir import ArrayType, ListType, format_function
 from ..runtime.args import backend_args
 from ..runtime.kernel import Kernel
-
-STAGES = ("ir", "triton", "ttir", "ttgir", "llir", "ptx", "sass")
+from . import STAGES
 
 
 @dataclass
@@ -71,6 +63,8 @@ class Inspection:
 
 def _resources(cubin: bytes) -> tuple[int | None, int | None]:
     """(registers, spill bytes) per thread from `cuobjdump -res-usage` (Triton ships it)."""
+    from triton.tools.disasm import path_to_cuobjdump
+
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
@@ -96,52 +90,3 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills)
-
-
-# ---- command line -----------------------------------------------------------------------------
-
-def _load_kernel(target: str) -> Kernel:
-    path, _, name = target.rpartition(":")
-    if not path or not name:
-        raise SystemExit(f"expected FILE.py:KERNEL, got {target!r}")
-    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(Path(path).resolve().parent))
-    spec.loader.exec_module(module)
-    kernel = getattr(module, name, None)
-    if not isinstance(kernel, Kernel):
-        raise SystemExit(f"{path} has no tile kernel named {name!r}")
-    return kernel
-
-
-def _parse_arg(text: str) -> Any:
-    """`dtype[d0,...]` -> an empty contiguous CPU tensor; anything else a Python literal."""
-    match = re.fullmatch(r"(\w+)\[([\d, ]*)\]", text.strip())
-    if match:
-        dtype = getattr(torch, match.group(1), None)
-        if not isinstance(dtype, torch.dtype):
-            raise SystemExit(f"unknown dtype {match.group(1)!r} in {text!r}")
-        shape = [int(d) for d in match.group(2).split(",") if d.strip()]
-        return torch.empty(shape, dtype=dtype)
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise SystemExit(f"cannot read argument {text!r}: give dtype[shape] or a Python literal") from None
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tilecraft inspect", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kernel", help="FILE.py:KERNEL")
-    p.add_argument("args", nargs="*", help="kernel arguments: dtype[shape] or Python literals")
-    p.add_argument("--stage", default="summary", choices=("summary", "all", *STAGES))
-    p.add_argument("--capability", type=int, default=90, help="NVIDIA compute capability (90 = Hopper)")
-    opts = p.parse_args(argv)
-    info = inspect_kernel(_load_kernel(opts.kernel), tuple(_parse_arg(a) for a in opts.args),
-                          capability=opts.capability)
-    for stage in (STAGES if opts.stage == "all" else () if opts.stage == "summary" else (opts.stage,)):
-        print(f"==== {stage} ====\n{info.stage(stage)}")
-    print(info.summary())
-    return 0

@@ -1,0 +1,84 @@
+"""`tilecraft inspect FILE.py:KERNEL ARG...`: the command line of `tools.inspect_kernel`.
+
+Light to import: torch and Triton are imported only when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from typing import Any
+
+from ..environment import require
+from ..errors import TileError
+from . import STAGES, CommandError
+from .loading import RULES, load_file
+
+NAME = "inspect"
+HELP = "every compilation stage of a kernel for given arguments, with registers and spills"
+DESCRIPTION = f"""\
+Compile KERNEL of FILE.py for the given arguments and print its stages (Tile IR, generated
+Triton, TTIR, TTGIR, LLVM IR, PTX, SASS) and a summary: warps, pipeline stages, registers and
+bytes spilled per thread, shared memory. Compiles for an NVIDIA GPU of --capability without
+needing that GPU (needs Triton and torch; the CPU build of torch is enough).
+
+  tilecraft inspect tilecraft/library/matmul.py:matmul_kernel \\
+      'float16[4096,4096]' 'float16[4096,4096]' 'float16[4096,4096]' 128 256 64 --stage ttgir
+
+An argument `dtype[d0,d1,...]` (a torch dtype name) stands for a contiguous array of that shape
+(no data needed); any other argument is a Python literal (128, 0.5, True, (1, 2)).
+
+FILE.py is not run as a script: its top-level statements that define things run, and nothing
+else, so its launches do not. What runs:
+{RULES}
+
+Mistakes in the kernel or its arguments print the compile error (file, line and a caret) and
+exit with status 1."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The command's arguments, on its sub-parser."""
+    p.add_argument("kernel", metavar="FILE.py:KERNEL", help="the file and the name of a @ct.kernel in it")
+    p.add_argument("args", nargs="*", metavar="ARG", help="kernel arguments: dtype[shape] or Python literals")
+    p.add_argument("--stage", default="summary", choices=("summary", "all", *STAGES),
+                   help="what to print before the summary (default: the summary only)")
+    p.add_argument("--capability", type=int, default=90, help="NVIDIA compute capability (default 90: Hopper)")
+
+
+def run(opts: argparse.Namespace) -> int:
+    """Load the kernel, compile it for the arguments, print the stages asked for."""
+    path, _, name = opts.kernel.rpartition(":")
+    if not path or not name:
+        raise CommandError(f"expected FILE.py:KERNEL, got {opts.kernel!r}", status=2)
+    loaded = load_file(path)
+    kernel = loaded.kernel(name)
+    args = tuple(parse_arg(a) for a in opts.args)
+    from .inspection import inspect_kernel  # imports Triton and torch
+    try:
+        info = inspect_kernel(kernel, args, capability=opts.capability)
+    except TileError as exc:
+        note = loaded.note_for(exc.message)
+        raise CommandError(f"{type(exc).__name__}: {exc}" + (f"\n{note}" if note else "")) from None
+    shown = STAGES if opts.stage == "all" else () if opts.stage == "summary" else (opts.stage,)
+    for stage in shown:
+        print(f"==== {stage} ====\n{info.stage(stage)}")
+    print(info.summary())
+    return 0
+
+
+def parse_arg(text: str) -> Any:
+    """`dtype[d0,...]` -> an empty contiguous CPU torch tensor; anything else a Python literal."""
+    match = re.fullmatch(r"(\w+)\[([\d, ]*)\]", text.strip())
+    if match:
+        torch = require("torch", "`tilecraft inspect`")
+        dtype = getattr(torch, match.group(1), None)
+        if not isinstance(dtype, torch.dtype):
+            raise CommandError(f"unknown dtype {match.group(1)!r} in {text!r}", status=2)
+        shape = [int(d) for d in match.group(2).split(",") if d.strip()]
+        return torch.empty(shape, dtype=dtype)
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise CommandError(f"cannot read argument {text!r}: give dtype[shape] or a Python literal",
+                           status=2) from None
