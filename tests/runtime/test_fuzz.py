@@ -57,3 +57,52 @@ def test_damaged_ir_entries_are_rebuilt(cache_root, data):
         warnings.simplefilter("ignore", RuntimeWarning)  # the one-line "discarding" warning
         _run_and_check()
     _run_and_check()  # the rebuilt entry loads cleanly
+
+
+_NOT_ARRAYS = st.one_of(st.text(max_size=3), st.none(), st.complex_numbers(allow_nan=False),
+                        st.dictionaries(st.integers(), st.integers(), max_size=2), st.builds(object))
+_BAD_GRIDS = st.one_of(
+    st.tuples(st.integers(max_value=-1)),
+    st.tuples(st.floats(allow_nan=False)),
+    st.just(()),
+    st.tuples(*[st.integers(1, 2)] * 4),
+    st.integers(1, 3),
+    st.tuples(st.booleans()),
+    st.tuples(st.integers(min_value=2**24)),
+)
+
+
+@st.composite
+def _bad_launch(draw):
+    """(grid, args, output) of a launch that must be refused: one thing wrong at a time."""
+    out = np.full(20, -7.0, np.float32)
+    grid, args = (3,), [_A.copy(), out, 3]
+    what = draw(st.sampled_from(["input", "output", "constant", "count", "grid", "read-only", "rank"]))
+    if what == "input":
+        args[0] = draw(_NOT_ARRAYS)
+    elif what == "output":
+        args[1] = draw(_NOT_ARRAYS)
+        out = None
+    elif what == "constant":
+        args[2] = draw(st.one_of(st.floats(allow_nan=False).filter(lambda f: not f.is_integer()), st.text(max_size=2)))
+    elif what == "count":
+        args = args[:draw(st.integers(0, 2))] + [3] * draw(st.sampled_from([0, 1]))
+        if len(args) == 3:
+            args.append(3)
+    elif what == "grid":
+        grid = draw(_BAD_GRIDS)
+    elif what == "read-only":
+        out.flags.writeable = False
+    else:
+        args[0] = _A.reshape(4, 5)
+    return grid, tuple(args), out
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=_bad_launch())
+def test_bad_launches_raise_a_typed_error_and_write_nothing(case):
+    grid, args, out = case
+    with pytest.raises((TypeError, ValueError, ct.TileError)):
+        ct.launch(None, grid, ct.kernel(_scale), args)
+    if out is not None:
+        assert (out == -7.0).all()

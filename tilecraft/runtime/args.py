@@ -36,6 +36,7 @@ class ParamInfo:
     scalar_dtype: dt.DType | None = None
     static_shape: tuple[int, ...] = ()   # ArrayAnnotation: axes whose size / stride is compiled in
     static_stride: tuple[int, ...] = ()
+    constant_type: Any = None  # Constant[int] / [float] / [bool]: the value must be of that type
 
 
 def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
@@ -53,7 +54,9 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
             raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
         index64 = arr is not None and str(arr.index_dtype).endswith("int64")
         static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
-        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static))
+        declared = typing.get_args(hints[name])[0] if constant else None
+        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static,
+                             constant_type=declared if declared in (int, float, bool) else None))
     return out
 
 
@@ -201,6 +204,18 @@ def numpy_scalar(value: np.generic, info: ParamInfo, path: str) -> tuple[Any, dt
     return value.item(), d
 
 
+def _fits_constant(value: Any, declared: Any) -> bool:
+    """Whether `value` may stand for a Constant[declared], as Python's numeric tower reads it
+    (an int is a float, a bool an int)."""
+    if declared is None:
+        return True
+    if declared is bool:
+        return isinstance(value, (bool, np.bool_))
+    if declared is int:
+        return isinstance(value, (int, np.integer))
+    return isinstance(value, (int, float, np.integer, np.floating))
+
+
 def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | ListArg],
              flat: list[Any]) -> ArgSpec:
     """Spec of one argument; appends its runtime parts (depth-first) to `flat` and arrays.
@@ -213,6 +228,9 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
             raise ArgumentError(info.name, f"Argument `{path}` is a Constant parameter but was given an array "
                                 f"({type(value).__name__}); Constant parameters take compile-time values "
                                 f"(int, float, bool, tuples)")
+        if not _fits_constant(value, info.constant_type):
+            raise ArgumentError(info.name, f"Argument `{path}` is a Constant[{info.constant_type.__name__}] "
+                                f"parameter but was given {value!r} ({type(value).__name__})")
         return ConstSpec.of(value)
     if isinstance(value, np.generic):  # before float: np.float64 is a float subclass
         number, d = numpy_scalar(value, info, path)
