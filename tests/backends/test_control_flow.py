@@ -646,3 +646,21 @@ def bad_record_kernel(x, which: ct.Constant[int]):
 def test_dataclass_errors(dev, which, message) -> None:
     with pytest.raises(ct.TileTypeError, match=message):
         dev.launch((1,), bad_record_kernel, (dev.poison((4,), np.float32), which))
+
+
+@ct.kernel
+def _loop_counter_as_value(out, idx, T: ct.Constant[int]):
+    acc = ct.zeros((T,), ct.int32)
+    for c in range(3):
+        acc = acc + ct.full((T,), c, ct.int32) + ct.gather(idx, ct.arange(T, dtype=ct.int32) + c)
+    ct.store(out, index=(0,), tile=acc)
+
+
+def test_loop_counter_used_as_a_value(dev):
+    """The counter of a `for` loop is a typed scalar on every backend (under Triton's interpreter
+    `range` yields Python ints: it failed with "'int' object has no attribute 'type'")."""
+    idx = np.random.default_rng(3).integers(-50, 50, 16).astype(np.int32)
+    out = dev.poison(8, np.int32)
+    dev.launch((1,), _loop_counter_as_value, (out, dev.put(idx), 8))
+    want = sum(np.full(8, c) + idx[c:c + 8] for c in range(3))
+    np.testing.assert_array_equal(dev.get(out), want)

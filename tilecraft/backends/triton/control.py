@@ -7,6 +7,7 @@ reassigned at the end of each branch or iteration, as Triton expects.
 from __future__ import annotations
 
 from ...ir import Op, Value, ops
+from . import interpret_workarounds as workarounds
 from .emitter import KernelWriter, rule
 from .memory import emit_pointer_tiles
 
@@ -62,7 +63,12 @@ def _for(w: KernelWriter, op: ops.For) -> None:
         loop = f"tl.range({bounds}, flatten=True)"
     else:
         loop = f"range({bounds})"
-    w.emit(f"for {w.define(iv, 'i')} in {loop}:")
+    counter = w.define(iv, 'i')
+    w.emit(f"for {counter} in {loop}:")
+    typed = workarounds.typed_loop_counter(w, counter, iv.tile.dtype)
+    if typed is not None:
+        with w.indented():
+            w.emit(typed)
     lower_block(w, body.ops, names, tuple(advances))
     for result, name in zip(op.results, names):
         w.alias(result, name)

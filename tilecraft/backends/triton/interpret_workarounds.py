@@ -132,6 +132,15 @@ def typed_scalar_param(w: "KernelWriter", name: str, dtype: DType) -> str | None
     return f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
 
 
+def typed_loop_counter(w: "KernelWriter", name: str, dtype: DType) -> str | None:
+    """A statement typing a `for` loop's counter: under the interpreter `range` yields Python
+    ints, which have no Triton type (`tl.full(shape, i)` or `x + i` then fails with "'int'
+    object has no attribute 'type'")."""
+    if not w.target.interpret:
+        return None
+    return f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
+
+
 @contextlib.contextmanager
 def device_asserts() -> Iterator[None]:
     """Run one launch with `tl.device_assert` live: the interpreter only checks device asserts

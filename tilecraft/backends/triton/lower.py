@@ -59,6 +59,12 @@ def missing_rules() -> list[type[Op]]:
     return [cls for cls in ops.OP_CLASSES if cls not in RULES and not UNSUPPORTED.get(cls)]
 
 
+_SIGNED_NARROW = (D.int8, D.int16)
+"""Scalar parameters passed as int32 and narrowed in the kernel: Triton 3.6's GPU launcher packs
+i8/i16 arguments as unsigned and rejects negative values ("unsigned byte integer is less than
+minimum", H200 run of 2026-12-01)."""
+
+
 def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts | None], aligned: list[int]
                        ) -> tuple[list[str], dict[str, str], list[str]]:
     """Triton parameters (annotated), their Triton types, and the launch-side expressions;
@@ -82,9 +88,12 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts
             w.lists[p.id] = ListParam(*tables, p.type.elem.ndim, p.type.elem.index64)
             continue
         if not isinstance(p.type, ArrayType):
-            add(name, p.tile.dtype, f"a{i}")
+            dtype = p.tile.dtype
+            add(name, D.int32 if dtype in _SIGNED_NARROW else dtype, f"a{i}")
             w.alias(p, name)
-            typed = workarounds.typed_scalar_param(w, name, p.tile.dtype)
+            typed = workarounds.typed_scalar_param(w, name, dtype)
+            if dtype in _SIGNED_NARROW:
+                typed = f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
             if typed is not None:
                 w.loc = fn.loc
                 w.emit(typed)
