@@ -51,7 +51,7 @@ def non_pow2_tile(a):
 
 
 def test_non_power_of_two_tile():
-    with pytest.raises(ct.TileTypeError, match="power-of-two") as ei:
+    with pytest.raises(ct.TileTypeError, match="must be power of 2") as ei:
         launch(non_pow2_tile, (np.zeros(8, np.float32),))
     check_error(ei, non_pow2_tile.fn, "# ERR", col_text="ct.load")
 
@@ -117,7 +117,7 @@ def store_narrowing(a):
 
 
 def test_store_implicit_narrowing():
-    with pytest.raises(ct.TileTypeError, match="Cannot implicitly cast") as ei:
+    with pytest.raises(ct.TileTypeError, match="cannot implicitly cast") as ei:
         launch(store_narrowing, (np.zeros(4, np.float16),))
     check_error(ei, store_narrowing.fn, "# ERR")
 
@@ -364,7 +364,7 @@ def bad_views(a, which: ConstInt):
 
 @pytest.mark.parametrize("which, error, message", [
     (0, ct.TileTypeError, r"tile_shape \(4, 4\) must have the array's rank 1"),
-    (1, ct.TileTypeError, "traversal_steps must be 1 positive constant ints"),
+    (1, ct.TileTypeError, "of traversal_steps .* is not positive"),
     (2, ct.TileTypeError, "TiledView has no attribute `atomic_store_nand`"),
 ])
 def test_tiled_view_errors(which, error, message):
@@ -421,3 +421,32 @@ def test_list_argument_errors():
     with pytest.raises(ct.TileTypeError, match="List index 2 is out of range for a list of 2 arrays") as ei:
         launch(list_kernel, ([a, a], 2))
     check_error(ei, list_kernel.fn, "# ERR", col_text="xs[which]")
+
+
+def _bool_from_int_constants(a, b):
+    g = ct.gather(a, ct.arange(4, dtype=ct.int32))  # padding_value=0 into a bool array
+    ct.store(b, index=(0,), tile=ct.where(g, ct.ones((4,), ct.bool_), 0))
+
+
+def test_integer_constants_0_and_1_are_bools():
+    a = np.array([True, False, True, True])
+    b = np.zeros(4, bool)
+    ct.launch(None, (1,), ct.kernel(_bool_from_int_constants), (a, b))
+    np.testing.assert_array_equal(b, a)
+
+
+def _bitwise_float(a):
+    x = ct.load(a, index=(0,), shape=(4,))
+    ct.store(a, index=(0,), tile=x & x)
+
+
+def _shift_float(a):
+    x = ct.load(a, index=(0,), shape=(4,))
+    ct.store(a, index=(0,), tile=x << 1)
+
+
+@pytest.mark.parametrize("fn, message", [(_bitwise_float, "Bitwise operations require integers"),
+                                         (_shift_float, "Bitwise shift requires an integer")])
+def test_bitwise_errors_use_cutile_wording(fn, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        ct.launch(None, (1,), ct.kernel(fn), (np.zeros(4, np.float32),))

@@ -98,7 +98,7 @@ def test_a_kernel_needing_a_skipped_statement_is_explained(script):
     with pytest.raises(CommandError, match=r"has no tile kernel named 'nope' \(its kernels: copy, scale, "
                                            r"uses_runtime_value\)"):
         loaded.kernel("nope")
-    with pytest.raises(TileError, match="Name `SIZE` is not defined") as info:
+    with pytest.raises(TileError, match="name `SIZE` is not defined") as info:
         ct.launch(None, (1,), loaded.kernel("uses_runtime_value"), (np.zeros(8, np.float32),))
     line = SCRIPT.splitlines().index('SIZE = int("8")') + 1
     assert loaded.note_for(str(info.value)).startswith(f"note: `SIZE` is set on line {line} of {script}")

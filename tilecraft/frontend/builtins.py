@@ -344,7 +344,7 @@ def divmod_(fc: Any, x: Any, y: Any, /) -> Any:
     if not isinstance(x, Value) and not isinstance(y, Value):
         return divmod(x, y)
     if not fc.sema.common_dtype(x, y).is_integral:
-        raise fc.sema.type_error("divmod() is only supported on integers")
+        raise fc.sema.type_error("divmod() is not implemented for floating point values")
     return fc.sema.binary(BinaryFn.FLOORDIV, x, y), fc.sema.binary(BinaryFn.MOD, x, y)
 
 
@@ -373,7 +373,9 @@ def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> V
     allowed = ops.MMA_ACCUMULATORS.get(da, ())
     if dc not in allowed:
         names = ", ".join(str(d) for d in allowed)
-        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {names or 'no type'}, got {dc}")
+        if not names:
+            raise fc.sema.type_error(f"Unsupported input dtype {da} for mma()")
+        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {names}, got {dc}")
     if fast and da not in _FP8:
         raise fc.sema.type_error(f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, "
                                  f"float8_e5m2), got {da}")
@@ -483,7 +485,7 @@ def cat(fc: Any, tiles: Any, /, axis: Any) -> Value:
         raise fc.sema.type_error(f"cat() tiles must share dtype and other dims: {a.type} and {b.type}")
     shape = list(a.tile.shape)
     shape[ax] += b.tile.shape[ax]
-    fc.sema.check_shape(tuple(shape), "cat() result shape")
+    fc.sema.check_shape(tuple(shape), "Result tile shape")
     return fc.b.value(ops.Cat, lhs=a, rhs=b, axis=ax)
 
 
@@ -545,7 +547,7 @@ def len_(fc: Any, x: Any, /) -> int:
 # ---- attributes and subscripts --------------------------------------------------------------------------
 def _item(fc: Any, t: Value) -> Value:
     if math.prod(t.tile.shape) != 1:
-        raise fc.sema.type_error(f"item() needs a tile of one element, got shape {t.tile.shape}")
+        raise fc.sema.type_error(f"Cannot reshape {t.tile.shape} to (): item() needs a tile of one element")
     return fc.sema.reshape(t, ())
 
 

@@ -79,6 +79,9 @@ def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
 def _check_body(block: Block, args: list[Value], name: str) -> None:
     known = {a.id for a in args}
     for op in block.ops:
+        if type(op).effects:
+            raise TileSyntaxError(f"Operations with memory effects are not supported inside reduction body "
+                                  f"({name}() function)", op.loc)
         if not isinstance(op, _BODY_OPS):
             raise TileSyntaxError(f"{name}() function may only compute on its scalar arguments (no control "
                                   f"flow, memory access, printing or nested reductions)", op.loc)

@@ -431,13 +431,13 @@ class FunctionCompiler:
                     if isinstance(leaf, Value):
                         if leaf.type != init.type:
                             raise self.type_error(
-                                f"Type of loop variable `{n}` changes in the loop: {init.type} before, "
+                                f"Type of `{n}` depends on path taken: {init.type} before the loop, "
                                 f"{leaf.type} after; loop-carried values keep their type", node)
                         out.append(leaf)
                     elif is_loose(leaf) and self.sema._loose_fits(leaf, init.tile.dtype):
                         out.append(self.sema.const(leaf, init.tile.dtype))
                     else:
-                        raise self.type_error(f"Type of loop variable `{n}` changes in the loop", node)
+                        raise self.type_error(f"Type of `{n}` depends on path taken: it changes in the loop", node)
             return out
 
         def block_of(types: list[TileType]) -> Block:
@@ -500,7 +500,7 @@ class FunctionCompiler:
             return self._global(name, self.globals[name], node)
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        raise self.type_error(f"Name `{name}` is not defined", node)
+        raise self.type_error(f"Undefined variable: name `{name}` is not defined", node)
 
     def _global(self, name: str, value: Any, node: ast.AST) -> Any:
         tname = type(value).__module__ + "." + type(value).__name__

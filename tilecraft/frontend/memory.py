@@ -210,7 +210,7 @@ def scatter(fc: Any, array: Any, indices: Any, value: Any, /, *, mask: Any = Non
 
 
 _WORDS = (dt.int32, dt.int64, dt.uint32, dt.uint64)
-_ATOMIC_DTYPES: dict[AtomicFn, tuple[dt.DType, ...]] = {
+ATOMIC_DTYPES: dict[AtomicFn, tuple[dt.DType, ...]] = {
     AtomicFn.XCHG: _WORDS + (dt.float32, dt.float64),
     AtomicFn.ADD: _WORDS + (dt.float32, dt.float64, dt.float16, dt.bfloat16),
     AtomicFn.MAX: _WORDS, AtomicFn.MIN: _WORDS, AtomicFn.AND: _WORDS, AtomicFn.OR: _WORDS, AtomicFn.XOR: _WORDS,
@@ -232,9 +232,13 @@ def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[
     if d not in dtypes:
         raise fc.sema.type_error(f"Unsupported array dtype {d} for {name}()")
     if memory_order == MemoryOrder.WEAK or memory_scope == MemoryScope.NONE:
-        raise fc.sema.type_error(f"{name}() needs a non-WEAK memory_order and a memory_scope")
-    if exact and any(not is_loose(v) and fc.sema.dtype_of(v) is not d for v in values):
-        raise fc.sema.type_error(f"{name}() update dtype must equal the array dtype {d}")
+        op = "tile_atomic_cas" if name == "atomic_cas" else "tile_atomic_rmw"
+        raise fc.sema.type_error(f"{op} with {memory_order.name} memory ordering requires a memory scope "
+                                 f"({name}() needs a non-WEAK memory_order and a memory_scope)")
+    for v in values:
+        if exact and not is_loose(v) and fc.sema.dtype_of(v) is not d:
+            raise fc.sema.type_error(f"Bitwise atomic read-modify-write operations require the update dtype "
+                                     f"({fc.sema.dtype_of(v)}) to exactly match the target dtype ({d})")
     idx, _, shape = _gather_operands(fc, arr, indices, values, None, name)
     fields = {"array": arr, "index": idx, "check_bounds": fc.sema.const_bool(check_bounds, "check_bounds"),
               "memory_order": memory_order, "memory_scope": memory_scope}
@@ -244,7 +248,7 @@ def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[
 def atomic_update(fc: Any, fn: AtomicFn, array: Any, indices: Any, update: Any, check_bounds: Any,
                   memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
     """An AtomicRMW on the elements at `indices` (index tiles broadcast together); the old values."""
-    fields, [value] = _atomic_operands(fc, "atomic_" + fn.value, array, indices, [update], _ATOMIC_DTYPES[fn],
+    fields, [value] = _atomic_operands(fc, "atomic_" + fn.value, array, indices, [update], ATOMIC_DTYPES[fn],
                                        fn in _EXACT_UPDATE, check_bounds, memory_order, memory_scope)
     return fc.b.value(ops.AtomicRMW, fn=fn, value=value, **fields)
 

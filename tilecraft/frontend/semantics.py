@@ -132,6 +132,8 @@ class Sema:
 
     @staticmethod
     def _loose_fits(x: Any, dtype: DType) -> bool:
+        if dtype is dt.bool_ and isinstance(x, int) and x in (0, 1):
+            return True  # as cuTile: the integer constants 0 and 1 are False and True
         cat = dt.loose_dtype(x).category
         if cat > dtype.category and not dtype.is_restricted:
             return False
@@ -182,7 +184,7 @@ class Sema:
             return self.to_tile(x, dtype)
         src = self.dtype_of(x)
         if not dt.can_cast_implicitly(src, dtype):
-            raise self.type_error(f"Cannot implicitly cast {what} of dtype {src} to {dtype}; "
+            raise self.type_error(f"Type mismatch: cannot implicitly cast {what} of dtype {src} to {dtype}; "
                                   f"use astype() to convert explicitly")
         return self.cast(x, dtype)
 
@@ -195,7 +197,7 @@ class Sema:
                                   f"{_constant_hint(shape)}")
         for d in shape:
             if not is_pow2(d):
-                raise self.type_error(f"{what} {shape} must have power-of-two dimensions (got {d})")
+                raise self.type_error(f"{what} must be power of 2: {shape} has dimension {d}")
         return shape
 
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
@@ -239,7 +241,7 @@ class Sema:
             if not isinstance(rounding_mode, RoundingMode):
                 raise self.type_error(f"rounding_mode must be a ct.RoundingMode, got {describe(rounding_mode)}")
             if rounding_mode not in allowed:
-                raise self.type_error(f"Rounding mode {rounding_mode.name} is not supported for {op}")
+                raise self.type_error(f"Rounding mode {rounding_mode.value} is not supported for {op}")
         return FloatOptions(rounding_mode, self.const_bool(flush_to_zero, "flush_to_zero"))
 
     def check_float_options(self, fp: FloatOptions, dtype: DType) -> None:
@@ -249,7 +251,7 @@ class Sema:
             if not dtype.is_float:
                 raise self.type_error(f"Rounding mode can only be used for unrestricted float types, but got {dtype}")
             if fp.rounding in FULL_APPROX and dtype is not dt.float32:
-                raise self.type_error(f"Rounding mode {fp.rounding.name} can only be used for float32 type, "
+                raise self.type_error(f"Rounding mode {fp.rounding.value} can only be used for float32 type, "
                                       f"but got {dtype}")
         if fp.flush_to_zero and dtype is not dt.float32:
             raise self.type_error(f"Flush to zero can only be used for float32 type, but got {dtype}")
@@ -270,12 +272,14 @@ class Sema:
         if fn in _BITWISE:
             for v in (x, y):
                 if not is_loose(v) and not self.dtype_of(v).is_integral:
-                    raise self.type_error(f"Bitwise {fn.value} needs integer or bool operands, got "
-                                          f"{self.dtype_of(v)}; use bitcast() to operate on float bits")
+                    kind = "Bitwise shift requires an integer" if fn in (BinaryFn.SHL, BinaryFn.SHR) \
+                        else "Bitwise operations require integers"
+                    raise self.type_error(f"{kind} or bool operands, got {self.dtype_of(v)} for {fn.value}; "
+                                          f"use bitcast() to operate on float bits")
             if not is_loose(x) and not is_loose(y) and self.dtype_of(x) is not self.dtype_of(y) \
                     and fn in (BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR):
-                raise self.type_error(f"Bitwise {fn.value} needs operands of one dtype, got "
-                                      f"{self.dtype_of(x)} and {self.dtype_of(y)}")
+                raise self.type_error(f"Bitwise operands must have same data type, got "
+                                      f"{self.dtype_of(x)} and {self.dtype_of(y)} for {fn.value}")
         elif dtype is dt.bool_ and fn not in (BinaryFn.MIN, BinaryFn.MAX):
             raise self.type_error("Arithmetic on bool is not supported; cast bool to int first")
         if fn == BinaryFn.TRUEDIV and not dtype.is_float:
@@ -304,7 +308,7 @@ class Sema:
         if rule.operand is Operand.FLOAT and not d.is_float:
             raise self.type_error(f"{fn.value} needs a float operand, got {d}")
         if rule.operand is Operand.INTEGRAL and not d.is_integral:
-            raise self.type_error(f"{fn.value} needs integer or bool operands, got {d}; "
+            raise self.type_error(f"Bitwise operations require integers or bool operands, got {d} for {fn.value}; "
                                   f"use bitcast() to operate on float bits")
         if rule.operand is Operand.MATH and not d.is_float:
             t = self.cast(t, dt.float32)

@@ -14,7 +14,7 @@ from typing import Any
 from ..ir import AtomicFn, BinaryFn, Value, ops
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
-from .memory import array_dim, array_slice, atomic_update, load, store
+from .memory import ATOMIC_DTYPES, array_dim, array_slice, atomic_update, load, store
 from .semantics import describe
 
 
@@ -49,8 +49,11 @@ def tiled_view(fc: Any, array: Value, tile_shape: Any, *, padding_mode: PaddingM
         raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
     steps = _ints(traversal_steps) if traversal_steps is not None else (shape or (1,) * nd)
     if not isinstance(steps, tuple) or len(steps) != nd or \
-            not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in steps):
+            not all(isinstance(s, int) and not isinstance(s, bool) for s in steps):
         raise fc.sema.type_error(f"traversal_steps must be {nd} positive constant ints, got {traversal_steps!r}")
+    for axis, s in enumerate(steps):
+        if s <= 0:
+            raise fc.sema.type_error(f"Element {axis} of traversal_steps {steps} is not positive")
     return TiledView(array, shape, padding_mode, steps)
 
 
@@ -108,6 +111,9 @@ def _atomic_store(fn: AtomicFn) -> Any:
     def handler(fc: Any, view: TiledView, index: Any, update: Any, /) -> None:
         """Atomically combine `update` (broadcast to the tile) into the view's tile `index`:
         relaxed, device scope; lanes outside the array are skipped."""
+        if view.array.type.dtype not in ATOMIC_DTYPES[fn]:
+            raise fc.sema.type_error(f"Unsupported tiled view dtype {view.array.type.dtype} for "
+                                     f"atomic_store_{fn.value}()")
         nd = view.array.type.ndim
         s, lanes = fc.sema, []
         for axis, (i, step, extent) in enumerate(zip(_tile_index(fc, view, index), view.steps, view.extents)):

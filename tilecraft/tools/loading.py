@@ -53,7 +53,7 @@ class LoadedFile:
 
     def note_for(self, message: str) -> str:
         """A note for a compile error about a name that a skipped statement would have set."""
-        for name in re.findall(r"Name `(\w+)` is not defined", message):
+        for name in re.findall(r"[Nn]ame `(\w+)` is not defined", message):
             if name in self.skipped:
                 return (f"note: `{name}` is set on line {self.skipped[name]} of {self.path} by a top-level "
                         f"statement that is not run when kernels are loaded; only these are:\n{RULES}")
