@@ -425,7 +425,7 @@ def test_list_argument_errors():
 
 def _bool_from_int_constants(a, b):
     g = ct.gather(a, ct.arange(4, dtype=ct.int32))  # padding_value=0 into a bool array
-    ct.store(b, index=(0,), tile=ct.where(g, ct.ones((4,), ct.bool_), 0))
+    ct.store(b, index=(0,), tile=ct.where(g, ct.ones((4,), ct.bool_), ct.zeros((4,), ct.bool_)))
 
 
 def test_integer_constants_0_and_1_are_bools():
