@@ -653,3 +653,43 @@ def test_array_annotation_static_dims(dev) -> None:
 @ct.kernel
 def bad_static_axis_kernel(x: Annotated[Any, ct.ArrayAnnotation(static_shape_dims=(2, -1))]):
     ct.store(x, (0, 0), ct.zeros((1, 1), dtype=x.dtype))
+
+
+@ct.kernel
+def _raw_copy(x, y, offs, T: ct.Constant[int]):
+    o = ct.load(offs, index=(0,), shape=(T,))
+    mem_in, mem_out = x.get_raw_memory(), y.get_raw_memory()
+    mem_out.store_offset(o, mem_in.load_offset(o, mask=o % 3 != 0, padding_value=-5.0))
+
+
+@ct.kernel
+def _raw_atomics(x, offs, v, T: ct.Constant[int]):
+    o = ct.load(offs, index=(0,), shape=(T,))
+    x.get_raw_memory().atomic_add_offset(o, v, mask=o < 6)
+    x.get_raw_memory().atomic_cas_offset(7, 0.0, 9.0)
+
+
+def test_raw_memory_offsets_address_elements_in_row_major_order(dev):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    offs = np.sort(rng.choice(30, 8, replace=False)).astype(np.int64)
+    y = dev.poison((5, 6), np.float32)
+    dev.launch((1,), _raw_copy, (dev.put(x), y, dev.put(offs), 8))
+    got, want = dev.get(y).reshape(-1), np.full(30, np.nan, np.float32)
+    want[offs] = np.where(offs % 3 != 0, x.reshape(-1)[offs], -5.0)
+    np.testing.assert_array_equal(got[offs], want[offs])
+    assert np.isnan(np.delete(got, offs)).all()  # nothing else written
+
+
+def test_raw_memory_atomics_with_mask(dev):
+    z = dev.put(np.zeros(8, np.float32))
+    dev.launch((1,), _raw_atomics, (z, dev.put(np.arange(8, dtype=np.int32)), 2.0, 8))
+    np.testing.assert_array_equal(dev.get(z), [2, 2, 2, 2, 2, 2, 0, 9])
+
+
+def test_raw_memory_values_broadcast_to_the_offsets_not_back():
+    @ct.kernel
+    def bad(y):
+        y.get_raw_memory().store_offset(ct.arange(1, dtype=ct.int64), ct.arange(8, dtype=ct.float32))
+    with pytest.raises(ct.TileTypeError, match="broadcastable"):
+        ct.launch(None, (1,), bad, (np.zeros(8, np.float32),))

@@ -11,7 +11,7 @@ import math
 import types
 from typing import Any
 
-from ..errors import TileStaticAssertionError, TileUnsupportedFeatureError
+from ..errors import TileStaticAssertionError
 from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
 from ..ir.kinds import DIRECTED, UNARY_RULES
 from ..language import dtypes as dt
@@ -20,6 +20,7 @@ from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import records
 from .memory import array_dim, array_slice
+from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
 from .semantics import FULL_APPROX, describe, is_array, is_list, is_loose, is_tile
@@ -587,8 +588,12 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name == "tiled_view":
             return BoundMethod(tiled_view, obj)
         if name == "get_raw_memory":
-            raise TileUnsupportedFeatureError(f"Array.{name}() is not supported yet by tilecraft", fc.loc(node))
+            return BoundMethod(get_raw_memory, obj)
         raise fc.type_error(f"Array has no attribute `{name}`", node)
+    if isinstance(obj, RawMemory):
+        if name in RAW_MEMORY_METHODS:
+            return BoundMethod(RAW_MEMORY_METHODS[name], obj)
+        raise fc.type_error(f"RawArrayMemory has no attribute `{name}`", node)
     if isinstance(obj, TiledView):
         if name in VIEW_METHODS:
             return BoundMethod(VIEW_METHODS[name], obj)

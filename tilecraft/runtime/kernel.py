@@ -113,6 +113,11 @@ class Kernel:
         self.__name__ = self.fn.__name__
         self.__doc__ = self.fn.__doc__
 
+    @property
+    def _pyfunc(self) -> Callable[..., Any]:
+        """The decorated Python function, under cuTile's name for it."""
+        return self.fn
+
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(f"Tile kernel {self.fn.__name__} cannot be called directly; use tilecraft.launch()")
 
