@@ -8,6 +8,7 @@ import builtins as py
 import dataclasses
 import inspect
 import math
+import operator
 import types
 from typing import Any
 
@@ -113,7 +114,8 @@ def tile_of(fc: Any, x: Any) -> Value:
 
 
 # ---- dtype constructors and casts ------------------------------------------------------------------
-def dtype_call(fc: Any, d: DType, value: Any) -> Any:
+def dtype_call(fc: Any, d: DType, value: Any = 0) -> Any:
+    """`ct.float16(x)`: a constant of dtype `d` (0 without an argument), or `x.astype(d)`."""
     if is_loose(value):
         if not d.signed and not d.is_float and value < 0 and d is not dt.bool_:
             raise fc.sema.value_error(f"Negative constant {value} cannot be {d}")
@@ -129,7 +131,10 @@ def astype(fc: Any, x: Any, dtype: Any, /, *, rounding_mode: Any = None) -> Valu
         raise fc.sema.type_error(f"Only float32 tiles can be converted to tfloat32, got {t.tile.dtype}")
     fp = fc.sema.float_options("astype", DIRECTED, rounding_mode)
     if fp.rounding is not None and not (d.is_float or d.is_restricted):
-        raise fc.sema.type_error(f"Rounding mode {fp.rounding.name} is not supported for a cast to {d}")
+        raise fc.sema.type_error(f"Rounding mode {fp.rounding.value} is not supported for a cast to {d}")
+    if fp.rounding is not None and not (t.tile.dtype.is_float or t.tile.dtype.is_restricted):
+        raise fc.sema.type_error(f"Rounding mode {fp.rounding.value} is not supported for a cast from the "
+                                 f"non-float type {t.tile.dtype}")
     return fc.sema.cast(t, d, fp.rounding)
 
 
@@ -335,12 +340,30 @@ for _ufn in UnaryFn:
 HANDLERS[py.abs] = HANDLERS[L.abs]
 
 
+def _operator(fn: BinaryFn, pyop: Any) -> None:
+    """`operator.add` & co. (e.g. as a reduce/scan combiner) on tiles: the binary op."""
+    def handler(fc: Any, x: Any, y: Any, /) -> Any:
+        if not isinstance(x, Value) and not isinstance(y, Value):
+            return pyop(x, y)
+        return fc.sema.binary(fn, x, y)
+    handler.__name__ = pyop.__name__
+    HANDLERS[pyop] = handler
+
+
+for _bfn, _pyop in ((BinaryFn.ADD, operator.add), (BinaryFn.SUB, operator.sub), (BinaryFn.MUL, operator.mul),
+                    (BinaryFn.TRUEDIV, operator.truediv), (BinaryFn.FLOORDIV, operator.floordiv),
+                    (BinaryFn.MOD, operator.mod), (BinaryFn.POW, operator.pow), (BinaryFn.AND, operator.and_),
+                    (BinaryFn.OR, operator.or_), (BinaryFn.XOR, operator.xor), (BinaryFn.SHL, operator.lshift),
+                    (BinaryFn.SHR, operator.rshift)):
+    _operator(_bfn, _pyop)
+
+
 @handles(L.where)
 def where(fc: Any, cond: Any, x: Any, y: Any, /) -> Value:
     return fc.sema.where(cond, x, y)
 
 
-@handles(divmod)
+@handles(divmod, L.divmod)
 def divmod_(fc: Any, x: Any, y: Any, /) -> Any:
     if not isinstance(x, Value) and not isinstance(y, Value):
         return divmod(x, y)

@@ -118,7 +118,7 @@ def load(fc: Any, array: Any, /, index: Any, shape: Any, *, order: Any = "C",
     arr = _array(fc, array, "load")
     nd = arr.type.ndim
     shape = fc.sema.check_shape(shape)
-    if len(shape) != nd:
+    if len(shape) != nd and shape != ():  # shape (): the one element at `index`, as a 0-d tile
         raise fc.sema.type_error(f"Expected shape length to be {nd}, got shape {shape} for a rank-{nd} array")
     if not isinstance(padding_mode, PaddingMode):
         raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import TileTypeError, TileValueError
 from ..ir import ArrayType, BinaryFn, Block, Builder, CompareFn, ListType, TileType, UnaryFn, Value, ops
 from ..ir.kinds import UNARY_RULES, Operand
@@ -113,6 +115,9 @@ class Sema:
             return x.tile.dtype
         if is_loose(x):
             return dt.loose_dtype(x)
+        own = _numpy_scalar_dtype(x)
+        if own is not None:
+            return own
         raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
 
     def shape_of(self, x: Any) -> tuple[int, ...]:
@@ -128,6 +133,10 @@ class Sema:
             elif not self._loose_fits(x, dtype):
                 raise self.value_error(f"Constant {x!r} cannot be represented as {dtype}")
             return self.const(x, dtype)
+        own = _numpy_scalar_dtype(x)
+        if own is not None:  # a NumPy scalar: a constant of its own dtype
+            t = self.const(x.item(), own)
+            return t if dtype is None else self.cast_implicit(t, dtype)
         raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
 
     @staticmethod
@@ -266,6 +275,10 @@ class Sema:
 
     def _binary_dtype(self, fn: BinaryFn, x: Any, y: Any) -> DType:
         """The dtype `fn` computes in, raising the language's errors for bad operands."""
+        if fn in (BinaryFn.AND, BinaryFn.OR, BinaryFn.XOR) and is_tile(x) and is_tile(y) \
+                and x.tile.dtype is not y.tile.dtype and x.tile.dtype.is_integral and y.tile.dtype.is_integral:
+            raise self.type_error(f"Bitwise operands must have same data type, got {x.tile.dtype} and "
+                                  f"{y.tile.dtype} for {fn.value}")
         dtype = self.common_dtype(x, y)
         if dtype.is_restricted:
             raise self.type_error(f"{dtype} is a restricted type: no arithmetic (use astype first)")
@@ -374,6 +387,13 @@ def _constant_hint(shape: Any) -> str:
     verb = "are" if len(names) > 1 else "is"
     return (f"; {which} {verb} only known at run time: annotate the tile-size parameter as ct.Constant[int] "
             f"(e.g. `{example}: ct.Constant[int]`) so its value is known at compile time")
+
+
+def _numpy_scalar_dtype(x: Any) -> DType | None:
+    """The dtype of a NumPy scalar constant (np.float16(1.5), np.int8(3), np.bool_(True)), else None."""
+    if isinstance(x, np.generic) and not isinstance(x, (np.complexfloating, np.datetime64, np.timedelta64)):
+        return dt.to_dtype(x.dtype)
+    return None
 
 
 def describe(x: Any) -> str:

@@ -338,6 +338,11 @@ def isnan(x, /):
 
 
 @_stub
+def divmod(x, y, /):  # noqa: A001
+    """(x // y, x % y) on integers, like Python's divmod."""
+
+
+@_stub
 def where(cond, x, y, /):
     """Select x where cond else y (broadcast, promote)."""
 
