@@ -6,8 +6,8 @@ Write `import tilecraft as ct` where cuTile code says `import cuda.tile as ct`.
 from .errors import (TileArgumentError, TileAssertionError, TileCompilerExecutionError, TileCompilerTimeoutError,
                      TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
                      TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError)
-from .language.annotations import (ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
-                                   ScalarAnnotation, ScalarInt64)
+from .language.annotations import (Array, ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
+                                   ListAnnotation, ScalarAnnotation, ScalarInt64)
 from .language.dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
                               float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32,
                               uint64)
@@ -24,7 +24,8 @@ __all__ = [
     "TileInternalError",
     "TileRecursionError", "TileStaticAssertionError", "TileStaticEvalError", "TileSyntaxError", "TileTypeError",
     "TileUnsupportedFeatureError", "TileValueError",
-    "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ScalarAnnotation", "ScalarInt64",
+    "Array", "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ListAnnotation",
+    "ScalarAnnotation", "ScalarInt64",
     "DType", "bfloat16", "bool_", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "tfloat32", "uint8", "uint16", "uint32", "uint64",
     "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode",

@@ -3,6 +3,8 @@ and the stream argument (torch stream, raw handle, default stream) on a GPU."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pytest
 
@@ -138,3 +140,17 @@ def test_stream_handles_of_every_kind():
         [0, 1234, 77, 55, 99]
     with pytest.raises(TypeError, match="Unsupported stream type str"):
         _stream_handle("default")
+
+
+def _annotated_copy(x: Annotated[ct.Array, ct.ArrayAnnotation(index_dtype=ct.int64)],
+                    lst: Annotated[list, ct.ListAnnotation(element=ct.IndexedWithInt64)], out):
+    ct.store(out, index=(0,), tile=ct.load(x, index=(0,), shape=(4,)) + ct.load(lst[0], index=(0,), shape=(4,)))
+
+
+def test_array_and_list_annotations_as_cutile_writes_them():
+    x, y = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+    out = np.full(4, np.nan, np.float32)
+    k = ct.kernel(_annotated_copy)
+    ct.launch(None, (1,), k, (x, [y], out))
+    np.testing.assert_array_equal(out, x + 1)
+    assert "i64" in k.ir(x, [y], out).splitlines()[0]  # both parameters index with 64 bits

@@ -34,6 +34,26 @@ class ArrayAnnotation:
                 raise TypeError("static_shape_dims/static_stride_dims must be tuples of ints")
 
 
+class Array:
+    """The type of an array parameter, for annotations: `x: ct.Array` or
+    `Annotated[ct.Array, ct.ArrayAnnotation(...)]` (any array the launch accepts)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListAnnotation:
+    """A list-of-arrays parameter whose elements are annotated as one array would be:
+    `Annotated[list, ct.ListAnnotation(element=ct.IndexedWithInt64)]`."""
+
+    element: Any = None
+
+    @property
+    def array_annotation(self) -> "ArrayAnnotation | None":
+        """The elements' ArrayAnnotation (given directly or inside `Annotated[...]`), if any."""
+        if isinstance(self.element, ArrayAnnotation):
+            return self.element
+        return next((m for m in getattr(self.element, "__metadata__", ()) if isinstance(m, ArrayAnnotation)), None)
+
+
 @dataclass(frozen=True)
 class ScalarAnnotation:
     """Types an integer scalar parameter (e.g. int64 instead of the default int32)."""

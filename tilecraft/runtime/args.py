@@ -14,7 +14,7 @@ from ..backends.base import ArrayFacts, needs_index64
 from ..backends.registry import CPU, CUDA
 from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
-from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ScalarAnnotation
+from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ListAnnotation, ScalarAnnotation
 
 
 class ArgumentError(Exception):
@@ -49,6 +49,12 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         meta = getattr(hints.get(name), "__metadata__", ())
         constant = any(isinstance(m, ConstantAnnotation) for m in meta)
         arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
+        listed = next((m for m in meta if isinstance(m, ListAnnotation)), None)
+        if listed is not None and arr is None:
+            arr = listed.array_annotation
+            if arr is not None and (arr.static_shape_dims or arr.static_stride_dims):
+                raise TypeError(f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
+                                f"element are not supported by tilecraft yet (only index_dtype)")
         sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
         if constant and (arr or sc):
             raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
