@@ -37,6 +37,7 @@ class ParamInfo:
     static_shape: tuple[int, ...] = ()   # ArrayAnnotation: axes whose size / stride is compiled in
     static_stride: tuple[int, ...] = ()
     constant_type: Any = None  # Constant[int] / [float] / [bool]: the value must be of that type
+    rejected: str | None = None  # an annotation tilecraft cannot honour: the launch fails with this
 
 
 def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
@@ -46,6 +47,7 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         hints = dict(getattr(fn, "__annotations__", {}))
     out = []
     for name in inspect.signature(fn).parameters:
+        rejected = None
         meta = getattr(hints.get(name), "__metadata__", ())
         constant = any(isinstance(m, ConstantAnnotation) for m in meta)
         arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
@@ -53,8 +55,8 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         if listed is not None and arr is None:
             arr = listed.array_annotation
             if arr is not None and (arr.static_shape_dims or arr.static_stride_dims):
-                raise TypeError(f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
-                                f"element are not supported by tilecraft yet (only index_dtype)")
+                rejected = (f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
+                            f"element are not supported by tilecraft yet (only index_dtype)")
         sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
         if constant and (arr or sc):
             raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
@@ -62,7 +64,7 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
         declared = typing.get_args(hints[name])[0] if constant else None
         out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static,
-                             constant_type=declared if declared in (int, float, bool) else None))
+                             constant_type=declared if declared in (int, float, bool) else None, rejected=rejected))
     return out
 
 
@@ -228,6 +230,8 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
 
     Python numbers are bool, int32 (int64 under ScalarInt64) or float32 scalars; NumPy scalars
     keep their dtype (`numpy_scalar`); 0-d NumPy arrays and torch tensors are rank-0 arrays."""
+    if info.rejected:
+        raise ArgumentError(info.name, info.rejected)
     if info.constant:
         if isinstance(value, np.ndarray) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
                 or hasattr(value, "__cuda_array_interface__"):
