@@ -10,6 +10,7 @@ from ...ir import Op, Value, ops
 from . import interpret_workarounds as workarounds
 from .emitter import KernelWriter, rule
 from .memory import emit_pointer_tiles
+from .spelling import tl_dtype
 
 
 @rule(ops.Yield, ops.Condition)
@@ -65,10 +66,9 @@ def _for(w: KernelWriter, op: ops.For) -> None:
         loop = f"range({bounds})"
     counter = w.define(iv, 'i')
     w.emit(f"for {counter} in {loop}:")
-    typed = workarounds.typed_loop_counter(w, counter, iv.tile.dtype)
-    if typed is not None:
+    if workarounds.python_numbers(w):
         with w.indented():
-            w.emit(typed)
+            w.emit(f"{counter} = tl.cast({counter}, {tl_dtype(iv.tile.dtype)})")
     lower_block(w, body.ops, names, tuple(advances))
     for result, name in zip(op.results, names):
         w.alias(result, name)

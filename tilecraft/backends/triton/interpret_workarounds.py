@@ -124,21 +124,12 @@ def xchg_as_bits(w: "KernelWriter", dtype: DType) -> bool:
     return w.target.interpret and is_float(dtype)
 
 
-def typed_scalar_param(w: "KernelWriter", name: str, dtype: DType) -> str | None:
-    """A statement giving scalar parameter `name` its type: the interpreter passes Python
-    numbers as they are (a float64 for a float32 parameter, unbounded ints)."""
-    if not w.target.interpret:
-        return None
-    return f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
-
-
-def typed_loop_counter(w: "KernelWriter", name: str, dtype: DType) -> str | None:
-    """A statement typing a `for` loop's counter: under the interpreter `range` yields Python
-    ints, which have no Triton type (`tl.full(shape, i)` or `x + i` then fails with "'int'
-    object has no attribute 'type'")."""
-    if not w.target.interpret:
-        return None
-    return f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
+def python_numbers(w: "KernelWriter") -> bool:
+    """Whether scalar parameters and `range` loop counters reach the kernel as Python numbers,
+    which the kernel must then give their type: the interpreter passes arguments as they are (a
+    float64 for a float32 parameter, unbounded ints) and its `range` yields ints, on which
+    `tl.full(shape, i)` or `x + i` fail with "'int' object has no attribute 'type'"."""
+    return w.target.interpret
 
 
 @contextlib.contextmanager

@@ -91,12 +91,9 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts
             dtype = p.tile.dtype
             add(name, D.int32 if dtype in _SIGNED_NARROW else dtype, f"a{i}")
             w.alias(p, name)
-            typed = workarounds.typed_scalar_param(w, name, dtype)
-            if dtype in _SIGNED_NARROW:
-                typed = f"{name} = tl.cast({name}, {tl_dtype(dtype)})"
-            if typed is not None:
+            if dtype in _SIGNED_NARROW or workarounds.python_numbers(w):
                 w.loc = fn.loc
-                w.emit(typed)
+                w.emit(f"{name} = tl.cast({name}, {tl_dtype(dtype)})")
                 w.loc = None
             continue
         f: ArrayFacts | None = facts[i] if i < len(facts) else None
