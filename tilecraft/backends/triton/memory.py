@@ -135,10 +135,16 @@ def _tile_address(w: KernelWriter, arr: ArrayParam, op: ops.Load | ops.Store,
     return f"{name} + ({' + '.join(lanes)})", mask
 
 
+def _literal_int(w: KernelWriter, v: Value) -> int | None:
+    """The value of integer `v` when the writer holds it as a bare literal, else None."""
+    return int(w.expr(v).strip("()")) if w.is_literal(v) else None
+
+
 def _known_nonneg(w: KernelWriter, v: Value) -> bool:
     """`v` is a literal >= 0 (the range analysis is not trusted here: it assumes no overflow,
     and `bid * 2**30` wraps negative)."""
-    return w.is_literal(v) and int(w.expr(v).strip("()")) >= 0
+    c = _literal_int(w, v)
+    return c is not None and c >= 0
 
 
 def _tile_start(w: KernelWriter, arr: ArrayParam, v: Value, n: int, axis: int, checked: bool,
@@ -158,8 +164,8 @@ def _tile_start(w: KernelWriter, arr: ArrayParam, v: Value, n: int, axis: int, c
     width."""
     size = arr.shapes[axis]
     start = w.fresh(f"{arr.pointer}_start{axis}")
-    if w.is_literal(v):  # folded: a Python int never wraps
-        c = int(w.expr(v).strip("()"))
+    c = _literal_int(w, v)
+    if c is not None:  # folded: a Python int never wraps
         if c < 0 and checked:
             w.emit(f"{start} = {size}")
             return start, f"({size} < 0)"
@@ -180,9 +186,8 @@ def _tile_start(w: KernelWriter, arr: ArrayParam, v: Value, n: int, axis: int, c
 
 def _scaled(w: KernelWriter, arr: ArrayParam, v: Value, n: int) -> str:
     """`v * n` in the array's offset type, folded when `v` is a literal."""
-    if w.is_literal(v):
-        return str(int(w.expr(v).strip("()")) * n)
-    return f"{_index(w, arr, v)} * {n}"
+    c = _literal_int(w, v)
+    return f"{_index(w, arr, v)} * {n}" if c is None else str(c * n)
 
 
 def _index(w: KernelWriter, arr: ArrayParam, v: Value) -> str:
