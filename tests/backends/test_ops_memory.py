@@ -667,6 +667,7 @@ def _raw_atomics(x, offs, v, T: ct.Constant[int]):
     o = ct.load(offs, index=(0,), shape=(T,))
     x.get_raw_memory().atomic_add_offset(o, v, mask=o < 6)
     x.get_raw_memory().atomic_cas_offset(7, 0.0, 9.0)
+    x.get_raw_memory().atomic_cas_offset(o, 2.0, 5.0, mask=o < 3)  # lanes 3..5 hold 2.0 too but are masked off
 
 
 def test_raw_memory_offsets_address_elements_in_row_major_order(dev):
@@ -684,7 +685,7 @@ def test_raw_memory_offsets_address_elements_in_row_major_order(dev):
 def test_raw_memory_atomics_with_mask(dev):
     z = dev.put(np.zeros(8, np.float32))
     dev.launch((1,), _raw_atomics, (z, dev.put(np.arange(8, dtype=np.int32)), 2.0, 8))
-    np.testing.assert_array_equal(dev.get(z), [2, 2, 2, 2, 2, 2, 0, 9])
+    np.testing.assert_array_equal(dev.get(z), [5, 5, 5, 2, 2, 2, 0, 9])
 
 
 def test_raw_memory_values_broadcast_to_the_offsets_not_back():

@@ -223,10 +223,10 @@ _EXACT_UPDATE = (AtomicFn.AND, AtomicFn.OR, AtomicFn.XOR)
 
 def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[Any],
                      dtypes: tuple[dt.DType, ...], exact: bool, check_bounds: Any, memory_order: MemoryOrder,
-                     memory_scope: MemoryScope) -> tuple[dict[str, Any], list[Value]]:
-    """The checked fields every atomic shares (array, index, check_bounds, ordering) and its
-    `values` cast to the array dtype (`exact`: they must already have it), all broadcast to the
-    index shape."""
+                     memory_scope: MemoryScope, mask: Any = None) -> tuple[dict[str, Any], list[Value]]:
+    """The checked fields every atomic shares (array, index, mask, check_bounds, ordering) and
+    its `values` cast to the array dtype (`exact`: they must already have it), all broadcast to
+    the index shape."""
     arr = _array(fc, array, name)
     d = arr.type.dtype
     if d not in dtypes:
@@ -239,17 +239,18 @@ def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[
         if exact and not is_loose(v) and fc.sema.dtype_of(v) is not d:
             raise fc.sema.type_error(f"Bitwise atomic read-modify-write operations require the update dtype "
                                      f"({fc.sema.dtype_of(v)}) to exactly match the target dtype ({d})")
-    idx, _, shape = _gather_operands(fc, arr, indices, values, None, name)
-    fields = {"array": arr, "index": idx, "check_bounds": fc.sema.const_bool(check_bounds, "check_bounds"),
+    idx, m, shape = _gather_operands(fc, arr, indices, values, mask, name)
+    fields = {"array": arr, "index": idx, "mask": m, "check_bounds": fc.sema.const_bool(check_bounds, "check_bounds"),
               "memory_order": memory_order, "memory_scope": memory_scope}
     return fields, _element_values(fc, values, d, shape, "the atomic update")
 
 
 def atomic_update(fc: Any, fn: AtomicFn, array: Any, indices: Any, update: Any, check_bounds: Any,
-                  memory_order: MemoryOrder, memory_scope: MemoryScope) -> Value:
-    """An AtomicRMW on the elements at `indices` (index tiles broadcast together); the old values."""
+                  memory_order: MemoryOrder, memory_scope: MemoryScope, mask: Any = None) -> Value:
+    """An AtomicRMW on the elements at `indices` (index tiles broadcast together; lanes where
+    `mask` is off are skipped); the old values."""
     fields, [value] = _atomic_operands(fc, "atomic_" + fn.value, array, indices, [update], ATOMIC_DTYPES[fn],
-                                       fn in _EXACT_UPDATE, check_bounds, memory_order, memory_scope)
+                                       fn in _EXACT_UPDATE, check_bounds, memory_order, memory_scope, mask)
     return fc.b.value(ops.AtomicRMW, fn=fn, value=value, **fields)
 
 
@@ -271,6 +272,13 @@ for _fn, _stub in ((AtomicFn.XCHG, L.atomic_xchg), (AtomicFn.ADD, L.atomic_add),
 def atomic_cas(fc: Any, array: Any, indices: Any, expected: Any, desired: Any, /, *, check_bounds: bool = True,
                memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
+    return compare_and_swap(fc, array, indices, expected, desired, check_bounds, memory_order, memory_scope)
+
+
+def compare_and_swap(fc: Any, array: Any, indices: Any, expected: Any, desired: Any, check_bounds: Any,
+                     memory_order: MemoryOrder, memory_scope: MemoryScope, mask: Any = None) -> Value:
+    """An AtomicCAS on the elements at `indices` (lanes where `mask` is off are skipped and
+    return `expected`); the old values."""
     fields, [exp, des] = _atomic_operands(fc, "atomic_cas", array, indices, [expected, desired], _CAS_DTYPES,
-                                          False, check_bounds, memory_order, memory_scope)
+                                          False, check_bounds, memory_order, memory_scope, mask)
     return fc.b.value(ops.AtomicCAS, expected=exp, desired=des, **fields)

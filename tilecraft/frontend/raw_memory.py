@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..ir import AtomicFn, BinaryFn, Value
 from ..language.enums import MemoryOrder, MemoryScope
-from .memory import array_dim, atomic_cas, atomic_update, gather, scatter
+from .memory import array_dim, atomic_update, compare_and_swap, gather, scatter
 from .semantics import broadcast_shapes
 
 
@@ -37,9 +37,9 @@ def _offsets(fc: Any, mem: RawMemory, offset: Any, others: tuple[Any, ...], what
     off = fc.sema.to_tile(offset)
     if not off.tile.dtype.is_int:
         raise fc.sema.type_error(f"{what}() offsets must be integers, got {off.tile.dtype}")
-    for x in others:
+    for x in (o for o in others if o is not None):
         shape = fc.sema.shape_of(x)
-        if x is not None and broadcast_shapes(shape, off.tile.shape) != off.tile.shape:
+        if broadcast_shapes(shape, off.tile.shape) != off.tile.shape:
             raise fc.sema.type_error(f"{what}(): shape {shape} is not broadcastable to the offset shape "
                                      f"{off.tile.shape}")
     nd = mem.array.type.ndim
@@ -71,9 +71,7 @@ def _atomic(fn: AtomicFn) -> Callable[..., Value]:
                 memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
         name = f"atomic_{fn.value}_offset"
         idx = _offsets(fc, mem, offset, (value, mask), name)
-        if mask is not None:  # masked-off lanes: an index past the array, which atomics skip
-            idx = _masked(fc, mem, idx, mask)
-        return atomic_update(fc, fn, mem.array, idx, value, True, memory_order, memory_scope)
+        return atomic_update(fc, fn, mem.array, idx, value, True, memory_order, memory_scope, mask)
     handler.__name__ = f"atomic_{fn.value}_offset"
     return handler
 
@@ -82,17 +80,7 @@ def atomic_cas_offset(fc: Any, mem: RawMemory, offset: Any, expected: Any, desir
                       mask: Any = None, memory_order: MemoryOrder = MemoryOrder.ACQ_REL,
                       memory_scope: MemoryScope = MemoryScope.DEVICE) -> Value:
     idx = _offsets(fc, mem, offset, (expected, desired, mask), "atomic_cas_offset")
-    if mask is not None:
-        idx = _masked(fc, mem, idx, mask)
-    return atomic_cas(fc, mem.array, idx, expected, desired, memory_order=memory_order, memory_scope=memory_scope)
-
-
-def _masked(fc: Any, mem: RawMemory, idx: tuple[Any, ...], mask: Any) -> tuple[Any, ...]:
-    """`idx` with the first index moved past the array where `mask` is off (bounds-checked
-    atomics then skip those lanes)."""
-    s = fc.sema
-    past = array_dim(fc, mem.array, 0)
-    return (s.where(mask, idx[0], past), *idx[1:])
+    return compare_and_swap(fc, mem.array, idx, expected, desired, True, memory_order, memory_scope, mask)
 
 
 RAW_MEMORY_METHODS: dict[str, Callable[..., Any]] = {
