@@ -136,5 +136,10 @@ class AtomicFn(enum.Enum):
 DIRECTED = (RoundingMode.RN, RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP)
 """The IEEE rounding modes an arithmetic op may carry (RN is the default)."""
 
+NON_NEAREST = (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP)
+"""The modes backends compute with their correctly rounded helpers; every other option (None,
+RN, FULL, APPROX) is the ordinary round-to-nearest path at full precision, which also meets
+APPROX's bound."""
+
 ROUNDED_BINARY = {BinaryFn.ADD, BinaryFn.SUB, BinaryFn.MUL, BinaryFn.TRUEDIV}
 """Binary functions that take a rounding mode (and flush_to_zero)."""

@@ -16,8 +16,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ...ir import BinaryFn, CompareFn, UnaryFn, ops
+from ...ir.kinds import NON_NEAREST
 from ...language.dtypes import DType
-from ...language.enums import RoundingMode
 from .numerics import F32, HALVES, is_floating, make_cast, scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
 from .rounding import flush_subnormals, rounded_binary, rounded_sqrt
@@ -74,8 +74,6 @@ def lift(fn: Callable[..., Any], ins: list[DType], out: DType) -> Callable[..., 
     return cast
 
 
-_DEFAULT_ROUNDING = (None, RoundingMode.RN, RoundingMode.FULL, RoundingMode.APPROX)
-"""Rounding options computed by the default (round-to-nearest, full precision) path."""
 
 
 def _flushing(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -151,7 +149,7 @@ def _bitcast(op: ops.Bitcast, c: Compiler) -> Runner:
 @rule(ops.Unary)
 def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
     dtype, mode = op.x.tile.dtype, op.rounding
-    if mode in _DEFAULT_ROUNDING:
+    if mode not in NON_NEAREST:
         f = lift(_UNARY[op.fn], [dtype], op.result.tile.dtype)
     else:  # a directed rounding: SQRT only (the verifier's rule)
         assert op.fn is UnaryFn.SQRT, op.fn
@@ -166,7 +164,7 @@ def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
 @rule(ops.Binary)
 def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
     fn, dtype, mode = op.fn, op.lhs.tile.dtype, op.rounding
-    if mode in _DEFAULT_ROUNDING:
+    if mode not in NON_NEAREST:
         f = _float_floordiv if fn is BinaryFn.FLOORDIV and is_floating(dtype) else _BINARY[fn]
         f = lift(f, [dtype, dtype], op.result.tile.dtype)
     else:  # a directed rounding of ADD/SUB/MUL/TRUEDIV

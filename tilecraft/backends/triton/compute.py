@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir import BinaryFn, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
+from ...ir.kinds import NON_NEAREST
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import RoundingMode
@@ -216,7 +217,7 @@ def _extract(w: KernelWriter, op: ops.Extract) -> None:
 
 def _directed(mode: RoundingMode | None) -> RoundingMode | None:
     """`mode` if it needs the correctly rounded helpers (RZ, RM, RP); None for the ordinary path."""
-    return mode if mode in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP) else None
+    return mode if mode in NON_NEAREST else None
 
 
 def _flush(w: KernelWriter, text: str) -> str:
