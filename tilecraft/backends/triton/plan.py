@@ -19,13 +19,13 @@ from typing import Mapping, Sequence
 
 from ...errors import Location
 from ...ir import Function, Op, Value, ops
-from ...ir.types import ArrayType, TileType
+from ...ir.types import ArrayType
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, PaddingMode
 from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
-from .emitter import Target
+from .emitter import Target, shape_of
 from .heuristics import (LaunchConfig, choose_config, grid_loop_candidate, is_persistent, loop_stages,
                          pipelined_loops, tile_loops)
 from .spelling import is_float
@@ -119,12 +119,8 @@ def _array_facts(fn: Function, facts: Sequence[ArrayFacts | None]) -> dict[int, 
 def tile_shape(op: TileAccess) -> tuple[int, ...]:
     """The lanes of tile load/store `op` in V's axis order; () for a single element (a 0-d tile
     of an n-d array)."""
-    shape = op.shape if isinstance(op, ops.Load) else _shape(op.tile)
+    shape = op.shape if isinstance(op, ops.Load) else shape_of(op.tile)
     return shape if len(shape) == len(op.index) else ()
-
-
-def _shape(v: Value) -> tuple[int, ...]:
-    return v.type.shape if isinstance(v.type, TileType) else ()
 
 
 def _masked_axes(op: TileAccess, facts: ArrayFacts | None) -> frozenset[int]:
@@ -161,7 +157,7 @@ def _descriptor_block(op: TileAccess) -> tuple[tuple[int, ...], str] | None:
             or arr.dtype is D.bool_:
         return None
     if isinstance(op, ops.Store):
-        shape = _shape(op.tile)
+        shape = shape_of(op.tile)
         padding: str | None = "zero"
         if op.order != tuple(range(arr.ndim)):
             return None
