@@ -1,0 +1,101 @@
+"""Clocks for the tuner: how long one launch takes where its arrays live.
+
+CUDA launches are timed with CUDA events on the launch's stream, with the L2 cache flushed
+before every timed launch (so a configuration is not favoured by data an earlier run left in
+L2). Launches on the CPU (the interpreter and Triton's CPU interpreter) are timed by the wall
+clock: there is no device to time, and CI tests the tuner there.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Protocol, Sequence
+
+from ..backends.registry import CUDA
+from ..runtime.launch import choose_backend
+from ..runtime.kernel import Kernel
+
+Run = Callable[[], None]
+
+
+class Clock(Protocol):
+    def time_us(self, runs: Sequence[Run]) -> list[float]:
+        """Run each of `runs` once, in order; return how long each took, in microseconds."""
+
+    def finish(self) -> None:
+        """Wait until everything started so far has run (a failure surfaces here)."""
+
+
+class WallClock:
+    """Wall-clock time of each run (CPU backends run synchronously)."""
+
+    def time_us(self, runs: Sequence[Run]) -> list[float]:
+        out = []
+        for run in runs:
+            start = time.perf_counter()
+            run()
+            out.append((time.perf_counter() - start) * 1e6)
+        return out
+
+    def finish(self) -> None:
+        pass
+
+
+class CudaClock:
+    """CUDA-event time of each run on `stream`, each after a write of twice the L2 cache size.
+
+    The runs are queued back to back and read after one synchronization, so the host's launch
+    overhead overlaps the GPU's work instead of being timed."""
+
+    def __init__(self, stream: Any, device: int) -> None:
+        import torch
+
+        self.torch = torch
+        self.stream = torch_stream(stream)
+        l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
+        self.flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.uint8, device=f"cuda:{device}")
+
+    def time_us(self, runs: Sequence[Run]) -> list[float]:
+        event = self.torch.cuda.Event
+        pairs = []
+        self.stream.wait_stream(self.torch.cuda.current_stream())  # arguments made on the current stream
+        with self.torch.cuda.stream(self.stream):
+            for run in runs:
+                start, end = event(enable_timing=True), event(enable_timing=True)
+                self.flush.zero_()
+                start.record(self.stream)
+                run()
+                end.record(self.stream)
+                pairs.append((start, end))
+        self.stream.synchronize()
+        return [start.elapsed_time(end) * 1e3 for start, end in pairs]
+
+    def finish(self) -> None:
+        self.stream.synchronize()
+
+
+def torch_stream(stream: Any) -> Any:
+    """`stream` (None: torch's current stream, a torch stream, a raw handle, a CuPy stream or an
+    object with `__cuda_stream__`) as a torch stream, for recording events on it."""
+    import torch
+
+    if stream is None:
+        return torch.cuda.current_stream()
+    if isinstance(stream, torch.cuda.Stream):
+        return stream
+    from ..backends.triton.compile import _stream_handle
+    return torch.cuda.ExternalStream(_stream_handle(stream))
+
+
+def clock_for(kernel: Kernel, args: Any, stream: Any, clocks: dict[Any, Clock]) -> Clock:
+    """The clock for launching `kernel` with `args` on `stream`: by the device its arrays live on
+    (as `ct.launch` picks its backend), one per device and stream, kept in `clocks`."""
+    _, arrays, _ = kernel.describe(args)
+    if choose_backend(arrays, None).device != CUDA:
+        return clocks.setdefault("cpu", WallClock())
+    device = arrays[0].data.device.index if arrays else None
+    key = (device, id(stream))
+    if key not in clocks:
+        import torch
+        clocks[key] = CudaClock(stream, torch.cuda.current_device() if device is None else device)
+    return clocks[key]
