@@ -43,6 +43,7 @@ class Inspection:
     shared_bytes: int
     registers: int | None
     spill_bytes: int | None
+    fallbacks: tuple[tuple[str, str], ...] = ()  # (what was given up to fit the GPU, why), in order
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -57,8 +58,11 @@ class Inspection:
     def summary(self) -> str:
         regs = "?" if self.registers is None else str(self.registers)
         spills = "?" if self.spill_bytes is None else str(self.spill_bytes)
-        return (f"sm_{self.capability}: {self.num_warps} warps, {self.num_stages} stages, {regs} registers/thread, "
+        text = (f"sm_{self.capability}: {self.num_warps} warps, {self.num_stages} stages, {regs} registers/thread, "
                 f"{spills} bytes spilled/thread, {self.shared_bytes} bytes shared memory")
+        for step, why in self.fallbacks:
+            text += f"\nfitted to the GPU: {step} ({why})"
+        return text
 
 
 def _resources(cubin: bytes) -> tuple[int | None, int | None]:
@@ -89,4 +93,4 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     binary = compiled.compile_for(capability, backend_args(flat, as_torch))
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
-                      compiled.config.num_stages, binary.metadata.shared, registers, spills)
+                      compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks))

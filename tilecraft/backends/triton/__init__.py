@@ -10,7 +10,6 @@ Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Py
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 from ...environment import TRITON_BACKENDS, require
@@ -69,11 +68,4 @@ class TritonBackend:
         descriptors = self._forced if self._forced is not None else self._descriptors_available()
         target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=self._forced is True,
                         **self._schedule)
-        lowered = lower(fn, list(facts), target)
-        if not lowered.grid_loop:
-            return TritonKernel(lowered, self.interpret)
-        # a grid no larger than the GPU runs at once gains nothing from the grid loop: such
-        # launches use the one-program-per-block variant, lowered when first needed
-        plain = replace(target, grid_loop=False)
-        return TritonKernel(lowered, self.interpret,
-                            small_grid=lambda: TritonKernel(lower(fn, list(facts), plain), self.interpret))
+        return TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)

@@ -25,6 +25,7 @@ import tempfile
 import threading
 import traceback
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Sequence
@@ -41,7 +42,9 @@ from triton.runtime.jit import JITFunction
 
 from ... import knobs
 from ...errors import Location, TileAssertionError, TileCompilerExecutionError
+from . import fitting
 from . import interpret_workarounds as workarounds
+from .emitter import Target
 from .lower import LoweredKernel
 
 _lock = threading.Lock()
@@ -271,30 +274,59 @@ class _DirectLauncher:
 
 
 class TritonKernel:
-    """A compiled tile kernel: `launch(grid, args, stream)`; `source` is the generated code."""
+    """A compiled tile kernel: `launch(grid, args, stream)`; `source` is the generated code.
 
-    def __init__(self, lowered: LoweredKernel, interpret: bool,
-                 small_grid: Callable[[], "TritonKernel"] | None = None) -> None:
+    `lower_for(target)` lowers the kernel's IR for a target. The kernel starts from `target`;
+    when Triton cannot build that schedule for the GPU (out of shared memory, or its compiler
+    fails: see fitting.py) it lowers the kernel again for the next, more modest schedule and
+    retries, before anything has run. `fallbacks` lists what was given up, and why, in order.
+    """
+
+    def __init__(self, lower_for: Callable[[Target], LoweredKernel], target: Target, interpret: bool) -> None:
+        self._lower_for = lower_for
+        self.interpret = interpret
+        self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
+        self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
+        self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
+        self._adopt(target, lower_for(target))
+
+    def _adopt(self, target: Target, lowered: LoweredKernel) -> None:
+        """Use `lowered` (the kernel lowered for `target`) from now on."""
+        self.target = target
         self.lowered = lowered
         self.source = lowered.source
         self.path = write_source(lowered.name, lowered.source)
-        self.interpret = interpret
         self.config = lowered.config
-        self._fn = _load(self.path, lowered, interpret)
+        self._fn = _load(self.path, lowered, self.interpret)
         self._flatten = eval(lowered.flatten)  # noqa: S307 - our own generated lambda
         self._options = dict(lowered.config.options, sanitize_overflow=False)
         if lowered.has_assert:
             self._options["debug"] = True
-        self._descriptors = lowered.uses_descriptors and not interpret
-        self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
-        self._small_grid = small_grid  # grid-loop kernels: makes the variant for small grids
-        self._small: TritonKernel | None = None
+        self._descriptors = lowered.uses_descriptors and not self.interpret
+        self._slots.clear()
+
+    def _refit(self, exc: BaseException) -> bool:
+        """After `exc` from building the kernel: adopt the next schedule and return True, or return
+        False when `exc` is not about the schedule not fitting; raise a located error when no
+        schedule is left."""
+        if not fitting.is_unfit(exc):
+            return False
+        lowered = self.lowered
+        found = fitting.next_schedule(self.target, exc, depth=lowered.depth, grid_loop=lowered.grid_loop,
+                                      descriptors=lowered.uses_descriptors)
+        if found is None:
+            tried = [step for step, _ in self.fallbacks]
+            raise fitting.unfit_error(lowered.name, exc, tried, lowered.staged, lowered.loc) from exc
+        step, target = found
+        self.fallbacks.append((step, f"the schedule before it {fitting.describe_failure(exc)}"))
+        self._adopt(target, self._lower_for(target))
+        return True
 
     def small_grid_kernel(self) -> "TritonKernel | None":
         """The one-program-per-block variant of a grid-loop kernel (see `_grid_loop_launch`;
         made on first use)."""
-        if self._small is None and self._small_grid is not None:
-            self._small = self._small_grid()
+        if self._small is None and self.lowered.grid_loop:
+            self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret)
         return self._small
 
     def _programs(self, flat: tuple) -> int:
@@ -309,29 +341,37 @@ class TritonKernel:
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers)."""
+        while True:
+            try:
+                return self._launch(grid, args, stream)
+            except Exception as exc:
+                if self._refit(exc):
+                    continue
+                if isinstance(exc, (CompilationError, InterpreterError, OutOfResources)) or fitting.is_unfit(exc):
+                    raise self._translate(exc) from exc
+                raise
+
+    def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
         flat = self._flatten(*args)
-        try:
-            if self.lowered.grid_loop:
-                looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
-                if looped is None:
-                    return self.small_grid_kernel().launch(grid, args, stream)
-                grid, flat = looped
-            if self.interpret:
-                ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
-                with ctx:
-                    self._fn.run(*flat, grid=grid, warmup=False)
-                return
-            if self._descriptors:
-                _ensure_allocator()
-            if self.lowered.asserts:
-                return self._launch_checked(grid, flat, stream)
-            if stream is None or _stream_handle(stream) == _current_stream():
+        if self.lowered.grid_loop:
+            looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
+            if looped is None:
+                return self.small_grid_kernel().launch(grid, args, stream)
+            grid, flat = looped
+        if self.interpret:
+            ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
+            with ctx:
+                self._fn.run(*flat, grid=grid, warmup=False)
+            return
+        if self._descriptors:
+            _ensure_allocator()
+        if self.lowered.asserts:
+            return self._launch_checked(grid, flat, stream)
+        if stream is None or _stream_handle(stream) == _current_stream():
+            self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+        else:
+            with _stream_context(stream):
                 self._fn.run(*flat, grid=grid, warmup=False, **self._options)
-            else:
-                with _stream_context(stream):
-                    self._fn.run(*flat, grid=grid, warmup=False, **self._options)
-        except (CompilationError, InterpreterError, OutOfResources) as exc:
-            raise self._translate(exc) from exc
 
     def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any) -> None:
         """A GPU launch of a kernel with `ct.assert_`: its stream is synchronized before the launch
@@ -405,7 +445,23 @@ class TritonKernel:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
         launch: a check of the generated code, or ahead-of-time use. With `args` (as for
         `launch`), integer arguments divisible by 16 are specialized as Triton does at a launch.
+        A schedule that needs more shared memory than such a GPU has is refitted as at a launch.
         Returns Triton's compiled kernel (`.asm` holds ttir/ttgir/llir/ptx/cubin, and sass)."""
+        while True:
+            try:
+                binary = self._compile_for(capability, args)
+                limit = fitting.shared_memory_limit(capability)
+                if binary.metadata.shared > limit:
+                    raise OutOfResources(binary.metadata.shared, limit, "shared memory")
+                return binary
+            except Exception as exc:
+                if self._refit(exc):
+                    continue
+                if isinstance(exc, (CompilationError, OutOfResources)) or fitting.is_unfit(exc):
+                    raise self._translate(exc) from exc
+                raise
+
+    def _compile_for(self, capability: int, args: Sequence[Any] | None) -> Any:
         fn = self._fn if not self.interpret else _load(self.path, self.lowered, interpret=False)
         aligned = set(self.lowered.aligned)
         if args is not None:
@@ -415,10 +471,7 @@ class TritonKernel:
                         if name not in grid and type(v) is int and v % 16 == 0}
         attrs = {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
-        try:
-            return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
-        except (CompilationError, OutOfResources) as exc:
-            raise self._translate(exc) from exc
+        return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
 
     # ---- errors --------------------------------------------------------------------------------
     def _generated_line(self, exc: BaseException) -> int | None:

@@ -49,6 +49,8 @@ class Target:
       loop (`heuristics.grid_loop_candidate`).
     flatten: persistent tile loops (the grid loop, or a kernel's own loop around a pipelined K
       loop) get `flatten=True`, so Triton pipelines across output tiles.
+    max_stages: at most this many pipeline stages anywhere (None: as the heuristics choose); set
+      when the chosen schedule does not fit the GPU (see fitting.py).
     """
 
     interpret: bool
@@ -56,6 +58,7 @@ class Target:
     force_descriptors: bool = False
     grid_loop: bool = False
     flatten: bool = False
+    max_stages: int | None = None
 
 
 @dataclass(frozen=True)

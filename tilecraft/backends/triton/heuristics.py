@@ -41,19 +41,31 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _mma_config(op: ops.Mma) -> tuple[int, int, int]:
-    """(accumulator elements, warps, stages) for one MMA."""
+def _mma_config(op: ops.Mma, live: int) -> tuple[int, int, int]:
+    """(accumulator elements, warps, stages) for one MMA; `live`: the accumulator elements of
+    the MMAs in its block together (attention keeps two accumulators in registers at once)."""
     a, acc = op.a.tile, op.acc.tile
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
-    if m * n >= 128 * 256:
+    if live > 128 * 128:
         warps, cap = 8, 3
     elif m * n >= 64 * 64:
         warps, cap = 4, 4
     else:
         warps, cap = 4, 3
     return m * n, warps, max(2, min(cap, SMEM_BUDGET // max(per_stage, 1)))
+
+
+def _live_accumulators(fn: Function) -> dict[ops.Mma, int]:
+    """Each MMA -> the accumulator elements of all MMAs in its block (live at once)."""
+    live: dict[ops.Mma, int] = {}
+    blocks = [fn.body] + [blk for op in fn.walk() for blk in op.blocks]
+    for blk in blocks:
+        mmas = [o for o in blk.ops if isinstance(o, ops.Mma)]
+        total = sum(_numel(o.acc.tile.shape[-2:]) for o in mmas)
+        live.update({o: total for o in mmas})
+    return live
 
 
 def _elementwise_warps(numel: int) -> int:
@@ -81,14 +93,13 @@ def pipelined_loops(fn: Function) -> list[ops.For]:
             and any(isinstance(o, ops.Load) for o in op.body.ops) and any(isinstance(o, ops.Mma) for o in op.body.ops)]
 
 
-def loop_stages(loop: ops.For, default: int) -> int:
+def loop_stages(loop: ops.For, default: int, cap: int | None = None) -> int:
     """num_stages of pipelined `loop`: the largest `latency` hint among the loads directly in its
     body, at most what the shared-memory budget holds of the tiles it loads per iteration (at
-    least 1); `default` (the kernel's stages) when no load there has a hint."""
+    least 1); `default` (the kernel's stages) when no load there has a hint; at most `cap`."""
     hints = [o.latency for o in loop.body.ops if isinstance(o, ops.Load) and o.latency is not None]
-    if not hints:
-        return default
-    return max(1, min(max(hints), SMEM_BUDGET // max(_load_bytes(loop), 1)))
+    stages = max(1, min(max(hints), SMEM_BUDGET // max(_load_bytes(loop), 1))) if hints else default
+    return stages if cap is None else min(stages, cap)
 
 
 def _mma_loop_depth(fn: Function) -> int:
@@ -133,6 +144,13 @@ def grid_loop_candidate(fn: Function) -> bool:
     return not any(isinstance(op, _BLOCKS_MAY_WAIT) for op in fn.walk())
 
 
+def flattenable(pipelined: list[ops.For]) -> bool:
+    """Whether a loop around these pipelined loops may be flattened into them: not when one runs
+    several MMAs (an attention loop), where Triton 3.6's pass pipeline fails on the flattened
+    form ("PassManager::run failed" in TMA lowering; 128x128 attention tiles, sm_90)."""
+    return all(sum(isinstance(o, ops.Mma) for o in loop.body.ops) <= 1 for loop in pipelined)
+
+
 def tile_loops(fn: Function, pipelined: list[ops.For]) -> list[ops.For]:
     """FOR ops that directly contain a pipelined loop: a kernel's own persistent loop over
     output tiles."""
@@ -140,9 +158,10 @@ def tile_loops(fn: Function, pipelined: list[ops.For]) -> list[ops.For]:
     return [op for op in fn.walk() if isinstance(op, ops.For) and any(o in inner for o in op.body.ops)]
 
 
-def choose_config(fn: Function) -> LaunchConfig:
-    """num_warps / num_stages for `fn`, overridden by its `options` where they name them."""
-    mmas = [_mma_config(op) for op in fn.walk() if isinstance(op, ops.Mma)]
+def choose_config(fn: Function, max_stages: int | None = None) -> LaunchConfig:
+    """num_warps / num_stages for `fn`, overridden by its `options` where they name them; at
+    most `max_stages` stages."""
+    mmas = [_mma_config(op, live) for op, live in _live_accumulators(fn).items()]
     if mmas:
         _, warps, stages = max(mmas)
     else:
@@ -158,4 +177,6 @@ def choose_config(fn: Function) -> LaunchConfig:
             options[key] = value
         else:
             ignored[key] = value
+    if max_stages is not None:
+        options["num_stages"] = min(options["num_stages"], max_stages)
     return LaunchConfig(options["num_warps"], options["num_stages"], options, ignored)

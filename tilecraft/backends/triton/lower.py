@@ -21,6 +21,7 @@ from ..base import ArrayFacts
 from . import compute, control, memory  # noqa: F401  (each registers its rules)
 from . import interpret_workarounds as workarounds
 from .emitter import RULES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, ListParam, Target
+from .fitting import Staged, staged_tiles
 from .heuristics import LaunchConfig
 from .helpers import HELPERS
 from .plan import LoweringPlan, build_plan
@@ -47,6 +48,8 @@ class LoweredKernel:
     loc: Location | None
     grid_params: tuple[str, ...] = ()  # grid-loop kernels: the parameters taking the grid's sizes
     asserts: tuple[tuple[str, Location | None], ...] = ()  # (message, location) of each ct.assert_
+    depth: int = 1  # the deepest pipeline: the kernel's num_stages or a pipelined loop's
+    staged: tuple[Staged, ...] = ()  # the tiles it keeps in shared memory (fitting.staged_tiles)
 
     @property
     def grid_loop(self) -> bool:
@@ -136,7 +139,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
         w.grid_loop = GridLoop(w.fresh("block"), sizes)
     memory.emit_descriptors(w)
     if w.grid_loop is not None:
-        _lower_grid_loop(w, fn, target.flatten)
+        _lower_grid_loop(w, fn, plan.flatten_grid)
     else:
         w.lower_ops(fn.body.ops)
     if not w.lines:
@@ -159,7 +162,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          bool(plan.descriptor_of), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
-                         asserts)
+                         asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn))
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:

@@ -26,8 +26,8 @@ from ...language.enums import MemoryOrder, PaddingMode
 from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from .emitter import Target, shape_of
-from .heuristics import (LaunchConfig, choose_config, grid_loop_candidate, is_persistent, loop_stages,
-                         pipelined_loops, tile_loops)
+from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, is_persistent,
+                         loop_stages, pipelined_loops, tile_loops)
 from .spelling import is_float
 
 TileAccess = ops.Load | ops.Store
@@ -56,7 +56,8 @@ class LoweringPlan:
     masked_axes: pointer-path tile load/store -> the array axes whose bounds it must mask (the
       others are elided: `check_bounds=False`, or tiles never straddle the array's end there).
     nonneg: ids of integer values never negative (`passes.ranges`).
-    stages: pipelined FOR -> its `tl.range(num_stages=)`; flattened: FORs with `flatten=True`.
+    stages: pipelined FOR -> its `tl.range(num_stages=)`; flattened: FORs with `flatten=True`;
+      flatten_grid: the grid loop too.
     users: value id -> the ops that use it.
     """
 
@@ -69,16 +70,18 @@ class LoweringPlan:
     nonneg: frozenset[int]
     stages: Mapping[ops.For, int]
     flattened: frozenset[ops.For]
+    flatten_grid: bool
     users: Mapping[int, tuple[Op, ...]]
 
 
 def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> LoweringPlan:
     """The plan for lowering `fn` for `target`; `facts[i]` describes array param i (or None)."""
-    config = choose_config(fn)
+    config = choose_config(fn, target.max_stages)
     grid_loop = target.grid_loop and grid_loop_candidate(fn)
     arrays = _array_facts(fn, facts)
     descriptor_of = _plan_descriptors(fn, arrays, target, grid_loop) if target.descriptors else {}
     pipelined = pipelined_loops(fn)
+    flatten = target.flatten and flattenable(pipelined)
     users: dict[int, list[Op]] = {}
     for op in fn.walk():
         for v in op.operands:
@@ -92,8 +95,10 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
         masked_axes=MappingProxyType({op: _masked_axes(op, arrays.get(op.array.id)) for op in fn.walk()
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
         nonneg=nonnegative(fn),
-        stages=MappingProxyType({loop: loop_stages(loop, config.num_stages) for loop in pipelined}),
-        flattened=frozenset(tile_loops(fn, pipelined) if target.flatten else ()),
+        stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, target.max_stages)
+                                 for loop in pipelined}),
+        flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
+        flatten_grid=flatten and grid_loop,
         users=MappingProxyType({vid: tuple(us) for vid, us in users.items()}),
     )
 
