@@ -110,6 +110,16 @@ def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Valu
     return fc.b.value(ops.ArraySlice, array=array, start=lo, stop=hi, axis=axis % nd)
 
 
+def check_padding(fc: Any, padding_mode: Any, dtype: dt.DType) -> PaddingMode:
+    """A padding mode for loads from an array of `dtype` (NaN and infinities need a float one)."""
+    if not isinstance(padding_mode, PaddingMode):
+        raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
+    if padding_mode in (PaddingMode.NAN, PaddingMode.POS_INF, PaddingMode.NEG_INF) and not dtype.is_float \
+            and not dtype.is_restricted:
+        raise fc.sema.type_error(f"padding_mode {padding_mode.name} needs a float array, got {dtype}")
+    return padding_mode
+
+
 @handles(L.load)
 def load(fc: Any, array: Any, /, index: Any, shape: Any, *, order: Any = "C",
          padding_mode: PaddingMode = PaddingMode.UNDETERMINED, check_bounds: bool = True,
@@ -120,11 +130,7 @@ def load(fc: Any, array: Any, /, index: Any, shape: Any, *, order: Any = "C",
     shape = fc.sema.check_shape(shape)
     if len(shape) != nd and shape != ():  # shape (): the one element at `index`, as a 0-d tile
         raise fc.sema.type_error(f"Expected shape length to be {nd}, got shape {shape} for a rank-{nd} array")
-    if not isinstance(padding_mode, PaddingMode):
-        raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
-    if padding_mode in (PaddingMode.NAN, PaddingMode.POS_INF, PaddingMode.NEG_INF) and not arr.type.dtype.is_float \
-            and not arr.type.dtype.is_restricted:
-        raise fc.sema.type_error(f"padding_mode {padding_mode.name} needs a float array, got {arr.type.dtype}")
+    check_padding(fc, padding_mode, arr.type.dtype)
     _memory_order(fc, memory_order, memory_scope, (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE))
     perm = _order(fc, order, nd)
     idx = _index(fc, index, nd)

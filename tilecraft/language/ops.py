@@ -79,6 +79,26 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     """Element-wise store; out-of-bounds or masked lanes are skipped."""
 
 
+@_stub
+def Slice(start, length, /):
+    """A dense-dimension entry of load/store_advanced_indexing: elements [start, start + length)
+    along one array dim; `length` must be a power-of-two constant where it is used."""
+
+
+@_stub
+def load_advanced_indexing(array, indices, /, *, padding_mode=PaddingMode.UNDETERMINED, latency=None,
+                           allow_tma=None):
+    """Load a tile of shape (len_0, ..., len_{n-1}) from an array of rank n >= 2: `indices` holds
+    one 1-D integer tile (the sparse dim, whose values pick elements along that dim) and a
+    ct.Slice for every other dim. Lanes outside the array get the padding mode's value."""
+
+
+@_stub
+def store_advanced_indexing(array, indices, tile, /, *, latency=None, allow_tma=None):
+    """Store `tile` (exactly the shape `indices` implies) at the elements load_advanced_indexing
+    with the same `indices` reads; lanes outside the array are skipped."""
+
+
 def _atomic(name: str):
     def atomic(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
                memory_scope=MemoryScope.DEVICE):
