@@ -210,6 +210,57 @@ def test_matmul_promotion_of_1d_and_batch(dev, ta: Any, tb: Any, sa: Any, sb: An
     assert got.shape == want.shape and (np.abs(got - want) <= bound + 1e-30).all()
 
 
+@pytest.mark.parametrize("form", ["op", "fn"])
+@pytest.mark.parametrize("ta, tb, sa, sb", [
+    ((1, 16, 32), (4, 32, 16), (1, 13, 30), (3, 30, 11)),   # a's batch of 1 broadcasts (cuTile's FFT)
+    ((4, 16, 32), (1, 32, 16), (3, 13, 30), (1, 30, 11)),   # b's batch of 1 broadcasts
+    ((16, 32), (4, 32, 16), (13, 30), (3, 30, 11)),          # 2-D @ batched
+    ((32,), (4, 32, 16), (30,), (3, 30, 11)),                # vector @ batched -> (B, N)
+    ((4, 16, 32), (32,), (3, 13, 30), (30,)),                # batched @ vector -> (B, M)
+])
+def test_matmul_broadcasts_batch_dims_like_numpy(dev, ta: Any, tb: Any, sa: Any, sb: Any, form: str) -> None:
+    """The batch dims of the operands broadcast as np.matmul's do (arrays of 3 batches: the
+    tile's fourth is padding, masked off on store)."""
+    g = rng("matmul-bcast", str(ta), str(tb))
+    a = g.uniform(-2, 2, sa).astype(np.float32)
+    b = g.uniform(-2, 2, sb).astype(np.float32)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    out = dev.poison(want.shape, np.float32)
+    dev.launch((1,), matmul_kernel(ta, tb, form), (dev.put(a), dev.put(b), out))
+    bound = 1e-5 * np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    got = dev.get(out)
+    assert got.shape == want.shape and (np.abs(got - want) <= bound + 1e-30).all()
+
+
+@ct.kernel
+def mma_broadcast_lhs_batch_kernel(A, B, C, D):
+    """x of batch 1 against y of batch 4: out[i] = A[0] @ B[i] + C[i]."""
+    a = ct.load(A, (0, 0, 0), (1, 16, 16), padding_mode=ct.PaddingMode.ZERO)
+    b = ct.load(B, (0, 0, 0), (4, 16, 16), padding_mode=ct.PaddingMode.ZERO)
+    c = ct.load(C, (0, 0, 0), (4, 16, 16), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(D, (0, 0, 0), ct.mma(a, b, c))
+
+
+def test_mma_broadcasts_a_batch_of_one(dev) -> None:
+    g = rng("mma-bcast-1")
+    a = g.uniform(-2, 2, (1, 13, 15)).astype(np.float32)
+    b = g.uniform(-2, 2, (3, 15, 9)).astype(np.float32)
+    c = g.uniform(-2, 2, (3, 13, 9)).astype(np.float32)
+    d = dev.poison((3, 13, 9), np.float32)
+    dev.launch((1,), mma_broadcast_lhs_batch_kernel, (dev.put(a), dev.put(b), dev.put(c), d))
+    assert_mma_close(dev.get(d), a.astype(np.float64), b.astype(np.float64), c.astype(np.float64), 1e-5)
+
+
+@pytest.mark.only_backends("interpreter")
+@pytest.mark.parametrize("form", ["op", "fn"])
+def test_matmul_incompatible_batches_are_a_located_error(dev, form: str) -> None:
+    kernel = matmul_kernel((2, 16, 32), (4, 32, 16), form)
+    a, b = np.zeros((2, 16, 32), np.float32), np.zeros((4, 32, 16), np.float32)
+    with pytest.raises(ct.TileTypeError, match=r"Incompatible shapes for matrix mul on tiles: "
+                                               r"\(2, 16, 32\), \(4, 32, 16\)\.(.|\n)*test_ops_mma.py"):
+        dev.launch((1,), kernel, (a, b, np.zeros((4, 16, 16), np.float32)))
+
+
 @ct.kernel
 def matmul_tf32_kernel(A, B, out):
     a = ct.load(A, (0, 0), (16, 32), padding_mode=ct.PaddingMode.ZERO).astype(ct.tfloat32)

@@ -25,7 +25,7 @@ from .memory import array_dim, array_slice
 from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
-from .semantics import FULL_APPROX, describe, is_array, is_list, is_loose, is_tile
+from .semantics import FULL_APPROX, broadcast_shapes, describe, is_array, is_list, is_loose, is_tile
 from .values import BoundMethod, LocalFunction
 
 
@@ -387,7 +387,7 @@ def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> V
     if sa[-1] != sb[-2]:
         raise fc.sema.type_error(f"mma() operand shapes {sa} and {sb} do not match: "
                                  f"x has {sa[-1]} columns but y has {sb[-2]} rows")
-    batch = sa[:-2] if len(sa) >= len(sb) else sb[:-2]
+    batch = _batch_shape(fc, sa, sb)
     out = batch + (sa[-2], sb[-1])
     if sc != out:
         raise fc.sema.type_error(f"mma() accumulator shape {sc} does not match the product shape {out}")
@@ -404,10 +404,17 @@ def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> V
     if fast and da not in _FP8:
         raise fc.sema.type_error(f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, "
                                  f"float8_e5m2), got {da}")
-    if len(sa) != len(sb):
-        a = fc.sema.broadcast_to(a, batch + sa[-2:]) if len(sa) < 3 else a
-        b = fc.sema.broadcast_to(b, batch + sb[-2:]) if len(sb) < 3 else b
+    a, b = fc.sema.broadcast_to(a, batch + sa[-2:]), fc.sema.broadcast_to(b, batch + sb[-2:])
     return fc.b.value(ops.Mma, a=a, b=b, acc=c, use_fast_acc=fast)
+
+
+def _batch_shape(fc: Any, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    """The batch dims of a product of tiles shaped `sa` and `sb`: their leading dims broadcast
+    as NumPy's matmul does ((1, M, K) @ (B, K, N) and (M, K) @ (B, K, N) are (B, M, N))."""
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    if batch is None:
+        raise fc.sema.type_error(f"Incompatible shapes for matrix mul on tiles: {sa}, {sb}.")
+    return batch
 
 
 def matmul(fc: Any, x: Any, y: Any, /) -> Value:
@@ -425,8 +432,7 @@ def matmul(fc: Any, x: Any, y: Any, /) -> Value:
         raise fc.sema.type_error(f"matmul() does not support {d}")
     acc_dtype = ops.MMA_ACCUMULATORS[d][0]
     sa, sb = a.tile.shape, b.tile.shape
-    batch = sa[:-2] if len(sa) >= len(sb) else sb[:-2]
-    acc = full(fc, batch + (sa[-2], sb[-1]), 0, acc_dtype)
+    acc = full(fc, _batch_shape(fc, sa, sb) + (sa[-2], sb[-1]), 0, acc_dtype)
     out = mma(fc, a, b, acc)
     shape = list(out.tile.shape)
     for ax in sorted(squeeze):
