@@ -623,6 +623,8 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
     if isinstance(obj, RawMemory):
         if name in RAW_MEMORY_METHODS:
             return BoundMethod(RAW_MEMORY_METHODS[name], obj)
+        if name == "dtype":
+            return obj.dtype
         raise fc.type_error(f"RawArrayMemory has no attribute `{name}`", node)
     if isinstance(obj, TiledView):
         if name in VIEW_METHODS:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..ir import AtomicFn, BinaryFn, Value
+from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope
 from .memory import array_dim, atomic_update, compare_and_swap, gather, scatter
 from .semantics import broadcast_shapes
@@ -25,10 +26,11 @@ class RawMemory:
     """The memory of an array argument, addressed by element offsets."""
 
     array: Value
+    dtype: dt.DType  # the array's element dtype: `mem.dtype`, a compile-time constant as in cuTile
 
 
 def get_raw_memory(fc: Any, array: Value, /) -> RawMemory:
-    return RawMemory(array)
+    return RawMemory(array, array.type.dtype)
 
 
 def _offsets(fc: Any, mem: RawMemory, offset: Any, others: tuple[Any, ...], what: str) -> tuple[Any, ...]:
