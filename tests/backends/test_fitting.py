@@ -16,7 +16,7 @@ pytest.importorskip("triton")
 
 import tilecraft as ct  # noqa: E402
 from tilecraft.backends.triton.emitter import Target  # noqa: E402
-from tilecraft.backends.triton.fitting import next_schedule  # noqa: E402
+from tilecraft.backends.triton.fitting import Used, next_schedule  # noqa: E402
 from tilecraft.errors import TileCompilerExecutionError  # noqa: E402
 from tilecraft.tools import inspect_kernel  # noqa: E402
 from triton.runtime.errors import OutOfResources  # noqa: E402
@@ -99,20 +99,31 @@ def _oom() -> OutOfResources:
 def test_the_order_things_are_given_up_in():
     """Out of memory: depth first, then the schedule features; a compiler failure: the other way."""
     full = Target(interpret=False, descriptors=True, grid_loop=True, flatten=True)
-    step, t = next_schedule(full, _oom(), depth=3, grid_loop=True, descriptors=True)
+    step, t = next_schedule(full, _oom(), Used(3, True, True, 1))
     assert (step, t.max_stages) == ("pipeline depth 2", 2)
-    step, t = next_schedule(t, _oom(), depth=1, grid_loop=True, descriptors=True)
+    step, t = next_schedule(t, _oom(), Used(1, True, True, 1))
     assert step == "the grid loop not flattened" and not t.flatten
-    step, t = next_schedule(t, _oom(), depth=1, grid_loop=True, descriptors=True)
+    step, t = next_schedule(t, _oom(), Used(1, True, True, 1))
     assert step.startswith("one program per block") and not t.grid_loop
-    step, t = next_schedule(t, _oom(), depth=1, grid_loop=False, descriptors=True)
+    step, t = next_schedule(t, _oom(), Used(1, False, True, 1))
     assert step.startswith("no tensor descriptors") and not t.descriptors
-    assert next_schedule(t, _oom(), depth=1, grid_loop=False, descriptors=False) is None
+    assert next_schedule(t, _oom(), Used(1, False, False, 1)) is None
 
     crash = RuntimeError("PassManager::run failed")
-    step, t = next_schedule(full, crash, depth=3, grid_loop=True, descriptors=True)
+    step, t = next_schedule(full, crash, Used(3, True, True, 1))
     assert step == "the grid loop not flattened"
     bare = replace(full, flatten=False, grid_loop=False, descriptors=False)
-    step, t = next_schedule(bare, crash, depth=3, grid_loop=False, descriptors=False)
+    step, t = next_schedule(bare, crash, Used(3, False, False, 1))
     assert step == "pipeline depth 2"
+    step, t = next_schedule(full, crash, Used(3, True, True, 2))
+    assert step.startswith("one CTA per block") and t.one_cta
 
+
+
+def test_a_num_ctas_hint_triton_cannot_build_is_not_followed():
+    """Triton 3.6 fails on this kernel with num_ctas=2 (TritonGPUPlanCTAPass); cuTile takes
+    num_ctas as a hint, so the kernel is built with one CTA per block."""
+    q = torch.empty(256, 64, dtype=torch.float16)
+    info = inspect_kernel(attention.replace_hints(num_ctas=2), (q, q, q, q, 64, 64, 64), capability=90)
+    assert info.fallbacks[0][0] == "one CTA per block (the num_ctas hint not followed)"
+    assert "makes Triton's compiler fail" in info.fallbacks[0][1]

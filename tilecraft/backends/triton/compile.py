@@ -44,6 +44,7 @@ from ... import knobs
 from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import fitting
 from . import interpret_workarounds as workarounds
+from . import printing
 from .emitter import Target
 from .lower import LoweredKernel
 
@@ -312,8 +313,9 @@ class TritonKernel:
         if not fitting.is_unfit(exc):
             return False
         lowered = self.lowered
-        found = fitting.next_schedule(self.target, exc, depth=lowered.depth, grid_loop=lowered.grid_loop,
-                                      descriptors=lowered.uses_descriptors)
+        used = fitting.Used(lowered.depth, lowered.grid_loop, lowered.uses_descriptors,
+                            lowered.config.options.get("num_ctas", 1))
+        found = fitting.next_schedule(self.target, exc, used)
         if found is None:
             tried = [step for step, _ in self.fallbacks]
             raise fitting.unfit_error(lowered.name, exc, tried, lowered.staged, lowered.loc) from exc
@@ -353,6 +355,35 @@ class TritonKernel:
 
     def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
         flat = self._flatten(*args)
+        if self.lowered.prints:
+            return self._launch_printing(grid, args, flat, stream)
+        self._run(grid, args, flat, stream)
+
+    def _launch_printing(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any) -> None:
+        """A launch of a kernel with Print ops (printing.py): on `stream`, with a fresh record
+        buffer; then it waits for the kernel and prints the records, as the interpreter would
+        have. Under the Triton interpreter, the records of a launch that failed are printed
+        too (on the GPU a failed kernel leaves nothing readable). Nothing may wait while a
+        stream is captured into a CUDA graph, so such kernels cannot be captured."""
+        gpu = not self.interpret
+        with _stream_context(stream) if gpu and stream is not None else contextlib.nullcontext():
+            if gpu and torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(f"Kernel `{self.lowered.name}` prints, which cannot be captured into a CUDA graph "
+                                   f"(tilecraft prints on the host after the kernel has run)")
+            device = next((a.device for a in flat if isinstance(a, torch.Tensor)),
+                          torch.device("cuda", torch.cuda.current_device()) if gpu else "cpu")
+            records = printing.Records(self.lowered.prints, self.lowered.name, grid, device)
+            try:
+                self._run(grid, args, (*flat, *records.arguments), stream)
+            except BaseException:
+                if not gpu:
+                    records.show()
+                raise
+            records.show()
+
+    def _run(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any) -> None:
+        """Run with the Triton arguments `flat` (`args`: the same as the kernel's, for the
+        one-program-per-block variant a grid-loop kernel may hand the launch to)."""
         if self.lowered.grid_loop:
             looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
             if looped is None:
@@ -430,8 +461,8 @@ class TritonKernel:
         a normal launch with `args` (so compile and load errors surfaced there)."""
         runtime = triton.knobs.runtime
         hooked = any(getattr(h, "calls", h) for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))
-        if self.interpret or hooked or self.lowered.has_assert:
-            return self  # launch hooks (profilers) and device asserts need Triton's full path
+        if self.interpret or hooked or self.lowered.has_assert or self.lowered.prints:
+            return self  # launch hooks (profilers), device asserts and prints need Triton's full path
         flat = self._flatten(*args)
         if not self.lowered.grid_loop:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)

@@ -49,8 +49,9 @@ class Target:
       loop (`heuristics.grid_loop_candidate`).
     flatten: persistent tile loops (the grid loop, or a kernel's own loop around a pipelined K
       loop) get `flatten=True`, so Triton pipelines across output tiles.
-    max_stages: at most this many pipeline stages anywhere (None: as the heuristics choose); set
-      when the chosen schedule does not fit the GPU (see fitting.py).
+    max_stages: at most this many pipeline stages anywhere (None: as the heuristics choose);
+    one_cta: ignore a `num_ctas` hint (one CTA per block). Both are set when the chosen schedule
+      does not fit the GPU (see fitting.py).
     """
 
     interpret: bool
@@ -59,6 +60,7 @@ class Target:
     grid_loop: bool = False
     flatten: bool = False
     max_stages: int | None = None
+    one_cta: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ class KernelWriter:
         self.descriptors: dict["Descriptor", str] = {}  # plan descriptor -> the variable holding it
         self.pointer_tiles: dict[Op, str] = {}  # load with a carried pointer tile -> its variable
         self.functions: list[tuple[str, str]] = []  # (name, source) of generated @triton.jit functions
+        self.printing: Any = None  # kernels that print: the hidden parameters (printing.PrintParams)
 
     # ---- names -----------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:

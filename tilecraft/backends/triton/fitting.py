@@ -13,7 +13,7 @@ gets `unfit_error`, located, naming the tiles that take the memory.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from triton.runtime.errors import OutOfResources
@@ -42,50 +42,66 @@ def is_unfit(exc: BaseException) -> bool:
 
 
 def describe_failure(exc: BaseException) -> str:
+    """What went wrong, as the end of a sentence about the schedule or kernel ("it ...")."""
     if isinstance(exc, OutOfResources):
         return f"needs more {exc.name} than the GPU has ({exc.required} bytes, limit {exc.limit})"
-    return "Triton's compiler failed on it (PassManager::run failed)"
+    return "makes Triton's compiler fail (PassManager::run failed)"
 
 
-Step = Callable[[Target, int, bool, bool], tuple[str, Target] | None]
+@dataclass(frozen=True)
+class Used:
+    """What a lowering used: its deepest pipeline, whether it runs a grid loop, tensor
+    descriptors, and how many CTAs per block."""
+
+    depth: int
+    grid_loop: bool
+    descriptors: bool
+    ctas: int
 
 
-def _shallower(target: Target, depth: int, grid_loop: bool, descriptors: bool) -> tuple[str, Target] | None:
-    if depth <= 1:
+Step = Callable[[Target, Used], "tuple[str, Target] | None"]
+
+
+def _one_cta(target: Target, used: Used) -> tuple[str, Target] | None:
+    if used.ctas <= 1:
         return None
-    return f"pipeline depth {depth - 1}", replace(target, max_stages=depth - 1)
+    return "one CTA per block (the num_ctas hint not followed)", replace(target, one_cta=True)
 
 
-def _unflattened(target: Target, depth: int, grid_loop: bool, descriptors: bool) -> tuple[str, Target] | None:
-    if not (grid_loop and target.flatten):
+def _shallower(target: Target, used: Used) -> tuple[str, Target] | None:
+    if used.depth <= 1:
+        return None
+    return f"pipeline depth {used.depth - 1}", replace(target, max_stages=used.depth - 1)
+
+
+def _unflattened(target: Target, used: Used) -> tuple[str, Target] | None:
+    if not (used.grid_loop and target.flatten):
         return None
     return "the grid loop not flattened", replace(target, flatten=False)
 
 
-def _no_grid_loop(target: Target, depth: int, grid_loop: bool, descriptors: bool) -> tuple[str, Target] | None:
-    if not grid_loop:
+def _no_grid_loop(target: Target, used: Used) -> tuple[str, Target] | None:
+    if not used.grid_loop:
         return None
     return "one program per block (no grid loop)", replace(target, grid_loop=False)
 
 
-def _no_descriptors(target: Target, depth: int, grid_loop: bool, descriptors: bool) -> tuple[str, Target] | None:
-    if not descriptors:
+def _no_descriptors(target: Target, used: Used) -> tuple[str, Target] | None:
+    if not used.descriptors:
         return None
     return "no tensor descriptors (TMA)", replace(target, descriptors=False, force_descriptors=False)
 
 
-_OUT_OF_MEMORY: tuple[Step, ...] = (_shallower, _unflattened, _no_grid_loop, _no_descriptors)
-_COMPILER_FAILED: tuple[Step, ...] = (_unflattened, _no_grid_loop, _no_descriptors, _shallower)
+_OUT_OF_MEMORY: tuple[Step, ...] = (_shallower, _unflattened, _no_grid_loop, _no_descriptors, _one_cta)
+_COMPILER_FAILED: tuple[Step, ...] = (_one_cta, _unflattened, _no_grid_loop, _no_descriptors, _shallower)
 
 
-def next_schedule(target: Target, exc: BaseException, *, depth: int, grid_loop: bool,
-                  descriptors: bool) -> tuple[str, Target] | None:
-    """(what changes, the target to lower for next) after the kernel lowered for `target` failed
-    with `exc`; None when nothing is left to give up. `depth`, `grid_loop` and `descriptors`
-    describe what that lowering used (its deepest pipeline, ...)."""
+def next_schedule(target: Target, exc: BaseException, used: Used) -> tuple[str, Target] | None:
+    """(what changes, the target to lower for next) after the kernel lowered for `target`, using
+    `used`, failed with `exc`; None when nothing is left to give up."""
     steps = _OUT_OF_MEMORY if isinstance(exc, OutOfResources) else _COMPILER_FAILED
     for step in steps:
-        found = step(target, depth, grid_loop, descriptors)
+        found = step(target, used)
         if found is not None:
             return found
     return None

@@ -158,9 +158,9 @@ def tile_loops(fn: Function, pipelined: list[ops.For]) -> list[ops.For]:
     return [op for op in fn.walk() if isinstance(op, ops.For) and any(o in inner for o in op.body.ops)]
 
 
-def choose_config(fn: Function, max_stages: int | None = None) -> LaunchConfig:
+def choose_config(fn: Function, max_stages: int | None = None, one_cta: bool = False) -> LaunchConfig:
     """num_warps / num_stages for `fn`, overridden by its `options` where they name them; at
-    most `max_stages` stages."""
+    most `max_stages` stages; `one_cta`: without its `num_ctas` option."""
     mmas = [_mma_config(op, live) for op, live in _live_accumulators(fn).items()]
     if mmas:
         _, warps, stages = max(mmas)
@@ -173,7 +173,9 @@ def choose_config(fn: Function, max_stages: int | None = None) -> LaunchConfig:
     options: dict[str, Any] = {"num_warps": warps, "num_stages": stages}
     ignored: dict[str, Any] = {}
     for key, value in fn.options.items():
-        if key in TRITON_OPTIONS and isinstance(value, int):
+        if key == "num_ctas" and one_cta:
+            ignored[key] = value
+        elif key in TRITON_OPTIONS and isinstance(value, int):
             options[key] = value
         else:
             ignored[key] = value
