@@ -2,46 +2,17 @@
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import tilecraft as ct
+from error_location import check_error, check_nth_marked_error, line_of
 
 ConstInt = ct.Constant[int]
 
 
-def line_of(fn, marker: str) -> int:
-    lines, first = inspect.getsourcelines(fn)
-    return next(first + i for i, text in enumerate(lines) if marker in text)
-
-
 def launch(kernel, args, grid=(1,)):
     ct.launch(None, grid, kernel, args)
-
-
-def check_error(excinfo, fn, marker: str, *, col_text: str | None = None) -> None:
-    """The message names this file and the marked line, shows it, and puts a caret under it."""
-    err = excinfo.value
-    line = line_of(fn, marker)
-    assert isinstance(err, ct.TileError)
-    assert err.loc is not None and err.loc.line == line, (err.loc, line)
-    assert err.loc.file == __file__
-    text = str(err)
-    assert f"{__file__}" in text and f"line {line}" in text
-    rendered = text.splitlines()
-    caret_row = next(i for i, r in enumerate(rendered) if r.strip() == "^")
-    assert marker in rendered[caret_row - 1]
-    if col_text is not None:
-        code_row = rendered[caret_row - 1]
-        assert code_row[rendered[caret_row].index("^"):].startswith(col_text), (code_row, rendered[caret_row])
-
-
-def check_nth_marked_error(excinfo, fn, n: int) -> None:
-    """check_error at the n-th line of `fn` marked `# ERR` (kernels holding several error cases)."""
-    lines = [line for line in inspect.getsourcelines(fn)[0] if "# ERR" in line]
-    check_error(excinfo, fn, lines[n].strip())
 
 
 @ct.kernel

@@ -23,6 +23,7 @@ from . import advanced_indexing  # noqa: F401  (registers ct.Slice, load/store_a
 from . import records
 from .memory import array_dim, array_slice
 from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
+from .subtiles import extract, insert
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
 from .semantics import FULL_APPROX, broadcast_shapes, describe, is_array, is_list, is_loose, is_tile
@@ -520,27 +521,6 @@ def cat(fc: Any, tiles: Any, /, axis: Any) -> Value:
     return fc.b.value(ops.Cat, lhs=a, rhs=b, axis=ax)
 
 
-@handles(L.extract)
-def extract(fc: Any, x: Any, /, index: Any, shape: Any) -> Value:
-    t = tile_of(fc, x)
-    shape = tuple(shape) if isinstance(shape, tuple) else (shape,)
-    squeeze = shape == ()
-    if squeeze:
-        shape = (1,) * t.tile.ndim
-    index = index if isinstance(index, tuple) else (index,)
-    if len(shape) != t.tile.ndim or len(index) != t.tile.ndim:
-        raise fc.sema.type_error(f"extract() needs index and shape of rank {t.tile.ndim}")
-    fc.sema.check_shape(shape)
-    for i, (d, s) in enumerate(zip(t.tile.shape, shape)):
-        if d % s:
-            raise fc.sema.type_error(f"extract() shape {shape} does not divide the tile shape {t.tile.shape}")
-        if is_loose(index[i]) and not 0 <= index[i] < d // s:
-            raise fc.sema.type_error(f"extract() index {index} is out of range")
-    idx = tuple(fc.sema.index_scalar(i, "extract() index") for i in index)
-    out = fc.b.value(ops.Extract, x=t, index=idx, shape=shape)
-    return fc.sema.reshape(out, ()) if squeeze else out
-
-
 # ---- utilities -------------------------------------------------------------------------------------------
 @handles(L.assert_)
 def assert_(fc: Any, cond: Any, /, message: Any = None) -> None:
@@ -583,7 +563,7 @@ def _item(fc: Any, t: Value) -> Value:
 
 
 _TILE_METHODS = {"astype": astype, "reshape": reshape, "permute": permute, "transpose": transpose,
-                 "extract": extract, "item": _item, "bitcast": bitcast, "broadcast_to": broadcast_to,
+                 "extract": extract, "insert": insert, "item": _item, "bitcast": bitcast, "broadcast_to": broadcast_to,
                  "expand_dims": expand_dims}
 
 

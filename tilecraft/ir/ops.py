@@ -440,6 +440,28 @@ class Extract(Op):
             check_scalar(v, "extract index", (dt.int32, dt.int64))
 
 
+@op
+class Insert(Op):
+    """x with its sub-tile `index` (int scalars, one per dim) of the grid of `value.shape` blocks
+    replaced by `value` (same dtype and rank); the inverse of Extract. An index outside the grid
+    changes nothing."""
+
+    x: Value
+    value: Value
+    index: tuple[Value, ...]
+
+    def result_types(self):
+        return (tile_type(self.x, "x"),)
+
+    def check(self):
+        dst, sub = self.x.tile, tile_type(self.value, "value")
+        need(dst.dtype is sub.dtype, f"insert of {sub.dtype} into {dst.dtype}")
+        need(len(sub.shape) == len(dst.shape) == len(self.index), f"insert of rank {sub.ndim} into rank {dst.ndim}")
+        need(all(d % s == 0 for d, s in zip(dst.shape, sub.shape)), f"{sub.shape} does not divide {dst.shape}")
+        for v in self.index:
+            check_scalar(v, "insert index", (dt.int32, dt.int64))
+
+
 # ---- elementwise ----------------------------------------------------------------------------------------
 def _check_rounding(rounding: RoundingMode | None, ftz: bool, dtype: DType, approx_ok: bool) -> None:
     if rounding is not None:

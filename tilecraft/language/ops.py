@@ -467,6 +467,12 @@ def extract(x, /, index, shape):
     """Sub-tile `index` of x cut into `shape` blocks."""
 
 
+@_stub
+def insert(x, /, index, value):
+    """x with sub-tile `index` of the grid of `value.shape` blocks replaced by value (a new tile;
+    a 0-d value is a unit block)."""
+
+
 # ---- utilities ------------------------------------------------------------------------------------
 @_stub
 def printf(format, *args):  # noqa: A002

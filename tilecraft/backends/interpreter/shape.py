@@ -1,4 +1,4 @@
-"""Rules for shape manipulation: broadcast, reshape, permute, cat and extract.
+"""Rules for shape manipulation: broadcast, reshape, permute, cat, extract and insert.
 
 Results may be read-only views of their operands: values are immutable, and no rule writes into
 an operand.
@@ -49,4 +49,20 @@ def _extract(op: ops.Extract, c: Compiler) -> Runner:
     def run(env: Env) -> None:
         starts = [int(env[i]) * s for i, s in zip(idx, shape)]
         env[r] = env[x][tuple([slice(st, st + s) for st, s in zip(starts, shape)])]
+    return run
+
+
+@rule(ops.Insert)
+def _insert(op: ops.Insert, c: Compiler) -> Runner:
+    """A copy of x with sub-tile `index` of the `value.shape` grid replaced by value (an index
+    outside the grid changes nothing, as on the Triton backend)."""
+    x, v, idx, r = c.slot(op.x), c.slot(op.value), c.slots(op.index), c.slot(op.result)
+    shape, grid = op.value.tile.shape, tuple(d // s for d, s in zip(op.x.tile.shape, op.value.tile.shape))
+
+    def run(env: Env) -> None:
+        pos = [int(env[i]) for i in idx]
+        out = np.array(env[x])
+        if all(0 <= p < g for p, g in zip(pos, grid)):
+            out[tuple([slice(p * s, (p + 1) * s) for p, s in zip(pos, shape)])] = env[v]
+        env[r] = out
     return run

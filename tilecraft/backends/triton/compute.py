@@ -213,6 +213,23 @@ def _extract(w: KernelWriter, op: ops.Extract) -> None:
         w.assign(op.result, f"tl.cast(tl.cast({t}, {tl_dtype(bits)}), {tl_dtype(dtype)}, bitcast=True)", "sub")
 
 
+@rule(ops.Insert)
+def _insert(w: KernelWriter, op: ops.Insert) -> None:
+    # View x as (grid0, sub0, grid1, sub1, ...) and value as (1, sub0, 1, sub1, ...); select
+    # value where every grid coordinate equals `index` (none does for an index outside the grid).
+    x, value, index = op.x, op.value, op.index
+    full, sub = shape_of(x), shape_of(value)
+    if not full:
+        w.alias(op.result, w.expr(value), w.is_literal(value))
+        return
+    split = [d for g, s in zip(full, sub) for d in (g // s, s)]
+    picks = [f"({broadcast_index(f'tl.arange(0, {g // s})', 2 * k, len(split))} == {w.expr(index[k])})"
+             for k, (g, s) in enumerate(zip(full, sub))]
+    rows = f"tl.reshape({w.tensor(value)}, {_shape(d for s in sub for d in (1, s))})"
+    picked = f"tl.where({' & '.join(picks)}, {rows}, tl.reshape({w.tensor(x)}, {_shape(split)}))"
+    w.assign(op.result, f"tl.reshape({picked}, {_shape(full)})", op.result.hint or "ins")
+
+
 # ---- elementwise ----------------------------------------------------------------------------
 
 def _directed(mode: RoundingMode | None) -> RoundingMode | None:
