@@ -99,13 +99,45 @@ def assert_bits_equal(got: np.ndarray, want: np.ndarray, msg: str = "") -> None:
                                   err_msg=msg)
 
 
-def round_tf32(x: np.ndarray) -> np.ndarray:
-    """float32 → tfloat32 (10 mantissa bits), round to nearest even, computed in float64."""
-    x = np.asarray(x, np.float32).astype(np.float64)
-    m, e = np.frexp(x)                       # x = m * 2**e, 0.5 <= |m| < 1
-    scaled = m * 2.0 ** 11                   # 11 significant bits (1 implicit + 10)
-    r = np.round(scaled)                     # NumPy rounds half to even
-    return np.ldexp(r / 2.0 ** 11, e).astype(np.float32)
+def round_tf32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
+    """float32 → tfloat32 (11 significant bits, float32's exponents, subnormals included),
+    computed in float64 on the grid of the value's last place: "rn" nearest even, "ra" nearest
+    away from zero, "rz" toward zero, "rm" / "rp" down / up. Past the largest finite: infinity,
+    or the largest finite where the mode rounds that way."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        x = np.asarray(x, np.float32).astype(np.float64)
+        e = np.frexp(x)[1]                   # x = m * 2**e, 0.5 <= |m| < 1
+        q = np.ldexp(1.0, np.maximum(e - 1, -126) - 10)
+        y = x / q                            # exact: a power-of-two scaling
+        t = np.trunc(y)
+        r = {"rn": np.round(y), "rz": t, "rm": np.floor(y), "rp": np.ceil(y),
+             "ra": np.where(np.abs(y - t) >= 0.5, t + np.sign(y), t)}[mode] * q
+        top = (2 - 2.0**-10) * 2.0**127
+        to_top = {"rn": False, "ra": False, "rz": True, "rm": r > 0, "rp": r < 0}[mode]
+        r = np.where(np.abs(r) > top, np.copysign(np.where(to_top, top, np.inf), r), r)
+        return np.where(np.isfinite(x), r, x).astype(np.float32)
+
+
+def tf32_edge_values(g: np.random.Generator, shape: Any, subnormals: bool = False) -> np.ndarray:
+    """float32 values whose rounding to tfloat32 is easy to get wrong: exact ties at even and
+    odd last bits, one below / above a tie, mantissas that carry into the exponent, values that
+    round past the largest finite, infinities, quiet and signalling NaNs of both signs, zeros
+    (and subnormals, ties among them); the rest random normal numbers."""
+    sign = g.integers(0, 2, shape, dtype=np.uint32) << 31
+    exp = g.integers(127 - 40, 127 + 40, shape, dtype=np.uint32) << 23
+    high = g.integers(0, 1 << 10, shape, dtype=np.uint32) << 13
+    low = g.choice(np.array([0x1000, 0x1000, 0x0FFF, 0x1001, 0x1FFF, 0x0001, 0], np.uint32), shape)
+    low = np.where(g.random(shape) < 0.3, g.integers(0, 1 << 13, shape, dtype=np.uint32), low)
+    bits = sign | exp | high | low
+    special = np.array([0x3FFFF000, 0x3FFFFFFF, 0x7F7FFFFF, 0x7F7FF000, 0x7F7FEFFF, 0xFF7FF000, 0x7F800000,
+                        0xFF800000, 0x7FC00000, 0x7F800001, 0xFFBFFFFF, 0x00000000, 0x80000000], np.uint32)
+    if subnormals:
+        tiny = g.random(shape) < 0.1
+        bits = np.where(tiny, bits & 0x807FFFFF, bits)
+        special = np.concatenate([special, np.array([0x00001000, 0x80003000, 0x007FF000, 0x007FFFFF], np.uint32)])
+    pick = g.random(shape) < 0.08
+    bits[pick] = g.choice(special, int(pick.sum()))
+    return bits.view(np.float32)
 
 
 def cdiv(a: int, b: int) -> int:

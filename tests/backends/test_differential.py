@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import tilecraft as ct
 from conftest import Device, unavailable_reason
+from optest_utils import assert_bits_equal, round_tf32, tf32_edge_values
 
 BINARY = ("add", "sub", "mul", "maximum", "minimum", "where_gt")
 UNARY = ("neg", "abs", "exp_small", "tanh", "sqrt_abs", "square")
@@ -135,3 +136,82 @@ def test_random_programs_agree_across_backends(program, shape, tiles, dtype, see
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale, err_msg=f"{name} vs model: {program}")
     first, second = results.values()
     np.testing.assert_allclose(first, second, rtol=tol, atol=tol * scale, err_msg=f"backends disagree: {program}")
+
+
+# ---- tf32 matmul: every backend rounds each fp32 operand to nearest even ----------------------
+# The kernel rounds both operands to tf32 (`astype(ct.tfloat32)`) and multiplies them on the
+# tensor cores. One operand carries the edge cases, the other is a selector (one power of two
+# per row or column, zeros elsewhere), so every output is one rounded operand times a power of
+# two plus exact zeros, whatever order the backend sums in: the results must match an
+# independent rounding bit for bit (zeros of either sign are equal: adding zeros may lose -0).
+
+TF32_M, TF32_N, TF32_K = 19, 21, 37   # odd sizes: partial tiles on every edge, a K loop of 3
+
+
+@ct.kernel
+def tf32_mma_kernel(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.full((TM, TN), 0.0, ct.float32)
+    for kk in range(ct.num_tiles(A, axis=1, shape=(TM, TK))):
+        a = ct.load(A, (bm, kk), (TM, TK), padding_mode=ct.PaddingMode.ZERO).astype(ct.tfloat32)
+        b = ct.load(B, (kk, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO).astype(ct.tfloat32)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (bm, bn), acc)
+
+
+def tf32_selector(g: np.random.Generator, rows: int, cols: int, select_rows: bool) -> np.ndarray:
+    """Zeros but one power of two (0.5, 1 or 2) per column (select_rows: per row), at a random
+    distinct position while there are enough."""
+    n, m = (rows, cols) if select_rows else (cols, rows)
+    out = np.zeros((n, m), np.float32)
+    where = g.permutation(max(n, m))[:n] % m
+    out[np.arange(n), where] = g.choice(np.array([0.5, 1.0, 2.0], np.float32), n)
+    return out if select_rows else out.T.copy()
+
+
+def run_tf32_mma(dev: Any, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    tiles = (16, 16, 16)
+    shape = (a.shape[0], b.shape[1])
+    out = dev.poison(shape, np.float32, 12345.0)   # not a tf32 product: an unwritten element fails
+    grid = (-(-shape[0] // tiles[0]), -(-shape[1] // tiles[1]))
+    dev.launch(grid, tf32_mma_kernel, (dev.put(a), dev.put(b), out, *tiles))
+    return dev.get(out)
+
+
+@pytest.mark.parametrize("edges_in", ["A", "B"])
+def test_tf32_mma_rounds_operands_to_nearest_even(dev, edges_in: str) -> None:
+    g = np.random.default_rng(7 if edges_in == "A" else 8)
+    if edges_in == "A":
+        a = tf32_edge_values(g, (TF32_M, TF32_K))
+        b = tf32_selector(g, TF32_K, TF32_N, select_rows=False)
+    else:
+        a = tf32_selector(g, TF32_M, TF32_K, select_rows=True)
+        b = tf32_edge_values(g, (TF32_K, TF32_N))
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = (round_tf32(a).astype(np.float64) @ round_tf32(b).astype(np.float64)).astype(np.float32)
+    got = run_tf32_mma(dev, a, b)
+    assert_bits_equal(got + np.float32(0), want + np.float32(0), f"tf32 mma, edge cases in {edges_in}")
+
+
+def test_tf32_mma_random_operands(dev) -> None:
+    """Random operands: the error is float32 accumulation only (truncating the operands instead
+    of rounding them would be ~2**-12 of each product, far outside the bound)."""
+    g = np.random.default_rng(9)
+    a = g.standard_normal((TF32_M, TF32_K)).astype(np.float32)
+    b = g.standard_normal((TF32_K, TF32_N)).astype(np.float32)
+    ra, rb = round_tf32(a).astype(np.float64), round_tf32(b).astype(np.float64)
+    got = run_tf32_mma(dev, a, b).astype(np.float64)
+    bound = TF32_K * 2.0**-24 * (np.abs(ra) @ np.abs(rb))
+    assert (np.abs(got - ra @ rb) <= bound).all(), float(np.max(np.abs(got - ra @ rb) / bound))
+
+
+@pytest.mark.skipif(len(available_backends()) < 2, reason="needs the interpreter and triton-interpret")
+def test_tf32_mma_bit_identical_across_cpu_backends() -> None:
+    """The CPU backends sum alike (a float32 matmul per K tile), so with the same operand
+    rounding their results are identical bit for bit, edge cases and random values alike."""
+    g = np.random.default_rng(10)
+    a = np.where(g.random((TF32_M, TF32_K)) < 0.5, tf32_edge_values(g, (TF32_M, TF32_K)),
+                 g.standard_normal((TF32_M, TF32_K)).astype(np.float32))
+    b = g.standard_normal((TF32_K, TF32_N)).astype(np.float32)
+    first, second = (run_tf32_mma(Device(name), a, b) for name in available_backends())
+    assert_bits_equal(first, second, "interpreter vs triton-interpret")

@@ -15,7 +15,7 @@ import pytest
 
 import tilecraft as ct
 from optest_utils import (assert_bits_equal, assert_close, is_float, np_dtype,
-                          random_array, rng, round_tf32, wrap)
+                          random_array, rng, round_tf32, tf32_edge_values, wrap)
 
 SHAPE = (7, 19)
 TILE = (4, 8)
@@ -674,13 +674,27 @@ def test_astype_from_fp8(dev, src: str, dst: str) -> None:
 
 
 def test_astype_tfloat32_rounds(dev) -> None:
-    """float32 → tfloat32 keeps 10 mantissa bits, rounding to nearest (not truncating)."""
-    g = rng(23)
-    x = _random_bits_f32(g, SHAPE)
-    low = x.view(np.uint32) & 0x1FFF
-    x = np.where(low == 0x1000, np.nextafter(x, np.float32(np.inf)), x)  # no exact ties
+    """float32 → tfloat32 keeps 10 mantissa bits, rounding to nearest even on the bits (not
+    truncating): ties both ways, carries into the exponent, past the largest finite to
+    infinity, subnormals; infinities stay, NaNs stay NaN."""
+    x = tf32_edge_values(rng(23), SHAPE, subnormals=True)
     got = run_unary(dev, via_tf32, x, np.float32)
     assert_bits_equal(got, round_tf32(x))
+
+
+@ct.kernel
+def tf32_constant_kernel(out, V: ct.Constant[float]):
+    ct.store(out, (0,), ct.full((2,), V, ct.tfloat32).astype(ct.float32))
+
+
+@pytest.mark.parametrize("value, want", [(0.1, 0.0999755859375), (1 + 2**-11, 1.0),
+                                         (1 + 2**-11 + 2**-30, 1 + 2**-10), (-3.4025e38, -np.inf)])
+def test_tfloat32_constant_holds_a_tfloat32_value(dev, value: float, want: float) -> None:
+    """A tfloat32 constant is rounded once from the Python float (1 + 2**-11 + 2**-30 is above
+    the tie; through float32 it would become the tie and round down)."""
+    out = dev.poison((2,), np.float32)
+    dev.launch((1,), tf32_constant_kernel, (out, value))
+    assert_bits_equal(dev.get(out), np.full(2, want, np.float32))
 
 
 @pytest.mark.parametrize("src", ["float32", "float16", "bfloat16", "float64"])

@@ -28,6 +28,16 @@ def is_loose(x: Any) -> bool:
     return isinstance(x, LOOSE)
 
 
+def tf32_value(value: float) -> float:
+    """`value` rounded to tfloat32 (11 significant bits, float32's exponent range), nearest
+    even, in one rounding: so a tfloat32 constant holds a tfloat32 value on every backend."""
+    if not math.isfinite(value) or value == 0:
+        return value
+    quantum = 2.0 ** (max(math.frexp(value)[1] - 1, -126) - 10)
+    r = round(value / quantum) * quantum  # Python rounds half to even
+    return math.copysign(math.inf, r) if abs(r) >= 2.0 ** 128 else r
+
+
 def is_tile(x: Any) -> bool:
     return isinstance(x, Value) and isinstance(x.type, TileType)
 
@@ -92,7 +102,9 @@ class Sema:
     # ---- constants and dtypes -----------------------------------------------------------------
     def const(self, value: Any, dtype: DType) -> Value:
         """A scalar constant of `dtype`; the value is converted (wrapped/rounded) like a cast."""
-        if dtype.is_float or dtype.is_restricted:
+        if dtype is dt.tfloat32:
+            value = tf32_value(float(value))
+        elif dtype.is_float or dtype.is_restricted:
             value = float(value)
         elif dtype is dt.bool_:
             value = bool(value)

@@ -36,15 +36,24 @@ def is_floating(dtype: DType) -> bool:
     return dtype.is_float or dtype.is_restricted
 
 
-def round_tf32(x: Any) -> np.ndarray:
-    """Round float32 values to tfloat32 (10 explicit mantissa bits), nearest even on the bit
-    pattern; infinities stay, NaNs stay NaN (quieted). In-place steps: this is on the hot path
-    of float32 matmuls."""
+def round_tf32(x: Any, mode: RoundingMode | None = None) -> np.ndarray:
+    """Round float32 values to tfloat32 (10 explicit mantissa bits) on the bit pattern: add a
+    bias to the sign-magnitude bits and clear the low 13. The bias by `mode` (None: RN): RN
+    0xFFF plus the last kept bit (ties to even), RA 0x1000, RZ 0, RM/RP 0x1FFF where the
+    magnitude rounds up (negative / positive values). A value rounding past the largest finite
+    becomes infinity, infinities stay, NaNs stay NaN (quieted, payload truncated). The Triton
+    helper `_tc_round_tf32` takes the same steps. In place: this is on the hot path of float32
+    matmuls."""
     f = np.asarray(x, F32)
     u = f.reshape(-1).view(np.uint32)
-    r = u >> 13
-    r &= 1
-    r += 0xFFF
+    if mode is None or mode is RoundingMode.RN:
+        r = u >> 13
+        r &= 1
+        r += 0xFFF
+    elif mode in (RoundingMode.RM, RoundingMode.RP):  # up in magnitude when the sign says so
+        r = np.where((u >> 31 == 1) == (mode is RoundingMode.RM), np.uint32(0x1FFF), np.uint32(0))
+    else:
+        r = np.full_like(u, 0x1000 if mode is RoundingMode.RA else 0)
     r += u
     r &= 0xFFFFE000
     nan = np.isnan(f.reshape(-1))
@@ -71,8 +80,6 @@ def _round_nearest(wide: Any, src: np.dtype, dst: DType) -> Any:
         return wide.astype(dst.np_dtype, copy=False)
     if src == F64:
         wide = _f64_to_f32_odd(wide)
-    if dst is D.tfloat32:
-        return round_tf32(wide)
     return wide.astype(dst.np_dtype)
 
 
@@ -89,7 +96,7 @@ def _directed(rn: Any, diff: Any, dst: DType, mode: RoundingMode) -> Any:
     if not fix.any():
         return rn
     ut = UINT_OF_SIZE[rn.dtype.itemsize]
-    step = ut.type(1 << 13 if dst is D.tfloat32 else 1)
+    step = ut.type(1)
     sign = ut.type(1 << (8 * ut.itemsize - 1) if dst.signed else 0)
     bits = rn.view(ut)
     mag = bits & ~sign
@@ -142,6 +149,16 @@ def _int_to_float(dst: DType, mode: RoundingMode | None) -> Convert:
     return convert
 
 
+def _to_tf32(src: DType, mode: RoundingMode | None) -> Convert:
+    """Conversion to tfloat32: to float32, exactly or rounded to odd (from float64 and
+    integers), then rounded to 10 mantissa bits by `mode` (round_tf32)."""
+    if src is D.float64:
+        return lambda x: round_tf32(_f64_to_f32_odd(x), mode)
+    if is_floating(src):
+        return lambda x: round_tf32(np.asarray(x).astype(F32, copy=False), mode)
+    return lambda x: round_tf32(_f64_to_f32_odd(_to_odd(*_int_to_f64(x))), mode)
+
+
 def _float_to_float(src: DType, dst: DType, mode: RoundingMode | None) -> Convert:
     """Float to float conversion, correctly rounded by `mode` (None: nearest)."""
     wide = F64 if src is D.float64 else F32
@@ -173,6 +190,8 @@ def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> C
             return lambda x: _float_to_int(x, dnp)
         return lambda x: np.asarray(x).astype(dnp)
     mode = rounding if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP) else None
+    if dst is D.tfloat32:
+        return _to_tf32(src, mode)
     if is_floating(src):
         return _float_to_float(src, dst, mode)
     return _int_to_float(dst, mode)

@@ -98,17 +98,7 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
     if D.float8_e8m0fnu in (src, dst) and src is not dst:
         raise w.unsupported("casts to or from float8_e8m0fnu")
     if dst is D.tfloat32 and src is not D.tfloat32:
-        # tf32 is fp32 data. tl.dot(input_precision="tf32") rounds MMA operands itself, so only
-        # a value that is also used otherwise is rounded here (a load feeding a dot stays
-        # direct); 16-bit floats are exact in tf32.
-        only_mma = all(isinstance(u, ops.Mma) for u in w.plan.users.get(op.result.id, ()))
-        if src is D.float32 and only_mma:
-            w.alias(op.result, w.expr(x), w.is_literal(x))
-            return
-        value = w.tensor(x) if src is D.float32 else w.cast(w.tensor(x), src, D.float32)
-        if not only_mma and src.bitwidth >= 32:
-            value = f"{w.need_helper('_tc_round_tf32')}({value})"
-        w.assign(op.result, value, "t")
+        _cast_tf32(w, op)
         return
     if tl_dtype(src) == tl_dtype(dst):  # e.g. tfloat32 -> float32: same data
         w.alias(op.result, w.expr(x), w.is_literal(x))
@@ -124,6 +114,29 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
         spelled = _ROUNDING[mode]
     extra = f", fp_downcast_rounding={spelled!r}" if spelled else ""
     w.assign(op.result, w.cast(w.tensor(x), src, dst, extra), "t")
+
+
+_TF32_MODE = {None: 0, RoundingMode.RN: 0, RoundingMode.RZ: 1, RoundingMode.RM: 2, RoundingMode.RP: 3,
+              RoundingMode.RA: 4}
+"""The MODE argument of `_tc_round_tf32` for each rounding mode of a cast."""
+
+
+def _cast_tf32(w: KernelWriter, op: ops.Cast) -> None:
+    """A float to tfloat32 (fp32 data): to float32 (exact, or rounded to odd from float64, so
+    the one rounding below is correct), then rounded on the bits by `_tc_round_tf32`, as the
+    interpreter does. Every MMA operand is rounded here, so tl.dot's tf32 mode, which drops the
+    low 13 bits (truncation on the tensor cores), finds them zero; 16-bit and 8-bit floats are
+    exact in tf32 and only widened."""
+    x, src = op.x, op.x.tile.dtype
+    if not is_float(src) and not src.is_restricted:
+        raise w.unsupported(f"casts from {src.name} to tfloat32")
+    if src is D.float64:
+        value = f"tl.cast({w.need_helper('_tcr_to_odd32')}({w.tensor(x)}), tl.float32, bitcast=True)"
+    else:
+        value = w.tensor(x) if src is D.float32 else w.cast(w.tensor(x), src, D.float32)
+    if src.bitwidth >= 32:
+        value = f"{w.need_helper('_tc_round_tf32')}({value}, {_TF32_MODE[op.rounding]})"
+    w.assign(op.result, value, "t")
 
 
 @rule(ops.Bitcast)

@@ -76,11 +76,23 @@ define_helper("_tc_argmin", '''(v1, i1, v2, i2):
     return tl.where(take, v1, v2), tl.where(take, i1, i2)
 ''')
 
-define_helper("_tc_round_tf32", '''(x):
-    """float32 rounded to tfloat32's 10 mantissa bits (to nearest even), kept as float32."""
+define_helper("_tc_round_tf32", '''(x, MODE: tl.constexpr):
+    """float32 rounded to tfloat32's 10 mantissa bits, kept as float32: a bias added to the
+    sign-magnitude bits, the low 13 cleared. MODE 0 RN (0xFFF plus the last kept bit: ties to
+    even), 1 RZ (0), 2 RM / 3 RP (0x1FFF where the magnitude rounds up), 4 RA (0x1000). Past
+    the largest finite goes to infinity; a NaN stays NaN (quieted, payload truncated). The
+    interpreter's `round_tf32` takes the same steps."""
     bits = tl.cast(x, tl.uint32, bitcast=True)
-    bits = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000
-    return tl.where(x != x, x, tl.cast(bits, tl.float32, bitcast=True))
+    if MODE == 0:
+        bits_up = bits + (((bits >> 13) & 1) + 0xFFF)
+    elif MODE == 1:
+        bits_up = bits
+    elif MODE == 4:
+        bits_up = bits + 0x1000
+    else:
+        bits_up = tl.where(((bits >> 31) == 1) == (MODE == 2), bits + 0x1FFF, bits)
+    nan = (bits & 0xFFFFE000) | 0x400000
+    return tl.cast(tl.where(x != x, nan, bits_up & 0xFFFFE000), tl.float32, bitcast=True)
 ''')
 
 
