@@ -664,3 +664,28 @@ def test_loop_counter_used_as_a_value(dev):
     dev.launch((1,), _loop_counter_as_value, (out, dev.put(idx), 8))
     want = sum(np.full(8, c) + idx[c:c + 8] for c in range(3))
     np.testing.assert_array_equal(dev.get(out), want)
+
+
+@ct.kernel
+def _nested_loop_counters_in_gather(x, out, n: int, T: ct.Constant[int]):
+    rows = ct.arange(T, dtype=ct.int32)[:, None]
+    cols = ct.arange(T, dtype=ct.int32)[None, :]
+    acc = ct.zeros((T, T), ct.float32)
+    for r in range(n):
+        for c in range(3):
+            acc = acc + ct.gather(x, (rows + r, cols + c)) * (c + 1)
+            for d in range(2):
+                acc = acc + ct.gather(x, (rows + d, cols + c + r))
+    ct.store(out, index=(0, 0), tile=acc)
+
+
+def test_nested_loop_counters_in_gather_indices(dev):
+    """Counters of nested loops (a run-time and two constant trip counts) in gather indices
+    `tile + c`: under Triton's interpreter every counter is typed, not only the outermost."""
+    x = np.random.default_rng(4).standard_normal((12, 12)).astype(np.float32)
+    out = dev.poison((8, 8), np.float32)
+    dev.launch((1,), _nested_loop_counters_in_gather, (dev.put(x), out, 2, 8))
+    x64 = x.astype(np.float64)
+    want = sum(x64[r:r + 8, c:c + 8] * (c + 1) + sum(x64[d:d + 8, c + r:c + r + 8] for d in range(2))
+               for r in range(2) for c in range(3))
+    np.testing.assert_allclose(dev.get(out), want, rtol=1e-5, atol=1e-5)
