@@ -537,11 +537,6 @@ def ensure_constant(fc: Any, value: Any, /) -> Any:
     return value
 
 
-@handles(L.static_iter)
-def static_iter(fc: Any, iterable: Any) -> Any:
-    raise fc.sema.type_error("static_iter() can only be used as the iterable of a for loop")
-
-
 @handles(py.len)
 def len_(fc: Any, x: Any, /) -> int:
     if is_tile(x):
@@ -612,6 +607,8 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
         raise fc.type_error(f"TiledView has no attribute `{name}`", node)
+    if is_loose(obj) and name in _TILE_METHODS:  # a Python number is a 0-d tile in tile code
+        return BoundMethod(_TILE_METHODS[name], obj)
     prop = records.special_method(obj, name)
     if isinstance(prop, property):
         return fc.inline(prop.fget, [obj], {}, node)

@@ -23,9 +23,9 @@ from .builtins import attribute, call, matmul, subscript
 from .contexts import compile_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
-from .rewrite import BREAK, CONTINUE, RETVAL, rewrite_function
+from .rewrite import BREAK, RETVAL, rewrite_function
 from .semantics import Sema, describe, is_array, is_loose
-from .static import static_call
+from .static import indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
 
 MAX_INLINE_DEPTH = 64
@@ -322,26 +322,22 @@ class FunctionCompiler:
     def stmt_For(self, node: ast.For) -> None:
         it = node.iter
         if isinstance(it, ast.Call):
+            if keyword_function(self, it.func) == "static_iter":
+                return self.static_for(node, it)
             fn = self.expr(it.func)
             if fn is L.static_iter:
-                return self.static_for(node, it)
+                raise indirect_use("static_iter", self.loc(it))
             if fn is range:
                 return self.range_for(node, [self.expr(a) for a in it.args])
         raise self.syntax_error("for loops must iterate over range(...) or ct.static_iter(...)", it)
 
     def static_for(self, node: ast.For, call: ast.Call) -> None:
-        if len(call.args) != 1:
-            raise self.type_error("static_iter() takes one iterable", call)
-        items = self.expr(call.args[0])
-        if isinstance(items, Value):
-            raise TileError("static_iter() needs a compile-time iterable", self.loc(call))
-        if getattr(node, "tc_break", False) or any(isinstance(n, (ast.Break, ast.Continue)) for n in ast.walk(node)) \
-                or CONTINUE in assigned_names(node.body):
-            raise self.syntax_error("break/continue inside a static_iter loop is not supported", node)
-        items = list(items)
-        if len(items) > 1000:
-            raise self.type_error("static_iter() is limited to 1000 items", call)
-        for item in items:
+        """A loop over `ct.static_iter(...)`: the body is compiled once per item."""
+        for flag, word in (("tc_continue_at", "Continue"), ("tc_break_at", "Break")):
+            at = getattr(node, flag, None)
+            if at is not None:
+                raise self.syntax_error(f"{word} in a for loop with static_iter() is not supported", at)
+        for item in static_iter_items(self, call):
             self.assign(node.target, item)
             self.run_body(node.body)
 
@@ -553,12 +549,16 @@ class FunctionCompiler:
             if static is not None:
                 return not static
             return self.sema.compare(CompareFn.EQ, self.sema.to_bool(v, scalar=False), False)
+        return self.unaryop(node.op, v, node)
+
+    def unaryop(self, op: ast.unaryop, v: Any, node: ast.AST) -> Any:
+        """`-v`, `+v` or `~v`."""
         if not isinstance(v, Value):
-            pyop = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(node.op)]
+            pyop = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}[type(op)]
             return self.host(pyop, (v,), node)
-        if isinstance(node.op, ast.UAdd):
+        if isinstance(op, ast.UAdd):
             return v
-        return self.sema.unary(UnaryFn.NEG if isinstance(node.op, ast.USub) else UnaryFn.NOT, v)
+        return self.sema.unary(UnaryFn.NEG if isinstance(op, ast.USub) else UnaryFn.NOT, v)
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         """`and`/`or` short-circuit on constants; on runtime values both sides run (no side
@@ -640,9 +640,10 @@ class FunctionCompiler:
         return tuple(out)
 
     def expr_Call(self, node: ast.Call) -> Any:
+        keyword = keyword_function(self, node.func)
+        if keyword is not None:
+            return static_call(self, keyword, node)
         fn = self.expr(node.func)
-        if fn in (L.static_eval, L.static_assert):
-            return static_call(self, fn, node)
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):

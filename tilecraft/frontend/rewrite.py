@@ -44,16 +44,22 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
     return False
 
 
-def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
-    """Whether a statement of `kinds` occurs at this loop level (not inside nested loops/defs)."""
+def _find(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> ast.stmt | None:
+    """The first statement of `kinds` at this loop level (not inside nested loops/defs)."""
     for s in stmts:
         if isinstance(s, kinds):
-            return True
-        if isinstance(s, ast.If) and (_contains(s.body, kinds) or _contains(s.orelse, kinds)):
-            return True
-        if isinstance(s, ast.With) and _contains(s.body, kinds):
-            return True
-    return False
+            return s
+        nested = [s.body, s.orelse] if isinstance(s, ast.If) else [s.body] if isinstance(s, ast.With) else []
+        for body in nested:
+            found = _find(body, kinds)
+            if found is not None:
+                return found
+    return None
+
+
+def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+    """Whether a statement of `kinds` occurs at this loop level (not inside nested loops/defs)."""
+    return _find(stmts, kinds) is not None
 
 
 class Rewriter:
@@ -73,7 +79,7 @@ class Rewriter:
                 out.append(s)
                 return out  # anything after a return is dead
             if isinstance(s, (ast.For, ast.While)):
-                self._reject_return_in_loop(s.body)
+                self._reject_return_in_loop(s)
                 s.body = self.loop_body(s)
                 out.append(s)
                 continue
@@ -100,19 +106,24 @@ class Rewriter:
     def _may_return(self, s: ast.If) -> bool:
         return any(isinstance(n, ast.Return) for n in ast.walk(s))
 
-    def _reject_return_in_loop(self, stmts: list[ast.stmt]) -> None:
-        for s in stmts:
+    def _reject_return_in_loop(self, loop: ast.For | ast.While) -> None:
+        kind = "for" if isinstance(loop, ast.For) else "while"
+        for s in loop.body:
             for n in ast.walk(s):
                 if isinstance(n, ast.Return):
-                    raise self._error("Returning from a loop is not supported", n)
+                    raise self._error(f"Returning from a {kind} loop is not supported", n)
 
     # ---- break / continue ---------------------------------------------------------------------------
     def loop_body(self, loop: ast.For | ast.While) -> list[ast.stmt]:
-        """Rewrite `loop`'s body; flags it with `.tc_break` when it has a break."""
+        """Rewrite `loop`'s body; flags it with `.tc_break` when it has a break, and keeps its
+        first break and continue as `.tc_break_at` / `.tc_continue_at` (a static_iter loop,
+        unrolled, has neither)."""
         if loop.orelse:
             raise self._error(f"{type(loop).__name__.lower()}-else is not supported", loop)
-        has_break = _contains(loop.body, (ast.Break,))
-        has_continue = _contains(loop.body, (ast.Continue,))
+        loop.tc_break_at = _find(loop.body, (ast.Break,))  # type: ignore[attr-defined]
+        loop.tc_continue_at = _find(loop.body, (ast.Continue,))  # type: ignore[attr-defined]
+        has_break = loop.tc_break_at is not None  # type: ignore[attr-defined]
+        has_continue = loop.tc_continue_at is not None  # type: ignore[attr-defined]
         flags = [f for f, used in ((BREAK, has_break), (CONTINUE, has_continue)) if used]
         body = self._exits(loop.body, flags)
         if has_continue:

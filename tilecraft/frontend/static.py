@@ -1,72 +1,203 @@
-"""`ct.static_eval` and `ct.static_assert`: compile-time evaluation inside tile code."""
+"""`ct.static_eval`, `ct.static_assert` and `ct.static_iter`: Python evaluated inside tile code.
+
+The argument expression runs as Python, compiled as a lambda over the local names it reads, so
+comprehensions, generators and calls of plain Python functions behave as on the host. Local
+compile-time values are passed as themselves; runtime values (tiles, arrays) as symbols
+(`symbols.py`) whose dtype and shape are known and whose arithmetic compiles into the kernel.
+The rules and wording follow cuTile: the three functions must be called by name, the
+expression may not assign, and an exception it raises becomes a TileStaticEvalError.
+"""
 
 from __future__ import annotations
 
 import ast
+import enum
+import keyword
+import types
+from functools import partial
 from typing import Any
 
-from ..errors import TileStaticAssertionError, TileStaticEvalError
+import numpy as np
+
+from ..errors import TileError, TileStaticAssertionError, TileStaticEvalError, TileSyntaxError, TileTypeError
 from ..ir import Value
 from ..language import ops as L
+from ..language.dispatch import handling_host_calls
+from .builtins import call
+from .registry import handles
+from .semantics import describe
+from .symbols import Evaluation, unwrap, wrap
 from .values import Undefined
 
+KEYWORD_FUNCTIONS = {"static_eval": L.static_eval, "static_assert": L.static_assert,
+                     "static_iter": L.static_iter}
+"""The functions that work like keywords: their argument is not compiled but evaluated."""
 
-class Proxy:
-    """A runtime tile or array seen from static_eval: exposes shape, dtype and ndim."""
-
-    def __init__(self, value: Value) -> None:
-        self.value = value
-        t = value.type
-        self.dtype = t.dtype
-        self.ndim = t.ndim
-        self.shape = getattr(t, "shape", None)
-
-    def __repr__(self) -> str:
-        kind = "array" if self.shape is None else "tile"
-        shape = ", ".join("?" for _ in range(self.ndim)) if self.shape is None else ", ".join(map(str, self.shape))
-        return f"<{kind}[{self.dtype}, ({shape})]>"
+MAX_STATIC_ITER_ITEMS = 1000
 
 
-def _wrap(v: Any) -> Any:
-    if isinstance(v, Value):
-        return Proxy(v)
-    if isinstance(v, tuple):
-        return tuple(_wrap(x) for x in v)
-    return v
+class Kind(enum.Enum):
+    """What a Python-evaluated expression is (named in error messages as cuTile does)."""
+
+    EVAL = "static_eval()"
+    ASSERT_CONDITION = "static_assert() condition"
+    ASSERT_MESSAGE = "static_assert() message"
+    ITER_ITERABLE = "static_iter() iterable"
 
 
-def _unwrap(v: Any) -> Any:
-    if isinstance(v, Proxy):
-        return v.value
-    if isinstance(v, tuple):
-        return tuple(_unwrap(x) for x in v)
-    return v
-
-
-def static_eval(fc: Any, node: ast.expr) -> Any:
-    for n in ast.walk(node):
-        if isinstance(n, ast.NamedExpr):
-            raise TileStaticEvalError("static_eval() does not allow assignment", fc.loc(n))
-    names = {k: _wrap(v) for k, v in fc.scope.items() if not isinstance(v, Undefined) and not k.startswith("$")}
-    code = compile(ast.fix_missing_locations(ast.Expression(node)), fc.parsed.filename, "eval")
-    try:
-        return _unwrap(eval(code, dict(fc.globals), names))  # noqa: S307 (the user's own kernel code)
-    except Exception as exc:
-        raise TileStaticEvalError(f"static_eval() failed: {type(exc).__name__}: {exc}", fc.loc(node)) from None
-
-
-def static_call(fc: Any, fn: Any, node: ast.Call) -> Any:
-    if fn is L.static_eval:
-        if len(node.args) != 1 or node.keywords:
-            raise fc.type_error("static_eval() takes exactly one expression", node)
-        return static_eval(fc, node.args[0])
-    if not 1 <= len(node.args) <= 2:
-        raise fc.type_error("static_assert() takes a condition and an optional message", node)
-    cond = fc.expr(node.args[0])
-    if isinstance(cond, Value) or not isinstance(cond, (bool, int)):
-        raise fc.type_error("static_assert() condition must be a compile-time bool", node.args[0])
-    if not cond:
-        msg = str(fc.expr(node.args[1])) if len(node.args) == 2 else ""
-        text = f"Static assertion failed: {msg}" if msg else "Static assertion failed"
-        raise TileStaticAssertionError(text, fc.loc(node))
+def keyword_function(fc: Any, func: ast.expr) -> str | None:
+    """The name of the keyword-like function `func` calls by name (`ct.static_eval`,
+    `cuda.tile.static_eval`, `static_eval` imported), or None for any other callee."""
+    if isinstance(func, ast.Name):
+        stub = KEYWORD_FUNCTIONS.get(func.id)
+        if func.id in fc.scope:
+            return func.id if stub is not None and fc.scope[func.id] is stub else None
+        value = fc.globals.get(func.id)
+        return next((name for name, s in KEYWORD_FUNCTIONS.items() if s is value), None)
+    if isinstance(func, ast.Attribute) and func.attr in KEYWORD_FUNCTIONS and _is_name_chain(func.value):
+        module = fc.expr(func.value)
+        if isinstance(module, types.ModuleType) and getattr(module, func.attr, None) is KEYWORD_FUNCTIONS[func.attr]:
+            return func.attr
     return None
+
+
+def _is_name_chain(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def indirect_use(name: str, loc: Any) -> TileSyntaxError:
+    """The error for calling a keyword-like function through another name."""
+    return TileSyntaxError(f"{name}() must be used directly by name, e.g. cuda.tile.{name}() or ct.{name}().", loc)
+
+
+def _indirect(name: str) -> Any:
+    def handler(fc: Any, *args: Any, **kwargs: Any) -> Any:
+        raise indirect_use(name, fc.b.loc)
+    return handler
+
+
+for _name, _stub in KEYWORD_FUNCTIONS.items():
+    handles(_stub)(_indirect(_name))
+
+
+def evaluate(fc: Any, node: ast.expr, kind: Kind) -> Any:
+    """Evaluate `node` as Python in the current scope; the raw result (symbols not unwrapped)."""
+    stored = sorted(n.target.id for n in ast.walk(node)
+                    if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name))
+    if stored:
+        raise TileSyntaxError(f"static_eval() expression attempted to modify a local variable '{stored[0]}'",
+                              fc.loc(node))
+    read = {n.id: n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    params = sorted(name for name in read if name in fc.scope and name.isidentifier() and not keyword.iskeyword(name))
+    for name in params:
+        if isinstance(fc.scope[name], Undefined):
+            raise fc.type_error(fc.scope[name].reason, read[name])
+    lam = ast.Lambda(args=ast.arguments(posonlyargs=[ast.arg(arg=p) for p in params], args=[], vararg=None,
+                                        kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[]),
+                     body=node)
+    tree = ast.fix_missing_locations(ast.copy_location(ast.Expression(body=ast.copy_location(lam, node)), node))
+    fn = eval(compile(tree, fc.parsed.filename, "eval"), dict(fc.globals))  # noqa: S307 (the kernel's own code)
+    ev = Evaluation(fc, kind.value, node)
+    try:
+        with handling_host_calls(partial(_host_call, ev)):
+            return fn(*(wrap(fc.scope[p], ev) for p in params))
+    except TileError:
+        raise
+    except Exception as exc:
+        text = f": {exc}" if str(exc) else ""
+        raise TileStaticEvalError(f"Exception was raised inside {kind.value} ({type(exc).__name__}{text})",
+                                  fc.loc(node)) from exc
+
+
+def _host_call(ev: Evaluation, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A tile operation called by Python code under evaluation: the pure ones are compiled."""
+    if fn in L.STATIC_EVAL_OK:
+        result = call(ev.fc, fn, [unwrap(a) for a in args], {k: unwrap(v) for k, v in kwargs.items()}, ev.node)
+        return wrap(result, ev)
+    verb = "used" if fn in KEYWORD_FUNCTIONS.values() else "called"
+    raise TileStaticEvalError(f"{fn.__name__}() cannot be {verb} inside {ev.where}.", ev.fc.loc(ev.node))
+
+
+def as_constant(fc: Any, value: Any, node: ast.AST) -> Any:
+    """A Python-evaluated result as a front-end value: symbols become their IR values; mutable
+    containers cannot be kernel values (cuTile: 'Cannot create constant ...')."""
+    out = unwrap(value)
+    bad = _non_constant(out)
+    if bad is not None:
+        prefix = "" if bad.__module__ == "builtins" else f"{bad.__module__}."
+        raise TileTypeError(f"Cannot create constant from value of type {prefix}{bad.__qualname__}.", fc.loc(node))
+    return out
+
+
+def _non_constant(v: Any) -> type | None:
+    if isinstance(v, (list, dict, set, bytearray)):
+        return type(v)
+    if isinstance(v, tuple):
+        return next((t for t in map(_non_constant, v) if t is not None), None)
+    return None
+
+
+# ---- the three functions -----------------------------------------------------------------------
+def static_call(fc: Any, name: str, node: ast.Call) -> Any:
+    """`ct.static_eval(expr)` or `ct.static_assert(cond, msg)` called by name."""
+    if name == "static_eval":
+        if len(node.args) != 1 or node.keywords:
+            raise TileSyntaxError("static_eval() expects a single expression", fc.loc(node))
+        return as_constant(fc, evaluate(fc, node.args[0], Kind.EVAL), node)
+    if name == "static_assert":
+        return _static_assert(fc, node)
+    raise TileSyntaxError("static_iter() is only allowed as iterable in a `for` loop, "
+                          "i.e. `for i in ct.static_iter(...)`", fc.loc(node))
+
+
+def _static_assert(fc: Any, node: ast.Call) -> None:
+    if not 1 <= len(node.args) <= 2 or node.keywords:
+        raise TileSyntaxError("static_assert(cond, msg=None, /) expects one or two positional arguments",
+                              fc.loc(node))
+    cond_node = node.args[0]
+    cond = unwrap(evaluate(fc, cond_node, Kind.ASSERT_CONDITION))
+    if isinstance(cond, Value):
+        raise fc.type_error("static_assert() condition must be a compile-time constant", cond_node)
+    if not isinstance(cond, (bool, np.bool_)):
+        raise fc.type_error(f"static_assert() condition must be a boolean, not {describe(cond)}", cond_node)
+    if cond:
+        return None
+    message = evaluate(fc, node.args[1], Kind.ASSERT_MESSAGE) if len(node.args) == 2 else None
+    text = "" if message is None else str(message)
+    raise TileStaticAssertionError(f"Static assertion failed: {text}" if text else "Static assertion failed",
+                                   fc.loc(node))
+
+
+def static_iter_items(fc: Any, call_node: ast.Call) -> list[Any]:
+    """The items of `ct.static_iter(iterable)` (a for loop's iterable), as front-end values."""
+    if len(call_node.args) != 1 or call_node.keywords:
+        raise TileSyntaxError("static_iter() expects a single expression", fc.loc(call_node))
+    arg = call_node.args[0]
+    iterable = evaluate(fc, arg, Kind.ITER_ITERABLE)
+    try:
+        it = iter(iterable)
+    except Exception as exc:
+        text = f": {exc}" if str(exc) else ""
+        raise TileTypeError(f"Invalid static_iter() iterable{text}", fc.loc(arg)) from None
+    items: list[Any] = []
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return items
+        except TileError:
+            raise
+        except Exception as exc:
+            text = f": {exc}" if str(exc) else ""
+            raise TileTypeError(f"Error was raised while obtaining item #{len(items)} from the static_iter() "
+                                f"iterable{text}", fc.loc(arg)) from None
+        if len(items) == MAX_STATIC_ITER_ITEMS:
+            raise TileStaticEvalError(f"Maximum number of iterations ({MAX_STATIC_ITER_ITEMS}) has been reached "
+                                      f"while unpacking the static_iter() iterable", fc.loc(arg))
+        try:
+            items.append(as_constant(fc, item, arg))
+        except TileTypeError as exc:
+            raise TileStaticEvalError(f"Invalid item #{len(items)} of static_iter() iterable: {exc.message}",
+                                      fc.loc(arg)) from None

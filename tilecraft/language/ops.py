@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from .dispatch import host_handler
 from .enums import MemoryOrder, MemoryScope, PaddingMode
 
 _STUBS: list[Any] = []
@@ -14,6 +15,9 @@ _STUBS: list[Any] = []
 
 def _stub(fn):
     def host_call(*args, **kwargs):
+        handler = host_handler()
+        if handler is not None:
+            return handler(host_call, args, kwargs)
         raise RuntimeError(f"tilecraft.{fn.__name__}() can only be called inside a tile kernel")
     host_call.__name__ = fn.__name__
     host_call.__qualname__ = fn.__qualname__
@@ -511,7 +515,11 @@ def function(fn=None, /, *, host: bool = False, tile: bool = True):
             return f
 
         def device_only(*args, **kwargs):
+            handler = host_handler()
+            if handler is not None:
+                return handler(device_only, args, kwargs)
             raise RuntimeError("Device functions can only be called from device code.")
+        device_only.__name__, device_only.__qualname__ = f.__name__, f.__qualname__
         device_only.__wrapped__ = f
         device_only.__tile_function__ = f
         return device_only
@@ -520,6 +528,13 @@ def function(fn=None, /, *, host: bool = False, tile: bool = True):
 
 STUBS: tuple[Any, ...] = tuple(_STUBS)
 """Every public tile operation, for the front end's registry and the coverage test."""
+
+STATIC_EVAL_OK: frozenset[Any] = frozenset({
+    add, sub, mul, truediv, floordiv, mod, pow, divmod, bitwise_and, bitwise_or, bitwise_xor,
+    bitwise_lshift, bitwise_rshift, bitwise_not, negative, minimum, maximum, greater, greater_equal,
+    less, less_equal, equal, not_equal, matmul})
+"""The operations `ct.static_eval` may call (as cuTile allows): pure arithmetic, comparisons and
+matmul, compiled into the kernel; any other tile operation there is an error."""
 
 __all__ = sorted(["cdiv", "function", *(s.__name__ for s in STUBS)])
 """The public names of this module (tilecraft re-exports them all)."""

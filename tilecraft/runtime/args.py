@@ -14,7 +14,7 @@ from ..backends.base import ArrayFacts, needs_index64
 from ..backends.registry import CPU, CUDA
 from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
-from ..language.annotations import ArrayAnnotation, ConstantAnnotation, ListAnnotation, ScalarAnnotation
+from ..language.annotations import ArrayAnnotation, Constant, ConstantAnnotation, ListAnnotation, ScalarAnnotation
 
 
 class ArgumentError(Exception):
@@ -49,7 +49,8 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
     for name in inspect.signature(fn).parameters:
         rejected = None
         meta = getattr(hints.get(name), "__metadata__", ())
-        constant = any(isinstance(m, ConstantAnnotation) for m in meta)
+        bare_constant = hints.get(name) is Constant  # `x: ct.Constant` (no value type)
+        constant = bare_constant or any(isinstance(m, ConstantAnnotation) for m in meta)
         arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
         listed = next((m for m in meta if isinstance(m, ListAnnotation)), None)
         if listed is not None and arr is None:
@@ -62,7 +63,7 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
             raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
         index64 = arr is not None and str(arr.index_dtype).endswith("int64")
         static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
-        declared = typing.get_args(hints[name])[0] if constant else None
+        declared = typing.get_args(hints[name])[0] if constant and not bare_constant else None
         out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static,
                              constant_type=declared if declared in (int, float, bool) else None, rejected=rejected))
     return out
