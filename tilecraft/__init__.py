@@ -17,7 +17,7 @@ from .language.ops import *  # noqa: F401,F403  (every public tile operation: _o
 from .runtime.kernel import ByTarget, Kernel, kernel
 from .runtime.launch import launch
 from .version import __version__
-from . import tune
+from . import compilation, tune
 
 
 __all__ = [
@@ -30,6 +30,6 @@ __all__ = [
     "DType", "bfloat16", "bool_", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "tfloat32", "uint8", "uint16", "uint32", "uint64",
     "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode",
-    "ByTarget", "Kernel", "kernel", "launch", "__version__", "tune",
+    "ByTarget", "Kernel", "kernel", "launch", "__version__", "compilation", "tune",
     *_ops.__all__,
 ]
