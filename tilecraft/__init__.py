@@ -7,7 +7,7 @@ from .errors import (TileArgumentError, TileAssertionError, TileCompilerExecutio
                      TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
                      TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .language.annotations import (Array, ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
-                                   ListAnnotation, ScalarAnnotation, ScalarInt64)
+                                   ListAnnotation, Scalar, ScalarAnnotation, ScalarInt64, Tile, TiledView)
 from .language.dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
                               float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32,
                               uint64)
@@ -16,6 +16,7 @@ from .language import ops as _ops
 from .language.ops import *  # noqa: F401,F403  (every public tile operation: _ops.__all__)
 from .runtime.kernel import ByTarget, Kernel, kernel
 from .runtime.launch import launch
+from .runtime.timeout import compiler_timeout
 from .version import __version__
 from . import compilation, tune
 
@@ -26,10 +27,10 @@ __all__ = [
     "TileRecursionError", "TileStaticAssertionError", "TileStaticEvalError", "TileSyntaxError", "TileTypeError",
     "TileUnsupportedFeatureError", "TileValueError",
     "Array", "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ListAnnotation",
-    "ScalarAnnotation", "ScalarInt64",
+    "Scalar", "ScalarAnnotation", "ScalarInt64", "Tile", "TiledView",
     "DType", "bfloat16", "bool_", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32",
     "float64", "int8", "int16", "int32", "int64", "tfloat32", "uint8", "uint16", "uint32", "uint64",
     "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode",
-    "ByTarget", "Kernel", "kernel", "launch", "__version__", "compilation", "tune",
+    "ByTarget", "Kernel", "kernel", "launch", "__version__", "compilation", "compiler_timeout", "tune",
     *_ops.__all__,
 ]

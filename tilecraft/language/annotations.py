@@ -1,4 +1,5 @@
-"""Parameter annotations: `Constant[...]`, `ArrayAnnotation`, `IndexedWithInt64`, `ScalarInt64`."""
+"""Parameter annotations: `Constant[...]`, `ArrayAnnotation`, `IndexedWithInt64`, `ScalarInt64`; and the
+types `Array`, `Tile`, `TiledView` and `Scalar` for annotating kernels and tile code."""
 
 from __future__ import annotations
 
@@ -37,6 +38,18 @@ class ArrayAnnotation:
 class Array:
     """The type of an array parameter, for annotations: `x: ct.Array` or
     `Annotated[ct.Array, ct.ArrayAnnotation(...)]` (any array the launch accepts)."""
+
+
+class Tile:
+    """The type of a tile, for annotations of tile code: `def scale(t: ct.Tile) -> ct.Tile`."""
+
+
+class TiledView:
+    """The type of a tiled view (what `Array.tiled_view` returns), for annotations of tile code."""
+
+
+Scalar = int | float
+"""The type of a scalar (a Python number, or a 0-d tile in tile code), for annotations."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -18,6 +18,7 @@ from ..passes import optimize
 from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, backend_args, describe_args, param_infos
 from .cache import default_cache, entry_key
 from .fastpath import fast_plan
+from .timeout import check_compile_time
 from .writes import check_writable, written_params
 
 _UNSPECIFIED = object()
@@ -183,7 +184,9 @@ class Kernel:
             start = time.perf_counter()
             ir = self.cached_lower(key, spec.version)
             compiled = spec.backend.compile(ir, _param_facts(ir, key))
-            v = Variant(ir, compiled, time.perf_counter() - start, written_params(ir))
+            seconds = time.perf_counter() - start
+            check_compile_time(self.fn.__name__, seconds)
+            v = Variant(ir, compiled, seconds, written_params(ir))
             self.variants[key] = v
         return v
 
