@@ -8,8 +8,8 @@ from .errors import (TileArgumentError, TileAssertionError, TileCompilerExecutio
                      TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError)
 from .language.annotations import (Array, ArrayAnnotation, Constant, ConstantAnnotation, IndexedWithInt64,
                                    ListAnnotation, Scalar, ScalarAnnotation, ScalarInt64, Tile, TiledView)
-from .language.dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
-                              float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32,
+from .language.dtypes import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu,
+                              float16, float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32,
                               uint64)
 from .language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from .language import ops as _ops
@@ -28,8 +28,8 @@ __all__ = [
     "TileUnsupportedFeatureError", "TileValueError",
     "Array", "ArrayAnnotation", "Constant", "ConstantAnnotation", "IndexedWithInt64", "ListAnnotation",
     "Scalar", "ScalarAnnotation", "ScalarInt64", "Tile", "TiledView",
-    "DType", "bfloat16", "bool_", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "float32",
-    "float64", "int8", "int16", "int32", "int64", "tfloat32", "uint8", "uint16", "uint32", "uint64",
+    "DType", "bfloat16", "bool_", "float4_e2m1fn", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16",
+    "float32", "float64", "int8", "int16", "int32", "int64", "tfloat32", "uint8", "uint16", "uint32", "uint64",
     "MemoryOrder", "MemoryScope", "PaddingMode", "RoundingMode",
     "ByTarget", "Kernel", "kernel", "launch", "__version__", "compilation", "compiler_timeout", "tune",
     *_ops.__all__,

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError)
 from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value, ops
 from ..language import ops as L
-from . import combine, reductions  # noqa: F401  (register reduce/scan and the reductions)
+from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
 from .builtins import attribute, call, matmul, subscript
 from .contexts import compile_with
 from .printing import joined_str

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import TileTypeError, TileValueError
+from ..errors import TileTypeError, TileUnsupportedFeatureError, TileValueError
 from ..ir import ArrayType, BinaryFn, Block, Builder, CompareFn, ListType, TileType, UnaryFn, Value, ops
 from ..ir.kinds import UNARY_RULES, Operand
 from ..language import dtypes as dt
@@ -197,6 +197,9 @@ class Sema:
     def cast(self, x: Value, dtype: DType, rounding: RoundingMode | None = None) -> Value:
         if x.tile.dtype is dtype and rounding is None:
             return x
+        packed = next((d for d in (x.tile.dtype, dtype) if d in dt.PACKED_DTYPES), None)
+        if packed is not None:
+            raise TileUnsupportedFeatureError(f"Casts to or from {packed} are not supported yet", self.b.loc)
         return self.b.value(ops.Cast, x=x, dtype=dtype, rounding=rounding)
 
     def cast_implicit(self, x: Any, dtype: DType, what: str = "value") -> Value:

@@ -331,6 +331,8 @@ class Cast(Op):
         if self.rounding is not None:
             need(self.rounding in DIRECTED, f"rounding mode {self.rounding.name} on a cast")
             need(self.dtype.is_float or self.dtype.is_restricted, "a rounding mode needs a float result")
+        need(self.x.tile.dtype not in dt.PACKED_DTYPES and self.dtype not in dt.PACKED_DTYPES,
+             f"cast {self.x.tile.dtype} -> {self.dtype} of a packed dtype")
 
 
 @op
@@ -347,6 +349,45 @@ class Bitcast(Op):
         src = self.x.tile.dtype
         need(src.bitwidth == self.dtype.bitwidth and dt.bool_ not in (src, self.dtype),
              f"bitcast {src} -> {self.dtype} changes the bit width or involves bool")
+
+
+@op
+class Pack(Op):
+    """The bytes of the 1-D tile x (not bool, not 8-bit: those are a Bitcast) as a 1-D uint8 tile,
+    first element first, each element's bytes little-endian; sub-byte elements fill each byte
+    from its low bits (element 2k in bits 0-3, 2k+1 in bits 4-7 for a 4-bit dtype)."""
+
+    x: Value
+
+    def result_types(self):
+        t = tile_type(self.x, "x")
+        need(t.ndim == 1, f"pack of a rank-{t.ndim} tile")
+        bits = t.shape[0] * t.dtype.bitwidth
+        need(bits % 8 == 0, f"pack of {bits} bits")
+        return (TileType(dt.uint8, (bits // 8,)),)
+
+    def check(self):
+        src = self.x.tile.dtype
+        need(src is not dt.bool_ and src.bitwidth != 8, f"pack of {src}")
+
+
+@op
+class Unpack(Op):
+    """The inverse of Pack: the 1-D uint8 tile x read as a 1-D tile of `dtype` (not bool, not
+    8-bit)."""
+
+    x: Value
+    dtype: DType
+
+    def result_types(self):
+        t = tile_type(self.x, "x")
+        need(t.ndim == 1 and t.dtype is dt.uint8, f"unpack of {t}")
+        bits = t.shape[0] * 8
+        need(bits % self.dtype.bitwidth == 0, f"unpack of {bits} bits to {self.dtype}")
+        return (TileType(self.dtype, (bits // self.dtype.bitwidth,)),)
+
+    def check(self):
+        need(self.dtype is not dt.bool_ and self.dtype.bitwidth != 8, f"unpack to {self.dtype}")
 
 
 @op

@@ -95,12 +95,17 @@ tfloat32 = _make("tfloat32", 32, Category.RESTRICTED, True, np.float32, "tf32")
 float8_e4m3fn = _make("float8_e4m3fn", 8, Category.RESTRICTED, True, ml_dtypes.float8_e4m3fn, "f8e4m3fn")
 float8_e5m2 = _make("float8_e5m2", 8, Category.RESTRICTED, True, ml_dtypes.float8_e5m2, "f8e5m2")
 float8_e8m0fnu = _make("float8_e8m0fnu", 8, Category.RESTRICTED, False, ml_dtypes.float8_e8m0fnu, "f8e8m0fnu")
+float4_e2m1fn = _make("float4_e2m1fn", 4, Category.RESTRICTED, True, ml_dtypes.float4_e2m1fn, "f4e2m1fn")
 
 ALL_DTYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float16, float32, float64, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu,
 )
-_BY_NAME = {d.name: d for d in ALL_DTYPES}
+"""Every dtype that arrays and tiles take in every operation."""
+PACKED_DTYPES: tuple[DType, ...] = (float4_e2m1fn,)
+"""Sub-byte dtypes: tile elements only (no array holds them; the interpreter stores one per byte),
+made and consumed by unpack_from_bytes / pack_to_bytes and moved by the shape ops; no casts."""
+_BY_NAME = {d.name: d for d in ALL_DTYPES + PACKED_DTYPES}
 _BY_NAME["bool"] = bool_
 # Storage dtypes that identify a tile dtype (tfloat32 is never a storage type).
 _BY_NP = {d.np_dtype: d for d in ALL_DTYPES if d is not tfloat32}

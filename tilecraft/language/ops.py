@@ -164,6 +164,17 @@ def bitcast(x, /, dtype):
     """Reinterpret the bits as `dtype` (same bit width)."""
 
 
+@_stub
+def pack_to_bytes(x, /):
+    """The raw bytes of tile x (flattened row-major, each element little-endian) as a 1-D uint8
+    tile; its total bit count must be a multiple of 8 (bool tiles cannot be packed)."""
+
+
+@_stub
+def unpack_from_bytes(x, /, dtype):
+    """The inverse of pack_to_bytes: the 1-D uint8 tile x read as a 1-D tile of `dtype`."""
+
+
 # ---- elementwise ------------------------------------------------------------------------------
 @_stub
 def add(x, y, /, *, rounding_mode=None, flush_to_zero=False):

@@ -1,4 +1,5 @@
-"""Rules for shape manipulation: broadcast, reshape, permute, cat, extract and insert.
+"""Rules for shape manipulation: broadcast, reshape, permute, cat, extract, insert, and packing
+into and unpacking from bytes.
 
 Results may be read-only views of their operands: values are immutable, and no rule writes into
 an operand.
@@ -65,4 +66,31 @@ def _insert(op: ops.Insert, c: Compiler) -> Runner:
         if all(0 <= p < g for p, g in zip(pos, grid)):
             out[tuple([slice(p * s, (p + 1) * s) for p, s in zip(pos, shape)])] = env[v]
         env[r] = out
+    return run
+
+
+@rule(ops.Pack)
+def _pack(op: ops.Pack, c: Compiler) -> Runner:
+    """The elements' bytes in memory order (NumPy stores them little-endian on every host
+    tilecraft runs on); 4-bit codes (one per NumPy byte) are paired, low bits first."""
+    x, r, sub_byte = c.slot(op.x), c.slot(op.result), op.x.tile.dtype.bitwidth < 8
+
+    def run(env: Env) -> None:
+        raw = np.ascontiguousarray(env[x]).view(np.uint8)
+        env[r] = (raw[0::2] & 0xF) | (raw[1::2] << 4) if sub_byte else raw
+    return run
+
+
+@rule(ops.Unpack)
+def _unpack(op: ops.Unpack, c: Compiler) -> Runner:
+    """The inverse of Pack: each byte splits into two 4-bit codes (low bits first) for a
+    sub-byte dtype."""
+    x, r, dtype = c.slot(op.x), c.slot(op.result), op.dtype.np_dtype
+    sub_byte = op.dtype.bitwidth < 8
+
+    def run(env: Env) -> None:
+        raw = np.ascontiguousarray(env[x])
+        if sub_byte:
+            raw = np.stack([raw & 0xF, raw >> 4], axis=-1).reshape(-1)
+        env[r] = raw.view(dtype)
     return run

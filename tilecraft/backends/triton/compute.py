@@ -144,6 +144,36 @@ def _bitcast(w: KernelWriter, op: ops.Bitcast) -> None:
     w.assign(op.result, f"tl.cast({w.tensor(op.x)}, {tl_dtype(op.dtype)}, bitcast=True)", "t")
 
 
+_UINT = {16: D.uint16, 32: D.uint32, 64: D.uint64}
+
+
+def _byte_shifts(bits: DType) -> str:
+    """The shift of each byte of a `bits`-wide element, as a (1, bytes) tile of that dtype."""
+    return f"(tl.arange(0, {bits.bitwidth // 8}) * 8).to({tl_dtype(bits)})[None, :]"
+
+
+@rule(ops.Pack)
+def _pack(w: KernelWriter, op: ops.Pack) -> None:
+    # Each element as an unsigned int of its width, shifted right by 0, 8, 16, ... bits: an
+    # (n, bytes) tile of its bytes, least significant first (little-endian), flattened.
+    x = op.x
+    bits = _UINT[x.tile.dtype.bitwidth]
+    raw = f"tl.cast({w.tensor(x)}, {tl_dtype(bits)}, bitcast=True)[:, None]"
+    split = f"(({raw} >> {_byte_shifts(bits)}) & 0xFF).to(tl.uint8)"
+    w.assign(op.result, f"tl.reshape({split}, {_shape(shape_of(op.result))})", "packed")
+
+
+@rule(ops.Unpack)
+def _unpack(w: KernelWriter, op: ops.Unpack) -> None:
+    # The bytes as an (n, bytes) tile, each widened and shifted to its place, summed per row in
+    # the element's width (the bytes do not overlap, so the sum is exact), then read as the dtype.
+    bits = _UINT[op.dtype.bitwidth]
+    n = shape_of(op.result)[0]
+    rows = f"tl.reshape({w.tensor(op.x)}, {_shape((n, bits.bitwidth // 8))}).to({tl_dtype(bits)})"
+    word = f"tl.reduce({rows} << {_byte_shifts(bits)}, 1, {w.need_helper('_tc_add')})"
+    w.assign(op.result, f"tl.cast({word}, {tl_dtype(op.dtype)}, bitcast=True)", "unpacked")
+
+
 # ---- shapes ---------------------------------------------------------------------------------
 
 def _splat_literal(w: KernelWriter, op: ops.Broadcast | ops.Reshape) -> bool:

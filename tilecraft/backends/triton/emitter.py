@@ -269,12 +269,23 @@ class KernelWriter:
     def lower_op(self, op: Op) -> None:
         outer, self.loc = self.loc, op.loc or self.loc
         try:
+            packed = _packed_dtype(op)
+            if packed is not None:
+                raise self.unsupported(f"{packed} tiles (Triton has no {packed.bitwidth}-bit type)")
             fn = RULES.get(type(op))
             if fn is None:
                 raise self.unsupported(f"{op.name}: {UNSUPPORTED.get(type(op), 'no rule')}")
             fn(self, op)
         finally:
             self.loc = outer
+
+
+def _packed_dtype(op: Op) -> DType | None:
+    """A sub-byte dtype (float4_e2m1fn) among the op's tile operands and results, if any."""
+    for v in (*op.operands, *op.results):
+        if isinstance(v.type, TileType) and v.type.dtype in D.PACKED_DTYPES:
+            return v.type.dtype
+    return None
 
 
 def broadcast_index(name: str, axis: int, rank: int) -> str:
