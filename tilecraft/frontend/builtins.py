@@ -21,6 +21,7 @@ from ..language.dtypes import DType, to_dtype
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import advanced_indexing  # noqa: F401  (registers ct.Slice, load/store_advanced_indexing)
 from . import records
+from . import scaled  # noqa: F401  (registers mma_scaled)
 from .memory import array_dim, array_slice
 from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .subtiles import extract, insert

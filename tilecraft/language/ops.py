@@ -446,6 +446,13 @@ def matmul(x, y, /):
     """x @ y: operands promoted, accumulated in float32 (f16 in f16), cast back to the input dtype."""
 
 
+@_stub
+def mma_scaled(x, x_scale, y, y_scale, /, acc):
+    """Block-scaled x @ y + acc: x[..., i, k] * x_scale[..., i, k // B] times y[..., k, j] *
+    y_scale[..., k // B, j], summed over k, plus acc; B = K // K_s (fp8 operands, float8_e8m0fnu
+    scales, B = 32, float32 acc)."""
+
+
 # ---- shapes ---------------------------------------------------------------------------------------
 @_stub
 def reshape(x, /, shape):
