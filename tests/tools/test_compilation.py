@@ -220,6 +220,33 @@ def test_export_checks_signatures_against_the_kernel():
         export(lst, _array(), 3)
 
 
+@ct.kernel
+def sum_list(xs, out):
+    acc = ct.zeros((16,), ct.float32)
+    for i in range(len(xs)):
+        acc = acc + ct.load(xs[i], (0,), (16,))
+    ct.store(out, (0,), acc)
+
+
+@ct.kernel
+def bad_rank(x):
+    ct.load(x, (0, 0), (2, 2, 4))
+
+
+def test_export_of_signatures_from_launch_arguments_compiles_as_the_launch():
+    xs, out = [np.zeros(16, np.float32)] * 3, np.zeros(16, np.float32)
+    sig = KernelSignature.from_kernel_args(sum_list, (xs, out), V1)
+    # The launch's list length travels with the signature (a ListConstraint has none).
+    with pytest.raises(ct.TileUnsupportedFeatureError, match="compiled for all 1 signature"):
+        export_kernel(sum_list, [sig.with_symbol("s")], io.BytesIO(), gpu_code="sm_90", output_format="cubin")
+    with pytest.raises(ct.TileUnsupportedFeatureError, match="tilecraft compiles the length of a list"):
+        export_kernel(sum_list, [KernelSignature(sig.parameters, V1)], io.BytesIO(), gpu_code="sm_90",
+                      output_format="cubin")
+    bad = KernelSignature.from_kernel_args(bad_rank, (np.zeros((4, 4), np.float32),), V1)
+    with pytest.raises(ct.TileTypeError, match="test_compilation.py"):
+        export_kernel(bad_rank, [bad], io.BytesIO(), gpu_code="sm_90", output_format="cubin")
+
+
 def test_names_are_not_mangled():
     with pytest.raises(ct.TileUnsupportedFeatureError, match="exports no kernel binaries"):
         mangle_kernel_name("k", KernelSignature([], V1))

@@ -53,8 +53,12 @@ def export_kernel(kernel: Kernel, signatures: Sequence[KernelSignature],
 
 
 def specs_of(kernel: Kernel, signature: KernelSignature) -> tuple[ArgSpec, ...]:
-    """The specs tilecraft compiles `kernel` for under `signature`: TypeError when a constraint
-    does not fit its parameter, TileUnsupportedFeatureError for what tilecraft cannot compile."""
+    """The specs tilecraft compiles `kernel` for under `signature`: the launch's own for a
+    signature `from_kernel_args` made for this kernel, else built from the constraints
+    (TypeError when one does not fit its parameter, TileUnsupportedFeatureError for what
+    tilecraft cannot compile)."""
+    if signature._launch_specs is not None and signature._launch_specs[0] is kernel:
+        return signature._launch_specs[1]
     params = kernel.params
     if len(signature.parameters) != len(params):
         raise TypeError(f"Kernel `{kernel.__name__}` has {len(params)} parameters but the signature gives "

@@ -5,7 +5,7 @@ tilecraft compiles a kernel under for given launch arguments (`from_kernel_args`
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -56,6 +56,9 @@ class KernelSignature:
     parameters: tuple[ParameterConstraint, ...]
     calling_convention: CallingConvention
     symbol: str | None
+    # from_kernel_args: the launch's own specs (exact where constraints are not, e.g. list
+    # lengths), used by export_kernel for the kernel they were made for
+    _launch_specs: tuple[Kernel, tuple] | None = field(default=None, compare=False, repr=False)
 
     def __init__(self, parameters: Sequence[Any], calling_convention: CallingConvention,
                  symbol: str | None = None) -> None:
@@ -70,10 +73,13 @@ class KernelSignature:
         object.__setattr__(self, "parameters", params)
         object.__setattr__(self, "calling_convention", calling_convention)
         object.__setattr__(self, "symbol", symbol)
+        object.__setattr__(self, "_launch_specs", None)
 
     def with_symbol(self, symbol: str | None) -> "KernelSignature":
         """This signature with `symbol` as its symbol name."""
-        return replace(self, symbol=symbol)
+        out = KernelSignature(self.parameters, self.calling_convention, symbol)
+        object.__setattr__(out, "_launch_specs", self._launch_specs)
+        return out
 
     @staticmethod
     def from_kernel_args(kernel: Kernel, kernel_args: Sequence[Any], calling_convention: CallingConvention, *,
@@ -87,7 +93,9 @@ class KernelSignature:
         specs, arrays, _ = kernel.describe(tuple(kernel_args))
         found = iter(arrays)
         params = [_constraint_of(spec, found) for spec in specs]
-        return KernelSignature(params, calling_convention, symbol)
+        signature = KernelSignature(params, calling_convention, symbol)
+        object.__setattr__(signature, "_launch_specs", (kernel, specs))
+        return signature
 
 
 def _constraint_of(spec: Any, arrays: Iterator[ArrayArg | ListArg]) -> Any:
