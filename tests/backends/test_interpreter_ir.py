@@ -1193,9 +1193,8 @@ def test_print_and_assert(capsys: pytest.CaptureFixture[str]) -> None:
         bx = b.value(ops.Bid, axis=0)
         t = load(b, arr, [const(b, 0)], (4,))
         flags = compare(b, CompareFn.GE, t, tile_of(b, 1.0, D.float32, (4,)))
-        b.emit(ops.Print, tiles=(bx, t, flags), pieces=("bid=", " t=", " f=", "\n"),
-               formats=(None, None, None))
-        b.emit(ops.Print, tiles=(t,), pieces=("t=", "\n"), formats=("{:.1f}",))
+        b.emit(ops.Print, format="bid=%d t=%f f=%d\n", tiles=(bx, t, flags))
+        b.emit(ops.Print, format="t=%.1f\n", tiles=(t,))
         ok = compare(b, CompareFn.LT, bx, const(b, 1))
         b.emit(ops.Assert, cond=ok, message="bid too large")
     with pytest.raises(AssertionError, match="bid too large"):

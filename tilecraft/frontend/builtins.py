@@ -118,10 +118,11 @@ def tile_of(fc: Any, x: Any) -> Value:
 
 # ---- dtype constructors and casts ------------------------------------------------------------------
 def dtype_call(fc: Any, d: DType, value: Any = 0) -> Any:
-    """`ct.float16(x)`: a constant of dtype `d` (0 without an argument), or `x.astype(d)`."""
+    """`ct.float16(x)`: a constant of dtype `d` (0 without an argument), or `x.astype(d)`.
+    Integer constants wrap to the dtype's width (`ct.uint32(-1)` is 4294967295)."""
     if is_loose(value):
-        if not d.signed and not d.is_float and value < 0 and d is not dt.bool_:
-            raise fc.sema.value_error(f"Negative constant {value} cannot be {d}")
+        if d.is_restricted and not d.signed and math.copysign(1.0, value) < 0:
+            raise fc.sema.value_error("Negative values cannot be represented in an unsigned float format")
         return fc.sema.const(value, d)
     return astype(fc, value, d)
 

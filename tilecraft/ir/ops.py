@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..language import dtypes as dt
+from ..language import formatting
 from ..language.dtypes import DType
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from .checks import (arg_types, array_type, check_axis, check_element_access, check_index_scalars, check_mask,
@@ -732,18 +733,18 @@ class Mma(Op):
 # ---- utilities -------------------------------------------------------------------------------------------
 @op
 class Print(Op):
-    """Print pieces[0], tiles[0], pieces[1], ...; formats: per tile '{:<py spec>}', a C '%'
-    specifier, or None (nested lists, floats with 6 decimals)."""
+    """Print `format` (C printf, one conversion per tile; language/formatting.py says how)."""
 
+    format: str
     tiles: tuple[Value, ...]
-    pieces: tuple[str, ...]
-    formats: tuple[str | None, ...]
 
     effects = True
 
     def check(self):
-        need(len(self.pieces) == len(self.tiles) + 1 and len(self.formats) == len(self.tiles),
-             "print needs one more piece than tiles and one format per tile")
+        convs = formatting.conversions(self.format)
+        need(convs is not None and len(convs) == len(self.tiles) and all(
+            formatting.accepts(c.spec, tile_type(v, "printed value").dtype) for c, v in zip(convs, self.tiles)),
+            f"print format {self.format!r} does not fit its tiles")
 
 
 @op

@@ -498,7 +498,15 @@ def insert(x, /, index, value):
 # ---- utilities ------------------------------------------------------------------------------------
 @_stub
 def printf(format, *args):  # noqa: A002
-    """C-style formatted device print."""
+    """Print at run time, C printf style: `format` is a constant string whose conversions
+    (%[flag][width][.precision][hh|h|l|ll][diuoxX or eEfFgGaA]) each print one tile argument, a
+    tile as nested lists `[a, b, ...]` of its formatted elements."""
+
+
+@_stub
+def print(*args, sep=" ", end="\n"):  # noqa: A001
+    """Print at run time like Python's print(): strings, f-strings (format specs apply to each
+    element of a tile), tiles (ints as %d, floats as %f), tuples, dataclasses."""
 
 
 @_stub

@@ -12,8 +12,7 @@ import numpy as np
 
 from ...errors import TileAssertionError
 from ...ir import ops
-from ...language.dtypes import DType
-from .numerics import is_floating
+from ...language import formatting
 from .registry import BID_SLOT, Compiler, Env, Runner, Terminator, rule
 
 
@@ -103,40 +102,16 @@ def _while(op: ops.While, c: Compiler) -> Runner:
     return run
 
 
-def format_value(value: Any, dtype: DType, spec: str | None = None) -> str:
-    """A tile as nested lists `[1, 2]` (floats with 6 decimals, bools as 0/1); a scalar plain.
-    `spec` formats each element instead: '{:<python spec>}' or a C '%' specifier."""
-    to_py = float if is_floating(dtype) else int
-    if spec is not None:
-        def item(x: Any) -> str:
-            return spec.format(to_py(x)) if spec.startswith("{") else spec % to_py(x)
-    elif is_floating(dtype):
-        def item(x: Any) -> str:
-            return f"{float(x):.6f}"
-    else:
-        def item(x: Any) -> str:
-            return str(int(x))
-
-    def fmt(v: np.ndarray) -> str:
-        if v.ndim == 0:
-            return item(v[()])
-        return "[" + ", ".join(fmt(x) for x in v) + "]"
-    return fmt(np.asarray(value))
-
-
 @rule(ops.Print)
 def _print(op: ops.Print, c: Compiler) -> Runner:
-    """Prints the pieces around the formatted tiles; the pieces carry any line ending."""
-    pieces, formats = op.pieces, op.formats
+    """Writes the op's text for this block's tiles (blocks run in order, so the output is in
+    block order, x fastest)."""
+    fmt = op.format
     slots = c.slots(op.tiles)
     dtypes = [v.tile.dtype for v in op.tiles]
 
     def run(env: Env) -> None:
-        out = [pieces[0]]
-        for s, dt, fmt, piece in zip(slots, dtypes, formats, pieces[1:]):
-            out.append(format_value(env[s], dt, fmt))
-            out.append(piece)
-        print("".join(out), end="", flush=True)
+        formatting.emit(formatting.render(fmt, [env[s] for s in slots], dtypes))
     return run
 
 

@@ -553,17 +553,6 @@ def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
 
 # ---- debugging ------------------------------------------------------------------------------
 
-@rule(ops.Print)
-def _print(w: KernelWriter, op: ops.Print) -> None:
-    # Best effort: Triton prints every element on a line of its own after a prefix, so each
-    # tile is printed after the text before it (format specs are not applied).
-    pieces = [p.replace("\n", " ").strip() for p in op.pieces]
-    if not op.tiles:
-        w.emit(f"tl.device_print({' '.join(p for p in pieces if p)!r})")
-    for k, v in enumerate(op.tiles):
-        w.emit(f"tl.device_print({pieces[k] if k < len(pieces) else ''!r}, {w.tensor(v)})")
-
-
 @rule(ops.Assert)
 def _assert(w: KernelWriter, op: ops.Assert) -> None:
     w.emit(f"tl.device_assert({w.tensor(op.cond)}, {op.message!r})")

@@ -18,13 +18,14 @@ from ...ir import Function, Op, ops
 from ...ir.types import ArrayType, ListType
 from ...language import dtypes as D
 from ..base import ArrayFacts
-from . import compute, control, memory  # noqa: F401  (each registers its rules)
+from . import compute, control, memory, printing  # noqa: F401  (each registers its rules)
 from . import interpret_workarounds as workarounds
 from .emitter import RULES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, ListParam, Target
 from .fitting import Staged, staged_tiles
 from .heuristics import LaunchConfig
 from .helpers import HELPERS
 from .plan import LoweringPlan, build_plan
+from .printing import PrintPlan
 from .spelling import SIGNATURE_TYPES, tl_dtype
 
 _HEADER = "import triton\nimport triton.language as tl\n"
@@ -50,6 +51,7 @@ class LoweredKernel:
     asserts: tuple[tuple[str, Location | None], ...] = ()  # (message, location) of each ct.assert_
     depth: int = 1  # the deepest pipeline: the kernel's num_stages or a pipelined loop's
     staged: tuple[Staged, ...] = ()  # the tiles it keeps in shared memory (fitting.staged_tiles)
+    prints: PrintPlan | None = None  # kernels with Print ops: their records (printing.py)
 
     @property
     def grid_loop(self) -> bool:
@@ -131,6 +133,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     kname = w.fresh(fn.name)
     aligned: list[int] = []
     params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
+    printing.add_params(w, fn, params, signature)
     if plan.grid_loop:
         sizes = (w.fresh("grid_x"), w.fresh("grid_y"), w.fresh("grid_z"))
         for name in sizes:
@@ -162,7 +165,8 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          bool(plan.descriptor_of), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
-                         asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn))
+                         asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
+                         printing.plan_prints(fn))
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
