@@ -205,17 +205,21 @@ class Device:
         """A transposed view (no copy) of a device array."""
         return x.transpose(axes) if not self.is_torch else x.permute(*axes)
 
-    def launch(self, grid: tuple[int, ...], kernel: Any, args: tuple[Any, ...]) -> None:
+    def launch(self, grid: tuple[int, ...], kernel: Any, args: tuple[Any, ...], *, sync: bool = True,
+               **options: Any) -> None:
+        """ct.launch on this backend (`options`: its keyword options); on the GPU, then wait for
+        the kernel unless `sync` is False."""
         import tilecraft as ct
         if kernel not in self.launched:
             self.launched.append(kernel)
         if self.name == "triton":
             import torch
             stream = torch.cuda.current_stream()
-            ct.launch(stream, grid, kernel, args, backend=self.name)
-            torch.cuda.synchronize()
+            ct.launch(stream, grid, kernel, args, backend=self.name, **options)
+            if sync:
+                torch.cuda.synchronize()
         else:
-            ct.launch(None, grid, kernel, args, backend=self.name)
+            ct.launch(None, grid, kernel, args, backend=self.name, **options)
 
 
 SENTINEL = 0x5A

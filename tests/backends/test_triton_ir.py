@@ -18,7 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from optest_utils import round_tf32  # noqa: E402
+from optest_utils import assert_bits_equal, round_tf32, tf32_edge_values  # noqa: E402
+from tilecraft.backends.interpreter.numerics import make_cast  # noqa: E402
 from tilecraft.backends.base import ArrayFacts, BackendKind  # noqa: E402
 from tilecraft.backends.interpreter import rounding as reference  # noqa: E402
 from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
@@ -1036,17 +1037,19 @@ def test_load_latency_sets_the_loop_stages():
 
 def test_fp8_fast_accumulation():
     """use_fast_acc lets an fp8 dot accumulate its whole K at reduced precision; without it
-    tl.dot keeps Triton's default."""
+    the accumulator is promoted to fp32 after every 32-deep MMA instruction (Triton's sm_90
+    default would accumulate the whole K imprecisely; cuBLAS without fast accumulation and
+    cuTile do not: cuTile's BatchMatMul sample checks fp8 against torch._scaled_mm)."""
     def kernel(fast):
         k = K("fp8_mma")
         a, b, c = k.array("A", D.float8_e4m3fn, 2), k.array("B", D.float8_e4m3fn, 2), k.array("C", D.float32, 2)
         zero = k.const(0)
-        acc = k.mma(k.load(a, [zero, zero], (64, 32)), k.load(b, [zero, zero], (32, 64)),
+        acc = k.mma(k.load(a, [zero, zero], (64, 128)), k.load(b, [zero, zero], (128, 64)),
                     k.full((64, 64), 0.0, D.float32), use_fast_acc=fast)
         k.store(c, [zero, zero], acc)
         return k.fn()
-    assert "max_num_imprecise_acc=32" in GPU.compile(kernel(True), [None] * 3).source
-    assert "max_num_imprecise_acc" not in GPU.compile(kernel(False), [None] * 3).source
+    assert "max_num_imprecise_acc=128" in GPU.compile(kernel(True), [None] * 3).source
+    assert "max_num_imprecise_acc=32," in GPU.compile(kernel(False), [None] * 3).source
     assert "wgmma" in GPU.compile(kernel(True), [None] * 3).compile_for(90).asm["ptx"]
 
 
@@ -1079,6 +1082,37 @@ def test_directed_rounding_calls_the_rounding_helper(dtype, fn, mode):
         plain, nearest = (_elementwise(lambda k, a, b: k.binary(fn, a, b, rounding=r), dtype, 2, [x, y])[1].source
                           for r in (None, RoundingMode.RN))  # one line: the same location comments
         assert nearest == plain and "_tcr_" not in plain
+
+
+_TORCH = {D.float16: torch.float16, D.bfloat16: torch.bfloat16, D.float32: torch.float32, D.float64: torch.float64}
+
+
+@pytest.mark.parametrize("mode", [RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP, RoundingMode.RA])
+@pytest.mark.parametrize("src, dst", [(D.float64, D.float32), (D.float64, D.float16), (D.float64, D.bfloat16),
+                                      (D.float32, D.float16), (D.float32, D.bfloat16), (D.float16, D.bfloat16)],
+                         ids=lambda d: d.name)
+def test_directed_casts_call_the_cast_helper(src, dst, mode):
+    """A narrowing float cast in a mode other than RN calls the correctly rounded cast helper
+    (bit for bit the interpreter's conversion: ties, overflow, tiny values)."""
+    g = np.random.default_rng(11)
+    x = np.ldexp(g.uniform(0.5, 1, 16), g.integers(-30, 20, 16)) * g.choice([-1.0, 1.0], 16)
+    narrow = x.astype(dst.np_dtype).astype(np.float64)
+    half = np.abs(np.nextafter(x.astype(dst.np_dtype), dst.np_dtype.type(np.inf)).astype(np.float64) - narrow) / 2
+    x[:8] = (narrow + np.copysign(half, narrow))[:8]  # ties
+    x[8:11] = [1e30, -1e30, 1e-30]
+    xt = torch.from_numpy(x).to(_TORCH[src])
+    out, kernel = _elementwise(lambda k, a: k.cast(a, dst, mode), src, 1, [xt])
+    assert f"{rounding.cast_call(dst)}(" in kernel.source.split("def elementwise(", 1)[1]
+    want = make_cast(src, dst, mode)(_numpy(xt))
+    np.testing.assert_array_equal(_bits(out), _bits(np.asarray(want)))
+
+
+@pytest.mark.parametrize("mode", [None, RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP, RoundingMode.RA])
+def test_tfloat32_casts_round_on_the_bits(mode):
+    x = tf32_edge_values(np.random.default_rng(12), (16,), subnormals=True)
+    out, _ = _elementwise(lambda k, a: k.cast(k.cast(a, D.tfloat32, mode), D.float32), D.float32, 1,
+                          [torch.from_numpy(x)])
+    assert_bits_equal(out.numpy(), round_tf32(x, "rn" if mode is None else mode.value), f"tf32 {mode}")
 
 
 def test_sqrt_rounding_and_flush_to_zero():

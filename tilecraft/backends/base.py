@@ -90,10 +90,13 @@ class CompiledKernel(Protocol):
         """A kernel for later launches whose arguments match `args` in dtype, device, shape,
         strides and alignment (it may skip per-launch checks); `self` where nothing is gained."""
 
-    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any, *,
+               dependent: bool = False) -> None:
         """Run the kernel on `grid` blocks; `args` follow `Function.params` order (arrays as
         the backend's `BackendSpec.to_array` gives them: NumPy arrays for the interpreter, torch
-        tensors for Triton; scalars as Python numbers)."""
+        tensors for Triton; scalars as Python numbers). `dependent`: a programmatic dependent
+        launch (it may start before the stream's previous kernel ends; see
+        `grid_dependency_control_wait`)."""
 
 
 class Backend(Protocol):

@@ -6,28 +6,33 @@ from __future__ import annotations
 import ast
 import builtins as py
 import dataclasses
+import enum
 import inspect
 import math
 import operator
 import types
 from typing import Any
 
-from ..errors import TileStaticAssertionError
+from ..errors import TileStaticAssertionError, TileUnsupportedCallError
 from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
-from ..ir.kinds import DIRECTED, UNARY_RULES
+from ..ir.kinds import DIRECTED, UNARY_RULES, GridDependency
 from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.dtypes import DType, to_dtype
+from ..language.enums import RoundingMode
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import advanced_indexing  # noqa: F401  (registers ct.Slice, load/store_advanced_indexing)
 from . import records
 from . import scaled  # noqa: F401  (registers mma_scaled)
+from .contexts import context_manager_call
+from .casts import FLOATS, cast_rounding_modes
 from .memory import array_dim, array_slice
 from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .subtiles import extract, insert
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
-from .semantics import FULL_APPROX, broadcast_shapes, describe, is_array, is_list, is_loose, is_tile
+from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, is_array, is_list, is_loose, is_tile,
+                        type_name)
 from .values import BoundMethod, LocalFunction
 
 
@@ -42,6 +47,9 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         return dtype_call(fc, fn, *args)
     if isinstance(fn, LocalFunction):
         return fc.inline(fn, args, kwargs, node)
+    manager = context_manager_call(fn, args, kwargs)
+    if manager is not None:
+        return manager
     def runtime() -> bool:
         return any(records.has_runtime(a) for a in (*args, *kwargs.values()))
     if isinstance(fn, type) and dataclasses.is_dataclass(fn) and runtime():
@@ -66,7 +74,27 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
     if not callable(fn):
         raise fc.type_error(f"{describe(fn)} is not callable", node)
+    _check_host_callable(fc, fn, node)
     return fc.host(lambda: fn(*args, **kwargs), (), node)
+
+
+_NOT_IN_DEVICE_CODE = {py.eval, py.exec, py.compile, py.open, py.input, py.breakpoint, py.globals, py.locals,
+                       py.vars, py.__import__, py.setattr, py.delattr}
+"""Builtins that reach outside the kernel; the compiler does not run them on constants either."""
+
+_CONSTRUCTIBLE_MODULES = ("builtins", "numpy", "torch", "ml_dtypes", "tilecraft", "enum", "operator",
+                          "functools", "math")
+
+
+def _check_host_callable(fc: Any, fn: Any, node: ast.AST) -> None:
+    """Refuse, as cuTile does, calls tile code cannot make even on constants: impure builtins,
+    and instances of classes that are not dataclasses, enums or library types."""
+    if _hashable(fn) and fn in _NOT_IN_DEVICE_CODE:
+        raise TileUnsupportedCallError(f"{fn.__name__}() is not supported in device code", fc.loc(node))
+    if isinstance(fn, type) and not dataclasses.is_dataclass(fn) and not issubclass(fn, enum.Enum) \
+            and fn.__module__.partition(".")[0] not in _CONSTRUCTIBLE_MODULES:
+        raise TileUnsupportedCallError(f'Creating instances of type "{fn.__name__}" is not supported in device code',
+                                       fc.loc(node))
 
 
 def _hashable(x: Any) -> bool:
@@ -79,7 +107,10 @@ def _hashable(x: Any) -> bool:
 
 def _invoke(fc: Any, handler: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> Any:
     """Call a handler (`args` start with `fc`); arguments that do not fit its public signature
-    (the handler's without `fc`) are a TileTypeError naming the function and the argument."""
+    (the handler's without `fc`) are a TileTypeError naming the function and the argument.
+    While it runs, `fc.sema.call` names the call for errors about one argument (Sema.arg_error)."""
+    saved = fc.sema.call
+    fc.sema.call = CallSite(name, handler, args[1:], kwargs)
     try:
         return handler(*args, **kwargs)
     except TypeError:
@@ -90,12 +121,15 @@ def _invoke(fc: Any, handler: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
         except TypeError as exc:
             raise fc.sema.type_error(f"{name}(): {exc}") from None
         raise
+    finally:
+        fc.sema.call = saved
 
 
 def as_dtype(fc: Any, d: Any) -> DType:
+    """A dtype argument (a tilecraft, NumPy or torch dtype)."""
     out = to_dtype(d)
     if out is None:
-        raise fc.sema.type_error(f"Expected a dtype, got {describe(d)}")
+        raise fc.sema.arg_error(f"Expected a dtype constant, but given value has type {type_name(d)}", value=d)
     return out
 
 
@@ -131,15 +165,21 @@ def dtype_call(fc: Any, d: DType, value: Any = 0) -> Any:
 def astype(fc: Any, x: Any, dtype: Any, /, *, rounding_mode: Any = None) -> Value:
     d = as_dtype(fc, dtype)
     t = tile_of(fc, x)
-    if d is dt.tfloat32 and t.tile.dtype not in (dt.float32, dt.tfloat32):
-        raise fc.sema.type_error(f"Only float32 tiles can be converted to tfloat32, got {t.tile.dtype}")
-    fp = fc.sema.float_options("astype", DIRECTED, rounding_mode)
-    if fp.rounding is not None and not (d.is_float or d.is_restricted):
-        raise fc.sema.type_error(f"Rounding mode {fp.rounding.value} is not supported for a cast to {d}")
-    if fp.rounding is not None and not (t.tile.dtype.is_float or t.tile.dtype.is_restricted):
-        raise fc.sema.type_error(f"Rounding mode {fp.rounding.value} is not supported for a cast from the "
-                                 f"non-float type {t.tile.dtype}")
-    return fc.sema.cast(t, d, fp.rounding)
+    src = t.tile.dtype
+    mode = fc.sema.float_options("astype", tuple(RoundingMode), rounding_mode).rounding
+    floats = src in FLOATS and d in FLOATS
+    if mode is not None and not floats:
+        raise fc.sema.type_error("rounding_mode is only valid for float to float conversions")
+    if src is d:
+        return t
+    if d is dt.tfloat32 and not floats:
+        raise fc.sema.type_error(f"Only float tiles can be converted to tfloat32, got {src}")
+    if floats:
+        modes = cast_rounding_modes(src, d)
+        if (mode or RoundingMode.RN) not in modes:
+            raise fc.sema.type_error(f"rounding_mode={mode or RoundingMode.RN} is not supported for conversion "
+                                     f"from {src} to {d}, supported rounding modes for this conversion are {modes}")
+    return fc.sema.cast(t, d, mode)
 
 
 @handles(L.bitcast)
@@ -189,6 +229,9 @@ def assume_divisible_by(fc: Any, x: Any, divisor: Any) -> Any:
 def full(fc: Any, shape: Any, fill_value: Any, dtype: Any) -> Value:
     shape = fc.sema.check_shape(shape)
     d = as_dtype(fc, dtype)
+    if fc.sema.shape_of(fill_value) != () or not (is_tile(fill_value) or fc.sema.is_number(fill_value)):
+        raise fc.sema.arg_error(f"Expected a scalar value, but given value has type {type_name(fill_value)}",
+                                param="fill_value")
     v = fc.sema.to_tile(fill_value, d) if is_loose(fill_value) else fc.sema.cast(tile_of(fc, fill_value), d)
     return fc.sema.broadcast_to(v, shape)
 
@@ -206,7 +249,7 @@ def ones(fc: Any, shape: Any, dtype: Any) -> Value:
 @handles(L.arange)
 def arange(fc: Any, size: Any, /, *, dtype: Any, start: Any = 0, step: Any = 1) -> Value:
     n = const_int(fc, size, "arange() size")
-    fc.sema.check_shape((n,), "Result tile shape")
+    fc.sema.check_result_shape((n,))
     d = as_dtype(fc, dtype)
     t = fc.b.value(ops.Arange, size=n)
     if not (is_loose(step) and step == 1):
@@ -231,7 +274,7 @@ def astile(fc: Any, value: Any, /, *, dtype: Any) -> Value:
     def leaves(v: Any) -> list[Any]:
         return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
 
-    shape = fc.sema.check_shape(shape_of(value))
+    shape = fc.sema.check_result_shape(shape_of(value))
     flat = leaves(value)
     d = as_dtype(fc, dtype)
     if not shape:
@@ -519,7 +562,7 @@ def cat(fc: Any, tiles: Any, /, axis: Any) -> Value:
         raise fc.sema.type_error(f"cat() tiles must share dtype and other dims: {a.type} and {b.type}")
     shape = list(a.tile.shape)
     shape[ax] += b.tile.shape[ax]
-    fc.sema.check_shape(tuple(shape), "Result tile shape")
+    fc.sema.check_result_shape(tuple(shape))
     return fc.b.value(ops.Cat, lhs=a, rhs=b, axis=ax)
 
 
@@ -530,6 +573,16 @@ def assert_(fc: Any, cond: Any, /, message: Any = None) -> None:
     if c.tile.dtype is not dt.bool_:
         raise fc.sema.type_error(f"assert_() needs a bool tile, got {c.type}")
     fc.b.emit(ops.Assert, cond=c, message=str(message) if message is not None else "assertion failed")
+
+
+@handles(L.grid_dependency_control_wait)
+def grid_dependency_control_wait(fc: Any) -> None:
+    fc.b.emit(ops.GridDependencyControl, action=GridDependency.WAIT)
+
+
+@handles(L.grid_dependency_control_launch_dependents)
+def grid_dependency_control_launch_dependents(fc: Any) -> None:
+    fc.b.emit(ops.GridDependencyControl, action=GridDependency.LAUNCH_DEPENDENTS)
 
 
 @handles(L.ensure_constant)
@@ -609,8 +662,11 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
         raise fc.type_error(f"TiledView has no attribute `{name}`", node)
-    if is_loose(obj) and name in _TILE_METHODS:  # a Python number is a 0-d tile in tile code
-        return BoundMethod(_TILE_METHODS[name], obj)
+    if fc.sema.is_number(obj):  # a Python or NumPy number is a 0-d tile in tile code
+        if name in _TILE_METHODS:
+            return BoundMethod(_TILE_METHODS[name], obj)
+        if name == "dtype" and not is_loose(obj):
+            return fc.sema.dtype_of(obj)
     prop = records.special_method(obj, name)
     if isinstance(prop, property):
         return fc.inline(prop.fget, [obj], {}, node)

@@ -143,3 +143,12 @@ APPROX's bound."""
 
 ROUNDED_BINARY = {BinaryFn.ADD, BinaryFn.SUB, BinaryFn.MUL, BinaryFn.TRUEDIV}
 """Binary functions that take a rounding mode (and flush_to_zero)."""
+
+
+class GridDependency(enum.Enum):
+    """Programmatic dependent launch (PDL) controls: WAIT for the grid launched before this one
+    on the stream to finish (its writes are visible after it); LAUNCH_DEPENDENTS lets the next
+    grid start early (no visibility promised)."""
+
+    WAIT = "wait"
+    LAUNCH_DEPENDENTS = "launch_dependents"

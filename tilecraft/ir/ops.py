@@ -23,9 +23,10 @@ from ..language.enums import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from .checks import (arg_types, array_type, check_axis, check_element_access, check_index_scalars, check_mask,
                      check_memory_order, check_permutation, check_pow2, check_same_shapes, check_scalar, tile_type,
                      yield_types)
+from .control_ops import Condition, For, If, While, Yield  # noqa: F401  (ops of this set, declared there)
 from .core import Block, Op, Value, declared, need, op
-from .kinds import (DIRECTED, ROUNDED_BINARY, UNARY_RULES, AtomicFn, BinaryFn, CompareFn, Operand, ReduceFn, ScanFn,
-                    UnaryFn)
+from .kinds import (DIRECTED, ROUNDED_BINARY, UNARY_RULES, AtomicFn, BinaryFn, CompareFn, GridDependency, Operand,
+                    ReduceFn, ScanFn, UnaryFn)
 from .types import ListType, TileType
 
 
@@ -319,7 +320,8 @@ class Arange(Op):
 @op
 class Cast(Op):
     """Value conversion to `dtype`: float→int truncates toward zero (saturating, NaN → 0),
-    int→bool is != 0, to a float rounds by `rounding` (None: nearest even)."""
+    int→bool is != 0, to a float rounds by `rounding` (None: nearest even; RN, RZ, RM, RP, RA:
+    nearest with ties away from zero)."""
 
     x: Value
     dtype: DType
@@ -330,7 +332,7 @@ class Cast(Op):
 
     def check(self):
         if self.rounding is not None:
-            need(self.rounding in DIRECTED, f"rounding mode {self.rounding.name} on a cast")
+            need(self.rounding in DIRECTED + (RoundingMode.RA,), f"rounding mode {self.rounding.name} on a cast")
             need(self.dtype.is_float or self.dtype.is_restricted, "a rounding mode needs a float result")
         need(self.x.tile.dtype not in dt.PACKED_DTYPES and self.dtype not in dt.PACKED_DTYPES,
              f"cast {self.x.tile.dtype} -> {self.dtype} of a packed dtype")
@@ -760,87 +762,13 @@ class Assert(Op):
         need(tile_type(self.cond, "cond").dtype is dt.bool_, "assert needs a bool tile")
 
 
-# ---- structured control flow -------------------------------------------------------------------------------
 @op
-class For(Op):
-    """for iv in range(lower, upper, step) (step > 0; otherwise no iteration): body(iv, *carried)
-    yields the next carried values; the results are the last ones (`init` if no iteration)."""
+class GridDependencyControl(Op):
+    """A programmatic-dependent-launch control (`GridDependency`): ordering between this grid and
+    the grids before and after it on the stream; no value."""
 
-    lower: Value
-    upper: Value
-    step: Value
-    init: tuple[Value, ...]
-    body: Block
+    action: GridDependency
 
-    def result_types(self):
-        return tuple(v.type for v in self.init)
-
-    def check(self):
-        bounds = {v.type for v in (self.lower, self.upper, self.step)}
-        need(len(bounds) == 1, "loop bounds of one type")
-        check_scalar(self.lower, "loop bound", (dt.int32, dt.int64))
-        init = self.result_types()
-        need(arg_types(self.body) == (self.lower.type, *init), "the body takes the counter and the carried values")
-        need(yield_types(self.body, Yield) == init, "the body yields values of the carried types")
-
-
-@op
-class If(Op):
-    """Run `then` if the bool scalar `cond` holds, else `orelse`; each yields the results."""
-
-    cond: Value
-    then: Block
-    orelse: Block
-
-    def result_types(self):
-        return yield_types(self.then, Yield)
-
-    def check(self):
-        check_scalar(self.cond, "condition", (dt.bool_,))
-        need(not self.then.args and not self.orelse.args, "if regions take no arguments")
-        need(yield_types(self.orelse, Yield) == self.result_types(), "both branches yield the same types")
-
-
-@op
-class While(Op):
-    """scf.while: `before(*carried)` ends with Condition(cond, *passed); while cond holds,
-    `after(*passed)` yields the next carried values; the results are the last passed values."""
-
-    init: tuple[Value, ...]
-    before: Block
-    after: Block
-
-    effects = True  # may not terminate: never removed
-
-    def result_types(self):
-        return yield_types(self.before, Condition)
-
-    def check(self):
-        init = tuple(v.type for v in self.init)
-        need(arg_types(self.before) == init, "before takes the carried values")
-        need(arg_types(self.after) == self.result_types(), "after takes the passed values")
-        need(yield_types(self.after, Yield) == init, "after yields values of the carried types")
-        check_scalar(self.before.terminator.cond, "condition", (dt.bool_,))
-
-
-@op
-class Yield(Op):
-    """Ends a For body, If branch, While `after` or combine block with its values."""
-
-    values: tuple[Value, ...]
-
-    terminator = True
-    effects = True
-
-
-@op
-class Condition(Op):
-    """Ends While's `before`: continue while `cond`, passing `values` on."""
-
-    cond: Value
-    values: tuple[Value, ...]
-
-    terminator = True
     effects = True
 
 

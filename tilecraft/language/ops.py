@@ -515,6 +515,19 @@ def assert_(cond, /, message=None):
 
 
 @_stub
+def grid_dependency_control_wait():
+    """Wait until the grid launched before this one on the stream (with
+    `launch(..., programmatic_dependent_launch=True)`) has finished; its writes are visible
+    after the wait. Without such a launch, there is nothing to wait for."""
+
+
+@_stub
+def grid_dependency_control_launch_dependents():
+    """Let the grid launched after this one with programmatic dependent launch start before this
+    one finishes (a scheduling hint: no write of this grid is promised visible to it)."""
+
+
+@_stub
 def static_eval(expr, /):
     """Evaluate `expr` at compile time."""
 

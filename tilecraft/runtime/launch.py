@@ -80,15 +80,19 @@ def device_arch(arrays: list[ArrayArg | ListArg]) -> str:
 
 
 def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
-           backend: Any = None) -> None:
+           programmatic_dependent_launch: bool = False, backend: Any = None) -> None:
     """Run `kernel` on `grid` blocks with `kernel_args` on `stream`.
 
-    `backend` (a tilecraft extension) forces a registered backend by name: 'interpreter',
-    'triton', 'triton-interpret' or one added in tilecraft/backends.
+    `programmatic_dependent_launch`: the kernel may start before the stream's previous kernel
+    has finished (CUDA's PDL attribute, sm_90+); it must call `grid_dependency_control_wait()`
+    before it reads what that kernel wrote. `backend` (a tilecraft extension) forces a
+    registered backend by name: 'interpreter', 'triton', 'triton-interpret' or one added in
+    tilecraft/backends.
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
-    fast = fast_key(kernel.plan, kernel_args)
+    # a dependent launch takes the full path: the fast path's launchers are compiled without PDL
+    fast = None if programmatic_dependent_launch else fast_key(kernel.plan, kernel_args)
     if fast is not None:
         fast_entry = (fast[0], backend, knobs.BACKEND.get())
         hit = kernel.fast.get(fast_entry)
@@ -116,7 +120,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     runtime_args = kernel.runtime_args(variant, flat, spec.to_array)
     if 0 in grid3:
         return
-    variant.compiled.launch(grid3, runtime_args, stream)
+    variant.compiled.launch(grid3, runtime_args, stream, dependent=programmatic_dependent_launch)
     if fast is not None:
         as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
         kernel.remember_fast(fast_entry, (variant.compiled.specialize(runtime_args), spec, as_given))

@@ -40,9 +40,11 @@ class InterpretedKernel:
         """Nothing to specialize: the interpreter runs any arguments the same way."""
         return self
 
-    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: Any = None) -> None:
+    def launch(self, grid: tuple[int, ...], args: Sequence[Any], stream: Any = None, *,
+               dependent: bool = False) -> None:
         """Run every block of `grid` (missing trailing dims are 1); `args` follow the params:
-        NumPy arrays for arrays, Python numbers for scalars."""
+        NumPy arrays for arrays, Python numbers for scalars. A `dependent` launch runs as any
+        other: the previous launch has finished already."""
         if len(args) != len(self._params):
             raise TypeError(f"kernel {self.name} takes {len(self._params)} arguments, "
                             f"got {len(args)}")

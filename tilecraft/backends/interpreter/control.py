@@ -102,6 +102,13 @@ def _while(op: ops.While, c: Compiler) -> Runner:
     return run
 
 
+@rule(ops.GridDependencyControl)
+def _grid_dependency(op: ops.GridDependencyControl, c: Compiler) -> Runner:
+    """Nothing to do: the interpreter runs each launch to its end before the next one starts, so
+    a dependent grid always finds its predecessor's writes."""
+    return lambda env: None
+
+
 @rule(ops.Print)
 def _print(op: ops.Print, c: Compiler) -> Runner:
     """Writes the op's text for this block's tiles (blocks run in order, so the output is in

@@ -341,11 +341,14 @@ class TritonKernel:
             self._slots[device] = _sm_slots(compiled)
         return self._slots[device]
 
-    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
-        """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers)."""
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
+               dependent: bool = False) -> None:
+        """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers).
+        `dependent`: with the programmatic-dependent-launch attribute (a variant compiled with
+        Triton's `launch_pdl`)."""
         while True:
             try:
-                return self._launch(grid, args, stream)
+                return self._launch(grid, args, stream, dependent)
             except Exception as exc:
                 if self._refit(exc):
                     continue
@@ -353,13 +356,14 @@ class TritonKernel:
                     raise self._translate(exc) from exc
                 raise
 
-    def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> None:
+    def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any, dependent: bool) -> None:
         flat = self._flatten(*args)
         if self.lowered.prints:
-            return self._launch_printing(grid, args, flat, stream)
-        self._run(grid, args, flat, stream)
+            return self._launch_printing(grid, args, flat, stream, dependent)
+        self._run(grid, args, flat, stream, dependent)
 
-    def _launch_printing(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any) -> None:
+    def _launch_printing(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any,
+                         dependent: bool) -> None:
         """A launch of a kernel with Print ops (printing.py): on `stream`, with a fresh record
         buffer; then it waits for the kernel and prints the records, as the interpreter would
         have. Under the Triton interpreter, the records of a launch that failed are printed
@@ -374,20 +378,21 @@ class TritonKernel:
                           torch.device("cuda", torch.cuda.current_device()) if gpu else "cpu")
             records = printing.Records(self.lowered.prints, self.lowered.name, grid, device)
             try:
-                self._run(grid, args, (*flat, *records.arguments), stream)
+                self._run(grid, args, (*flat, *records.arguments), stream, dependent)
             except BaseException:
                 if not gpu:
                     records.show()
                 raise
             records.show()
 
-    def _run(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any) -> None:
+    def _run(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple, stream: Any,
+             dependent: bool) -> None:
         """Run with the Triton arguments `flat` (`args`: the same as the kernel's, for the
         one-program-per-block variant a grid-loop kernel may hand the launch to)."""
         if self.lowered.grid_loop:
             looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
             if looped is None:
-                return self.small_grid_kernel().launch(grid, args, stream)
+                return self.small_grid_kernel().launch(grid, args, stream, dependent=dependent)
             grid, flat = looped
         if self.interpret:
             ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
@@ -396,15 +401,16 @@ class TritonKernel:
             return
         if self._descriptors:
             _ensure_allocator()
+        options = dict(self._options, launch_pdl=True) if dependent else self._options
         if self.lowered.asserts:
-            return self._launch_checked(grid, flat, stream)
+            return self._launch_checked(grid, flat, stream, options)
         if stream is None or _stream_handle(stream) == _current_stream():
-            self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+            self._fn.run(*flat, grid=grid, warmup=False, **options)
         else:
             with _stream_context(stream):
-                self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+                self._fn.run(*flat, grid=grid, warmup=False, **options)
 
-    def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any) -> None:
+    def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any, options: dict[str, Any]) -> None:
         """A GPU launch of a kernel with `ct.assert_`: its stream is synchronized before the launch
         (errors of earlier work surface as they are, not blamed on this kernel) and after it, so
         a failed device-side assert raises TileAssertionError here, at the launch, rather than
@@ -426,7 +432,7 @@ class TritonKernel:
                     exc.add_note(f"(raised before kernel `{self.lowered.name}` was launched: earlier work "
                                  f"on the GPU failed)")
                     raise
-            self._fn.run(*flat, grid=grid, warmup=False, **self._options)
+            self._fn.run(*flat, grid=grid, warmup=False, **options)
             if capturing:
                 return
             try:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir import BinaryFn, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
-from ...ir.kinds import NON_NEAREST
+from ...ir.kinds import NON_NEAREST, GridDependency
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import RoundingMode
@@ -87,14 +87,13 @@ def _arange(w: KernelWriter, op: ops.Arange) -> None:
     w.assign(op.result, f"tl.arange(0, {op.size})", "idx")
 
 
-_ROUNDING = {RoundingMode.RN: None, RoundingMode.RZ: "rtz"}
-
-
 @rule(ops.Cast)
 def _cast(w: KernelWriter, op: ops.Cast) -> None:
+    """Conversions: `tl.cast`, but a float rounded in a mode other than RN goes through the
+    correctly rounded cast helper of `rounding.py` where it is inexact (into float16,
+    bfloat16, float32; 8-bit floats only round to nearest), and tfloat32 through `_cast_tf32`."""
     x = op.x
     src, dst = x.tile.dtype, op.dtype
-    mode = op.rounding
     if D.float8_e8m0fnu in (src, dst) and src is not dst:
         raise w.unsupported("casts to or from float8_e8m0fnu")
     if dst is D.tfloat32 and src is not D.tfloat32:
@@ -106,18 +105,18 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
     if dst is D.bool_:
         w.assign(op.result, f"{_as(w, x, _arith_dtype(src))} != 0", "t")
         return
-    narrowing = is_float(src) and is_float(dst) and dst.bitwidth < src.bitwidth
-    spelled = None
-    if mode is not None and not (mode is RoundingMode.RZI and is_float(src) and dst.is_int):
-        if mode not in _ROUNDING or (_ROUNDING[mode] and not narrowing):
+    mode = op.rounding if op.rounding in rounding.CAST_MODES else None
+    floats = all(is_float(d) or d.is_restricted for d in (src, dst))
+    if mode is not None and not (floats and dst.bitwidth > src.bitwidth):  # a wider float is exact
+        if not floats or dst not in (D.float16, D.bfloat16, D.float32):
             raise w.unsupported(f"rounding mode {mode.name} for a cast from {src.name} to {dst.name}")
-        spelled = _ROUNDING[mode]
-    extra = f", fp_downcast_rounding={spelled!r}" if spelled else ""
-    w.assign(op.result, w.cast(w.tensor(x), src, dst, extra), "t")
+        helper = w.need_helper(rounding.cast_call(dst))
+        w.assign(op.result, f"{helper}({w.tensor(x)}, {rounding.CAST_MODES[mode]})", "t")
+        return
+    w.assign(op.result, w.cast(w.tensor(x), src, dst), "t")
 
 
-_TF32_MODE = {None: 0, RoundingMode.RN: 0, RoundingMode.RZ: 1, RoundingMode.RM: 2, RoundingMode.RP: 3,
-              RoundingMode.RA: 4}
+_TF32_MODE = {None: 0, RoundingMode.RN: 0, **rounding.CAST_MODES}
 """The MODE argument of `_tc_round_tf32` for each rounding mode of a cast."""
 
 
@@ -519,8 +518,9 @@ def _scan(w: KernelWriter, op: ops.Scan) -> None:
 
 @rule(ops.Mma)
 def _mma(w: KernelWriter, op: ops.Mma) -> None:
-    """tl.dot; `use_fast_acc` (fp8) lets the whole K of each dot accumulate at the tensor
-    cores' reduced precision (`max_num_imprecise_acc=K`), else Triton's default."""
+    """tl.dot; fp8 operands accumulate at the tensor cores' reduced precision for the whole K of
+    each dot with `use_fast_acc` (`max_num_imprecise_acc=K`), else promote to fp32 after each
+    32-deep MMA instruction, as cuBLAS does without fast accumulation."""
     a, b, acc = op.a, op.b, op.acc
     adt, cdt = a.tile.dtype, acc.tile.dtype
     k = a.tile.shape[-1]
@@ -534,7 +534,10 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
         precision = ', input_precision="ieee"'
     else:
         precision = ""
-    fast = f", max_num_imprecise_acc={k}" if op.use_fast_acc else ""
+    if adt.bitwidth != 8:
+        fast = ""
+    else:  # fp8: Triton's sm_90 default accumulates the whole K imprecisely (fast accumulation)
+        fast = f", max_num_imprecise_acc={k if op.use_fast_acc else 32}"
     w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
 
 
@@ -549,6 +552,18 @@ def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
     y = f"{_as(w, b, compute)}[{lead}None, :, :]"
     add = w.need_helper("_tc_add")
     _result(w, op, f"{_as(w, acc, compute)} + tl.reduce({x} * {y}, {rank - 1}, {add})", compute, "acc")
+
+
+# ---- grid dependency control ------------------------------------------------------------------
+
+@rule(ops.GridDependencyControl)
+def _grid_dependency(w: KernelWriter, op: ops.GridDependencyControl) -> None:
+    """PTX griddepcontrol (sm_90+; Triton's gdc helpers). Triton's CPU interpreter has no such
+    instruction and runs launches one after another, which orders them already."""
+    if w.target.interpret:
+        return
+    helper = "gdc_wait" if op.action is GridDependency.WAIT else "gdc_launch_dependents"
+    w.emit(f"tl.extra.cuda.{helper}()")
 
 
 # ---- debugging ------------------------------------------------------------------------------
