@@ -4,8 +4,8 @@ Conversions are built once per op (`make_cast`) and return a function of one val
 or scalar). Casts to a float round to nearest even by default, on the exact value: from float64
 (or a 64-bit integer) to the narrow formats the value first goes to a wider format by
 round-to-odd, so the final rounding is not a double rounding. RZ/RM/RP step the nearest result
-one unit where it lies on the wrong side of the exact value. tfloat32 is float32 storage rounded
-to 10 mantissa bits.
+one unit where it lies on the wrong side of the exact value, RA where it broke a tie toward
+zero. tfloat32 is float32 storage rounded to 10 mantissa bits (on the bits, every mode).
 """
 
 from __future__ import annotations
@@ -85,23 +85,30 @@ def _round_nearest(wide: Any, src: np.dtype, dst: DType) -> Any:
 
 def _directed(rn: Any, diff: Any, dst: DType, mode: RoundingMode) -> Any:
     """Turn the nearest-even result `rn` into RZ/RM/RP by stepping one unit in the last place
-    where it lies on the wrong side of the exact value; `diff` has the sign of exact - rn (NaN
-    where nothing is to fix). Formats are sign-magnitude."""
+    where it lies on the wrong side of the exact value, into RA by stepping away from zero at
+    the ties it broke toward zero; `diff` is exact - rn (exact itself: both are narrow values
+    or rn is the exact value's nearest; NaN where nothing is to fix). Formats are
+    sign-magnitude."""
     rn = np.asarray(rn)
     r64 = rn.astype(F64)
     diff = np.asarray(diff, F64)
     above, below = diff < 0, diff > 0  # rn above / below the exact value
     away = ((r64 > 0) & above) | ((r64 < 0) & below)  # |rn| > |exact|
-    fix = away if mode is RoundingMode.RZ else above if mode is RoundingMode.RM else below
+    if mode is RoundingMode.RA:
+        fix = (above | below) & ~away
+    else:
+        fix = away if mode is RoundingMode.RZ else above if mode is RoundingMode.RM else below
     if not fix.any():
         return rn
     ut = UINT_OF_SIZE[rn.dtype.itemsize]
-    step = ut.type(1)
     sign = ut.type(1 << (8 * ut.itemsize - 1) if dst.signed else 0)
     bits = rn.view(ut)
     mag = bits & ~sign
     negative = (r64 < 0) | ((r64 == 0) & above)  # the exact value's sign
-    moved = np.where(away, mag - step, mag + step) | np.where(negative, sign, ut.type(0))
+    moved = (np.where(away, mag - 1, mag + 1) | np.where(negative, sign, ut.type(0))).astype(ut)
+    if mode is RoundingMode.RA:  # a tie: the exact value is halfway to the next value away
+        with np.errstate(invalid="ignore"):
+            fix &= 2 * np.abs(diff) == np.abs(moved.view(rn.dtype).astype(F64) - r64)
     return np.where(fix, moved, bits).astype(ut).view(rn.dtype)
 
 
@@ -176,7 +183,7 @@ def _float_to_float(src: DType, dst: DType, mode: RoundingMode | None) -> Conver
 
 def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> Convert:
     """A function converting values of `src` to `dst` with the language's conversion rules
-    (`rounding` RN/RZ/RM/RP applies to float results; None and RN are nearest even)."""
+    (`rounding` RN/RZ/RM/RP/RA applies to float results; None and RN are nearest even)."""
     if src is dst or (src is D.tfloat32 and dst is D.float32):
         return lambda x: x
     dnp = dst.np_dtype
@@ -189,7 +196,7 @@ def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> C
         if is_floating(src):
             return lambda x: _float_to_int(x, dnp)
         return lambda x: np.asarray(x).astype(dnp)
-    mode = rounding if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP) else None
+    mode = rounding if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP, RoundingMode.RA) else None
     if dst is D.tfloat32:
         return _to_tf32(src, mode)
     if is_floating(src):

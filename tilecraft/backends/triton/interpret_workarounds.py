@@ -40,10 +40,14 @@ _FP8_FORMAT = {D.float8_e4m3fn: (3, 7, 0x7E, 0x7F, 0x7F), D.float8_e5m2: (2, 15,
 def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
     """`text` converted from `src` to `dst` where the interpreter's own `tl.cast` is wrong: to
     bfloat16 it truncates instead of rounding (and converts integers as if bfloat16 were
-    uint16), to 8-bit floats it rounds without carrying into the exponent, and from e5m2 to
-    float16 it loses values. None: `tl.cast` is right (or not under the interpreter)."""
+    uint16), to 8-bit floats it rounds without carrying into the exponent, from e5m2 to
+    float16 it loses values, and from bfloat16 to float32/float64 it flushes subnormals to
+    zero. None: `tl.cast` is right (or not under the interpreter)."""
     if not w.target.interpret or src is dst:
         return None
+    if src is D.bfloat16 and dst in (D.float32, D.float64):  # bfloat16 is the top half of float32
+        wide = f"tl.cast(tl.cast(tl.cast({text}, tl.uint16, bitcast=True), tl.uint32) << 16, tl.float32, bitcast=True)"
+        return wide if dst is D.float32 else f"tl.cast({wide}, tl.float64)"
     if src is D.float8_e5m2 and dst is D.float16:  # e5m2 is the top byte of float16
         return (f"tl.cast(tl.cast(tl.cast({text}, tl.uint8, bitcast=True), tl.uint16) << 8, "
                 f"tl.float16, bitcast=True)")

@@ -6,6 +6,7 @@ gives the method and the semantics. Each helper mirrors the NumPy function of th
 
     name = rounded_call(BinaryFn.ADD, float32, RoundingMode.RZ)   # '_tcr_add_f32_rz'
     ... f"{name}(x, y)" ...                                       # x, y: float32 tiles
+    ... f"{cast_call(float16)}(x, {CAST_MODES[mode]})" ...        # astype(float16, mode)
     ... f"{FLUSH_HELPER}(x)" ...                                  # flush_to_zero on float32
 
 A rounded helper takes operands holding values of its dtype (in that dtype, or widened to a
@@ -62,6 +63,18 @@ def rounded_call(fn: BinaryFn | UnaryFn, dtype: DType, mode: RoundingMode) -> st
     else:
         raise ValueError(f"{fn} is not a rounded function (ADD, SUB, MUL, TRUEDIV, SQRT)")
     return f"_tcr_{op}_{_SHORT[dtype]}_{_MODES[mode][1]}"
+
+
+CAST_MODES = {RoundingMode.RZ: 1, RoundingMode.RM: 2, RoundingMode.RP: 3, RoundingMode.RA: 4}
+"""The MODE argument of the cast helpers for each mode they round in."""
+
+
+def cast_call(dtype: DType) -> str:
+    """The helper converting a float of another format to `dtype` (float16, bfloat16, float32),
+    called as `name(x, CAST_MODES[mode])`, correctly rounded in that mode."""
+    if dtype not in _SHORT or dtype is D.float64:
+        raise TypeError(f"Rounded casts go to float16, bfloat16 and float32, not {dtype}")
+    return f"_tcr_cast_{_SHORT[dtype]}"
 
 
 def _helper(name: str, body: str, needs: tuple[str, ...] = ()) -> None:
@@ -319,6 +332,21 @@ _F64_SQRT = '''(x, MODE: tl.constexpr):
     return _tcr_pack_f64(neg, mag)
 '''
 
+_CAST = '''(x, MODE: tl.constexpr):
+    """x (a float of another format) converted to {name} in MODE (1 RZ, 2 RM, 3 RP, 4 RA:
+    ties away from zero), from its exact value in float64; NaNs as the plain conversion."""
+    v = _tcr_to_f64(x)
+    neg, mag, r64 = _tcr_nearest_{s}(v)
+    sigma = tl.where((r64 != v) & (tl.abs(v) < float("inf")), _tcr_sign(v - r64), 0)
+    if MODE == 4:  # only a tie broken toward zero changes: v halfway to the next value away
+        nxt = _tcr_to_f64(_tcr_pack_{s}(neg, mag + 1))
+        tie = (sigma == tl.where(neg != 0, -1, 1)) & (tl.abs(v - r64) * 2.0 == tl.abs(nxt - r64))
+        mag = tl.where(tie, mag + 1, mag)
+    else:
+        neg, mag = _tcr_directed(neg, mag, sigma, MODE)
+    return _tcr_pack_{s}(neg, mag)
+'''
+
 _FINISH = ("_tcr_directed", "_tcr_canonical_nan", "_tcr_exact_zero_sign")
 
 for _dtype, _s in _SHORT.items():
@@ -333,6 +361,7 @@ for _dtype, _s in _SHORT.items():
         _common = ("_tcr_to_f64", "_tcr_sign", f"_tcr_nearest_{_s}", f"_tcr_pack_{_s}") + _FINISH
         _helper(f"_tcr_binary_{_s}", _NARROW_BINARY.format(**_fill), _common + ("_tcr_two_sum_err",))
         _helper(f"_tcr_sqrt_{_s}", _NARROW_SQRT.format(**_fill), _common)
+        _helper(f"_tcr_cast_{_s}", _CAST.format(**_fill), _common)
     for _mode, (_code, _m) in _MODES.items():
         for _fn, (_fcode, _op) in _FNS.items():
             _helper(f"_tcr_{_op}_{_s}_{_m}", f"(x, y):\n    return _tcr_binary_{_s}(x, y, {_fcode}, {_code})\n",
