@@ -421,7 +421,6 @@ def print_kernel(x, n):
     ct.printf("%d|%f\n", i, ct.sum(t))
 
 
-@pytest.mark.only_backends("interpreter")
 def test_print(dev, capsys) -> None:
     x = np.array([1.0, 2.5, -1.0], np.float32)
     dev.launch((2,), print_kernel, (dev.put(x), 7))
