@@ -19,6 +19,8 @@ INSTALL_HINTS: dict[str, str] = {
     "triton": 'pip install "triton==3.6.0" (from a checkout: pip install -e ".[triton]")',
     "torch": ("pip install torch==2.13.0 for the CPU build (enough for the triton-interpret backend "
               "and `tilecraft inspect`); on a CUDA machine install PyTorch's CUDA build instead"),
+    "jax": 'pip install "jax>=0.8.2" (on a CUDA machine: "jax[cuda12]" or "jax[cuda13]")',
+    "jax_triton": 'pip install "jax-triton>=0.3.1" (it needs JAX with CUDA support and triton>=3.6)',
 }
 
 

@@ -4,6 +4,7 @@ the specialization spec, the array facts and the object the backend receives."""
 from __future__ import annotations
 
 import inspect
+import math
 import typing
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -144,6 +145,30 @@ def _numpy_array(a: np.ndarray, name: str, index64: bool) -> ArrayArg:
     return _array_arg(a, CPU, name, d, a.ctypes.data, a.shape, strides, a.itemsize, index64)
 
 
+@dataclass(frozen=True, eq=False)
+class AbstractArray:
+    """An array known only by its shape and dtype, dense row-major with a 16-byte aligned base:
+    what a tracing framework (JAX) knows of an array while it compiles, and what its buffers are.
+    `describe` specializes a kernel for it as for such an array; it holds no data and cannot be
+    launched. `stride(axis)` (in elements) and `shape` are what Triton's argument lists read."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    device: str = CUDA
+
+    def stride(self, axis: int | None = None) -> Any:
+        strides = tuple(math.prod(self.shape[k + 1:]) for k in range(len(self.shape)))
+        return strides if axis is None else strides[axis]
+
+
+def _abstract_array(a: AbstractArray, name: str, index64: bool) -> ArrayArg:
+    dtype = np.dtype(a.dtype)
+    d = dt.to_dtype(dtype)
+    if d is None:
+        raise TypeError(f"Argument `{name}`: unsupported array dtype {dtype}")
+    return _array_arg(a, a.device, name, d, 0, tuple(a.shape), a.stride(), dtype.itemsize, index64)
+
+
 @dataclass
 class ListArg:
     """A list-of-arrays argument: its arrays (one dtype, rank and device)."""
@@ -185,7 +210,10 @@ def is_torch_tensor(x: Any) -> bool:
 
 
 def to_array(x: Any, name: str, index64: bool) -> ArrayArg | None:
-    """An ArrayArg if x is an array (NumPy, torch, CUDA array interface, DLPack), else None."""
+    """An ArrayArg if x is an array (NumPy, torch, CUDA array interface, DLPack, AbstractArray),
+    else None."""
+    if isinstance(x, AbstractArray):
+        return _abstract_array(x, name, index64)
     if isinstance(x, np.ndarray):
         return _numpy_array(x, name, index64)
     if is_torch_tensor(x):
@@ -234,7 +262,7 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
     if info.rejected:
         raise ArgumentError(info.name, info.rejected)
     if info.constant:
-        if isinstance(value, np.ndarray) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
+        if isinstance(value, (np.ndarray, AbstractArray)) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
                 or hasattr(value, "__cuda_array_interface__"):
             raise ArgumentError(info.name, f"Argument `{path}` is a Constant parameter but was given an array "
                                 f"({type(value).__name__}); Constant parameters take compile-time values "
