@@ -535,15 +535,18 @@ def bad_with_kernel(out, which: ct.Constant[int]):
         with len((1, 2)):
             pass
     else:
-        with offset_by(1):
-            return
+        cm = offset_by(1)
+        with cm:
+            pass
+        with cm:
+            pass
 
 
 @pytest.mark.only_backends("interpreter")
 @pytest.mark.parametrize("which, error, message", [
-    (0, ct.TileSyntaxError, "must have exactly one `yield`"),
-    (1, ct.TileTypeError, "needs a @contextlib.contextmanager function"),
-    (2, ct.TileUnsupportedFeatureError, "`return` inside a `with` body"),
+    (0, ct.TileTypeError, "must have one `yield` statement"),
+    (1, ct.TileTypeError, "cannot be used as a context manager"),
+    (2, ct.TileTypeError, "Context manager cannot be reused"),
 ])
 def test_with_errors(dev, which, error, message) -> None:
     with pytest.raises(error, match=message):

@@ -20,10 +20,10 @@ from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Val
 from ..language import ops as L
 from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
 from .builtins import attribute, call, matmul, subscript
-from .contexts import compile_with
+from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
-from .rewrite import BREAK, RETVAL, rewrite_function
+from .rewrite import BREAK, RETVAL, EnterWith, ExitWith, rewrite_function
 from .semantics import Sema, describe, is_array, is_loose
 from .static import indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
@@ -216,6 +216,7 @@ class FunctionCompiler:
         if self.caller is None and value is not None:
             raise self.type_error("Tile kernels cannot return values", node)
         self.scope[RETVAL] = value
+        close_withs(self)
 
     def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.decorator_list:
@@ -228,8 +229,7 @@ class FunctionCompiler:
         defaults = [self.expr(d) for d in node.args.defaults]
         kw_defaults = [self.expr(d) if d is not None else inspect.Parameter.empty for d in node.args.kw_defaults]
         parsed = ParsedFunction(node, self.parsed.filename, self.parsed.col_offset)
-        return LocalFunction(parsed, dict(self.scope), self.globals, name,
-                             _signature_of_ast(node, defaults, kw_defaults))
+        return LocalFunction(parsed, {}, self.globals, name, _signature_of_ast(node, defaults, kw_defaults), home=self)
 
     def stmt_Assert(self, node: ast.Assert) -> None:
         raise self.syntax_error("The assert statement is not supported; use ct.assert_() or "
@@ -259,6 +259,8 @@ class FunctionCompiler:
         (tblk, tscope), (eblk, escope) = branches
         names = sorted(n for n in set(tscope) | set(escope)
                        if not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
+        for n in set(tscope) - set(names):  # the same on both paths (possibly not as before the `if`)
+            self.scope[n] = tscope[n]
         yields: tuple[list[Value], list[Value]] = ([], [])
         rebuilds: list[tuple[str, Callable[[list[Value]], Any], int]] = []
         for n in names:
@@ -677,7 +679,7 @@ class FunctionCompiler:
     def callee(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> "FunctionCompiler":
         """A compiler for the body of `fn` called with these arguments (the caller runs it)."""
         if isinstance(fn, LocalFunction):
-            parsed, scope, globals_, name = fn.parsed, dict(fn.scope), fn.globals, fn.name
+            parsed, scope, globals_, name = fn.parsed, fn.closure_scope(), fn.globals, fn.name
             sig = fn.signature
         else:
             parsed = parse_function(fn)
@@ -690,6 +692,7 @@ class FunctionCompiler:
         bound.apply_defaults()
         scope.update(bound.arguments)
         scope[RETVAL] = None
+        scope[WITHS] = ()
         caller = self.loc(node) if node is not None else self.b.loc
         if self.ctx.depth + 1 > MAX_INLINE_DEPTH:
             raise TileRecursionError(f"Maximum inlining depth {MAX_INLINE_DEPTH} exceeded in {name}()", caller)
@@ -710,6 +713,12 @@ class FunctionCompiler:
 
     def stmt_With(self, node: ast.With) -> None:
         compile_with(self, node)
+
+    def stmt_EnterWith(self, node: EnterWith) -> None:
+        enter_with(self, node.node)
+
+    def stmt_ExitWith(self, node: ExitWith) -> None:
+        exit_with(self, node.node)
 
 
 class _Mismatch(Exception):

@@ -4,7 +4,11 @@
   return, so every `return` ends its statement list.
 - `break` / `continue` in a loop become assignments to the hidden flags `$break` / `$continue`;
   statements after one that may set a flag run under `if not ($break or $continue)`, a `for` body
-  runs under `if not $break`, and a `while` test becomes `not $break and <test>`.
+  runs under `if not $break`, and a `while` test becomes `not $break and <test>`; a `with` body
+  is treated like an `if` body (its cleanup runs however the body ends).
+- `return` inside a `with`: the statements after the `with` move to the end of its body behind
+  an `ExitWith` (leaving the `with`), so each path runs the cleanup once: at its `return`, or at
+  the `ExitWith`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,26 @@ from ..errors import Location, TileSyntaxError
 BREAK = "$break"
 CONTINUE = "$continue"
 RETVAL = "$retval"
+
+
+class WithStep(ast.stmt):
+    """A pseudo-statement acting on the `with` statement `node` (located there)."""
+
+    _fields = ()
+
+    def __init__(self, node: ast.With) -> None:
+        super().__init__()
+        self.node = node
+        ast.copy_location(self, node)
+
+
+class EnterWith(WithStep):
+    """Enter the managers of `node` (a generator's `with` that holds its `yield` is opened into
+    entry, body and exit)."""
+
+
+class ExitWith(WithStep):
+    """Leave `node`: run its managers' cleanups."""
 
 
 def _name(id_: str, ctx: ast.expr_context, like: ast.AST) -> ast.Name:
@@ -41,6 +65,8 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
         return True
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
+    if isinstance(last, ast.With):
+        return _always_returns(last.body)
     return False
 
 
@@ -98,12 +124,19 @@ class Rewriter:
                 if not rest:
                     return out
                 continue
+            if isinstance(s, ast.With) and self._may_return(s):
+                # every path out of the body ends in a return (which runs the cleanups) or in
+                # leaving the `with`, followed by the statements after it
+                s.body = self.returns(s.body + [ExitWith(s)] + stmts[i + 1:])
+                s.tc_exits_inside = True  # type: ignore[attr-defined]
+                out.append(s)
+                return out
             if isinstance(s, ast.With):
                 s.body = self.returns(s.body)
             out.append(s)
         return out
 
-    def _may_return(self, s: ast.If) -> bool:
+    def _may_return(self, s: ast.If | ast.With) -> bool:
         return any(isinstance(n, ast.Return) for n in ast.walk(s))
 
     def _reject_return_in_loop(self, loop: ast.For | ast.While) -> None:
@@ -144,10 +177,11 @@ class Rewriter:
                 s.body = self.loop_body(s)
                 out.append(s)
                 continue
-            if isinstance(s, ast.If):
+            if isinstance(s, (ast.If, ast.With)):  # a `with` runs its cleanup however its body ends
                 exits = _contains([s], (ast.Break, ast.Continue))
                 s.body = self._exits(s.body, flags)
-                s.orelse = self._exits(s.orelse, flags)
+                if isinstance(s, ast.If):
+                    s.orelse = self._exits(s.orelse, flags)
                 out.append(s)
                 rest = stmts[i + 1:]
                 if exits and rest:
@@ -155,9 +189,6 @@ class Rewriter:
                     out.append(ast.copy_location(guard, rest[0]))
                     return out
                 continue
-            if isinstance(s, ast.With):
-                if _contains(s.body, (ast.Break, ast.Continue)):
-                    raise self._error("break/continue inside `with` is not supported", s)
             out.append(s)
         return out
 

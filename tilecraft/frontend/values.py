@@ -24,14 +24,21 @@ class ParsedFunction:
 
 @dataclass
 class LocalFunction:
-    """A nested `def` or `lambda` in tile code, with the scope it closed over and its signature
-    (defaults evaluated when the definition ran, as in Python)."""
+    """A nested `def` or `lambda` in tile code and its signature (defaults evaluated when the
+    definition ran, as in Python). Its body sees the variables of the function that defined it,
+    `home` (a FunctionCompiler), as they are when it is called, as Python closures do; a closure
+    frozen when its home's context-manager scope ended (home None) sees `scope` instead."""
 
     parsed: ParsedFunction
     scope: dict[str, Any]
     globals: dict[str, Any]
     name: str
     signature: inspect.Signature
+    home: Any = None
+
+    def closure_scope(self) -> dict[str, Any]:
+        """A fresh scope holding the variables the body closes over."""
+        return dict(self.home.scope if self.home is not None else self.scope)
 
 
 @dataclass
