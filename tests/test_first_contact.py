@@ -157,10 +157,10 @@ def float_tile(a, TILE: ct.Constant[int]):
 
 
 def test_a_tile_size_parameter_without_constant_gets_a_hint():
-    with pytest.raises(TileTypeError, match=r"got tuple\(i32\); `TILE` is only known at run time: annotate the "
+    with pytest.raises(TileTypeError, match=r"not constant; `TILE` is only known at run time: annotate the "
                                             r"tile-size parameter as ct\.Constant\[int\] "
                                             r"\(e\.g\. `TILE: ct\.Constant\[int\]`\) so its value is known "
                                             r"at compile time"):
         ct.launch(None, (1,), tile_from_parameter, (np.zeros(8, np.float32), 8))
-    with pytest.raises(TileTypeError, match=r"integer constants, got tuple\(constant 4\.0\)\n"):
+    with pytest.raises(TileTypeError, match=r"element #0 has type Tile\[float32,\(\)\]\n"):
         ct.launch(None, (1,), float_tile, (np.zeros(8, np.float32), 8))  # a constant: no hint

@@ -72,6 +72,15 @@ class TileUnsupportedFeatureError(TileError):
     """A feature the chosen target or tilecraft does not support."""
 
 
+class TileUnsupportedCallError(TileError):
+    """A call tile code cannot make: a builtin with effects outside the kernel (eval, open, ...)
+    or the construction of a class that is neither a dataclass, an enum nor a dtype."""
+
+
+UnsupportedCallError = TileUnsupportedCallError
+"""cuTile's name of TileUnsupportedCallError."""
+
+
 class TileArgumentError(TileTypeError, TypeError):
     """Launch arguments that do not fit the kernel's parameters (also a TypeError, as in cuTile)."""
 

@@ -55,7 +55,8 @@ def test_inspect_does_not_run_the_files_launches(script, capsys):
 @pytest.mark.parametrize("args, message, line", [
     ((ARRAY, ARRAY), "TileArgumentError: Kernel expects 4 arguments but 2 were given",
      "def vector_add(a, b, c, TILE: ct.Constant[int]):"),
-    ((ARRAY, ARRAY, ARRAY, "100"), "TileTypeError: Tile shape must be power of 2: (100,) has dimension 100",
+    ((ARRAY, ARRAY, ARRAY, "100"),
+     'TileTypeError: Invalid argument "shape" of load(): Dimension #0 of shape (100,) is not a power of two',
      "x = ct.load(a, index=(i,), shape=(TILE,), padding_mode=ct.PaddingMode.ZERO)"),
 ])
 def test_a_users_mistake_prints_the_compile_error_and_exits_1(script, capsys, args, message, line):

@@ -187,10 +187,10 @@ class FunctionCompiler:
             self.assign(node.target, self.expr(node.value))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
-        if not isinstance(node.target, ast.Name):
-            raise self.type_error("Augmented assignment is only supported on names; tiles and "
-                                  "arrays do not support item assignment", node)
-        current = self.lookup(node.target.id, node.target)
+        """`target op= value`: the target is read, combined and assigned, as in Python (so
+        `array[i] += 1` fails where arrays cannot be read by subscript)."""
+        load = ast.copy_location(type(node.target)(**{**vars(node.target), "ctx": ast.Load()}), node.target)
+        current = self.expr(load)
         self.assign(node.target, self.binop(node.op, current, self.expr(node.value), node))
 
     def assign(self, target: ast.expr, value: Any) -> None:
@@ -206,8 +206,13 @@ class FunctionCompiler:
             for t, v in zip(target.elts, value):
                 self.assign(t, v)
         elif isinstance(target, ast.Subscript):
-            what = "Arrays" if is_array(self.expr(target.value)) else "Tiles"
-            raise self.type_error(f"{what} do not support item assignment; use store() or scatter()", target)
+            obj = self.expr(target.value)
+            if is_array(obj):
+                raise self.type_error("Arrays do not support item assignment. Use store() or scatter() instead.",
+                                      target)
+            if isinstance(obj, Value):
+                raise self.type_error("Tiles are immutable: item assignment is not supported", target)
+            raise self.type_error(f"'{type(obj).__name__}' object does not support item assignment", target)
         else:
             raise self.syntax_error(f"Cannot assign to {_construct_name(target)}", target)
 

@@ -9,7 +9,7 @@ from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
 from .registry import handles, register
-from .semantics import broadcast_shapes, describe, is_array, is_loose, is_tile
+from .semantics import broadcast_shapes, describe, is_array, is_loose, is_tile, type_name
 
 
 def array_dim(fc: Any, arr: Value, axis: int,
@@ -29,15 +29,29 @@ def _array(fc: Any, a: Any, fn: str) -> Value:
 
 
 def _order(fc: Any, order: Any, ndim: int) -> tuple[int, ...]:
+    """The `order` argument ('C', 'F' or a permutation of the axes) as axis indices."""
     if order == "C":
         return tuple(range(ndim))
     if order == "F":
         return tuple(reversed(range(ndim)))
-    if not isinstance(order, tuple) or len(order) != ndim or not all(isinstance(o, int) for o in order):
-        raise fc.sema.type_error(f"order must be 'C', 'F' or a permutation of {ndim} axes, got {order!r}")
-    norm = tuple(o % ndim if -ndim <= o < ndim else -1 for o in order)
-    if sorted(norm) != list(range(ndim)):
-        raise fc.sema.type_error(f"order {order} is not a permutation of {ndim} axes")
+    def bad(what: str) -> Exception:
+        return fc.sema.arg_error(what, param="order")
+    if isinstance(order, str):
+        raise bad(f"Expected 'C' or 'F', got '{order}'")
+    if not isinstance(order, tuple) or any(isinstance(o, Value) for o in order):
+        raise bad("Expected a constant string or integer tuple")
+    for i, o in enumerate(order):
+        if not isinstance(o, int) or isinstance(o, bool):
+            raise bad(f"Expected a tuple of integers, but element #{i} has type {type_name(o)}")
+    if len(order) != ndim:
+        raise bad(f"Expected tuple of length {ndim}, got {len(order)}")
+    for o in order:
+        if not -ndim <= o < ndim:
+            raise bad(f"Axis {o} is out of range for rank {ndim}")
+    norm = tuple(o % ndim for o in order)
+    repeated = next((a for a in norm if norm.count(a) > 1), None)
+    if repeated is not None:
+        raise bad(f"Axis order must be a permutation, but axis {repeated} is used at least twice")
     return norm
 
 
@@ -78,9 +92,7 @@ def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tupl
 def num_tiles(fc: Any, array: Any, /, axis: Any, shape: Any, order: Any = "C") -> Any:
     arr = _array(fc, array, "num_tiles")
     nd = arr.type.ndim
-    shape = fc.sema.check_shape(shape)
-    if len(shape) != nd:
-        raise fc.sema.type_error(f"Expected shape length to be {nd}")
+    shape = fc.sema.check_shape(shape, rank=nd)
     perm = _order(fc, order, nd)
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"Axis {axis} is out of range for rank {nd}")
@@ -127,9 +139,7 @@ def load(fc: Any, array: Any, /, index: Any, shape: Any, *, order: Any = "C",
          memory_scope: MemoryScope = MemoryScope.NONE) -> Value:
     arr = _array(fc, array, "load")
     nd = arr.type.ndim
-    shape = fc.sema.check_shape(shape)
-    if len(shape) != nd and shape != ():  # shape (): the one element at `index`, as a 0-d tile
-        raise fc.sema.type_error(f"Expected shape length to be {nd}, got shape {shape} for a rank-{nd} array")
+    shape = fc.sema.check_shape(shape, rank=None if shape == () else nd)  # (): one element, a 0-d tile
     check_padding(fc, padding_mode, arr.type.dtype)
     _memory_order(fc, memory_order, memory_scope, (MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE))
     perm = _order(fc, order, nd)

@@ -8,9 +8,11 @@ the builder's current location when a language rule is broken.
 
 from __future__ import annotations
 
+import enum
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -86,15 +88,57 @@ FULL_APPROX = (RoundingMode.FULL, RoundingMode.APPROX)
 """The precision modes (not IEEE roundings) of truediv, exp, tanh and sqrt (APPROX only)."""
 
 
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A public tile function being compiled: its name, front-end handler (`fn(fc, ...)`) and
+    arguments, so that an error about one argument can name it as cuTile does."""
+
+    name: str
+    handler: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def label(self, value: Any = _UNSET, param: str | None = None) -> str | None:
+        """`"shape"` for a parameter by name, `#1` for a positional-only one; the parameter
+        is `param`, else the one whose argument is `value` (by identity); None if unknown."""
+        try:
+            sig = inspect.signature(self.handler)
+        except (TypeError, ValueError):
+            return None
+        params = list(sig.parameters.values())[1:]
+        try:
+            bound = sig.replace(parameters=params).bind(*self.args, **self.kwargs)
+        except TypeError:
+            return None
+        if param is None:
+            param = next((n for n, v in bound.arguments.items() if v is value), None)
+        p = next((q for q in params if q.name == param), None)
+        if p is None:
+            return None
+        return f"#{params.index(p) + 1}" if p.kind is inspect.Parameter.POSITIONAL_ONLY else f'"{p.name}"'
+
+
 class Sema:
     """IR construction with the language's typing rules; errors point at `builder.loc`."""
 
     def __init__(self, builder: Builder) -> None:
         self.b = builder
+        self.call: CallSite | None = None  # the public function whose handler is running
 
     # ---- errors -------------------------------------------------------------------------------
     def type_error(self, msg: str) -> TileTypeError:
         return TileTypeError(msg, self.b.loc)
+
+    def arg_error(self, what: str, *, value: Any = _UNSET, param: str | None = None) -> TileTypeError:
+        """A TileTypeError about one argument of the public function being compiled, named as
+        cuTile does: 'Invalid argument "shape" of load(): <what>' (the argument is `param`, or
+        the one that is `value`; unnamed when neither is found)."""
+        label = self.call.label(value, param) if self.call is not None else None
+        prefix = f"Invalid argument {label} of {self.call.name}(): " if label is not None and self.call else ""
+        return self.type_error(prefix + what)
 
     def value_error(self, msg: str) -> TileValueError:
         return TileValueError(msg, self.b.loc)
@@ -117,20 +161,35 @@ class Sema:
         return self.b.value(ops.Const, value=value, dtype=dtype)
 
     def const_bool(self, value: Any, name: str) -> bool:
-        """A flag that must be a compile-time bool (flush_to_zero, keepdims, ...)."""
-        if not isinstance(value, bool):
-            raise self.type_error(f"{name} must be a constant bool, got {describe(value)}")
-        return value
+        """Argument `name`, a flag that must be a compile-time bool (flush_to_zero, keepdims, ...)."""
+        if isinstance(value, Value):
+            raise self.arg_error("Expected a boolean constant, but given value is not constant", param=name)
+        if not isinstance(value, (bool, np.bool_)):
+            raise self.arg_error(f"Expected a boolean constant, but given value has type {type_name(value)}",
+                                 param=name)
+        return bool(value)
+
+    def loose_dtype(self, x: Any) -> DType:
+        """The dtype a Python number takes (dtypes.loose_dtype); an int beyond uint64 is an error."""
+        try:
+            return dt.loose_dtype(x)
+        except OverflowError:
+            raise self.value_error(f"Constant {x} is out of range of any supported integer type") from None
 
     def dtype_of(self, x: Any) -> DType:
         if is_tile(x):
             return x.tile.dtype
         if is_loose(x):
-            return dt.loose_dtype(x)
+            return self.loose_dtype(x)
         own = _numpy_scalar_dtype(x)
         if own is not None:
             return own
         raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
+
+    @staticmethod
+    def is_number(x: Any) -> bool:
+        """A Python or NumPy scalar constant."""
+        return is_loose(x) or _numpy_scalar_dtype(x) is not None
 
     def shape_of(self, x: Any) -> tuple[int, ...]:
         return x.tile.shape if is_tile(x) else ()
@@ -141,7 +200,7 @@ class Sema:
             return x if dtype is None else self.cast_implicit(x, dtype)
         if is_loose(x):
             if dtype is None:
-                dtype = dt.loose_dtype(x)
+                dtype = self.loose_dtype(x)
             elif not self._loose_fits(x, dtype):
                 raise self.value_error(f"Constant {x!r} cannot be represented as {dtype}")
             return self.const(x, dtype)
@@ -149,13 +208,13 @@ class Sema:
         if own is not None:  # a NumPy scalar: a constant of its own dtype
             t = self.const(x.item(), own)
             return t if dtype is None else self.cast_implicit(t, dtype)
-        raise self.type_error(f"Expected a tile or a number, got {describe(x)}")
+        raise self.arg_error(f"Expected a tile, but given value has type {type_name(x)}", value=x)
 
     @staticmethod
     def _loose_fits(x: Any, dtype: DType) -> bool:
         if dtype is dt.bool_ and isinstance(x, int) and x in (0, 1):
             return True  # as cuTile: the integer constants 0 and 1 are False and True
-        cat = dt.loose_dtype(x).category
+        cat = dt.Category.BOOL if isinstance(x, bool) else dt.Category.INT if isinstance(x, int) else dt.Category.FLOAT
         if cat > dtype.category and not dtype.is_restricted:
             return False
         if isinstance(x, float) and not math.isfinite(x) and not (dtype.is_float or dtype.is_restricted):
@@ -177,7 +236,7 @@ class Sema:
                 raise self.type_error(f"Implicit promotion of {result} and {d} is not supported")
             result = p
         for x in loose:
-            ld = dt.loose_dtype(x)
+            ld = self.loose_dtype(x)
             if ld.category > result.category:
                 if result.is_restricted:
                     raise self.type_error(f"Implicit promotion of {result} and {ld} is not supported")
@@ -187,9 +246,9 @@ class Sema:
         return result
 
     def _loose_common(self, loose: Sequence[Any]) -> DType:
-        result = dt.loose_dtype(loose[0])
+        result = self.loose_dtype(loose[0])
         for x in loose[1:]:
-            d = dt.loose_dtype(x)
+            d = self.loose_dtype(x)
             result = d if d.category > result.category else result
         return result
 
@@ -213,15 +272,35 @@ class Sema:
         return self.cast(x, dtype)
 
     # ---- shapes -------------------------------------------------------------------------------
-    def check_shape(self, shape: Any, what: str = "Tile shape") -> tuple[int, ...]:
+    def check_shape(self, shape: Any, param: str = "shape", rank: int | None = None) -> tuple[int, ...]:
+        """A constant tile shape given as argument `param` (an int is a 1-d shape; `rank`, when
+        given, is the length it must have), with cuTile's checks and wording (which calls it a
+        shape whatever the parameter's name)."""
         if isinstance(shape, int) and not isinstance(shape, bool):
             shape = (shape,)
-        if not isinstance(shape, tuple) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
-            raise self.type_error(f"{what} must be a tuple of integer constants, got {describe(shape)}"
-                                  f"{_constant_hint(shape)}")
+        if isinstance(shape, Value) or (isinstance(shape, tuple) and any(isinstance(d, Value) for d in shape)):
+            raise self.arg_error("Expected a constant integer tuple, but given value is not constant"
+                                 f"{_constant_hint(shape)}", param=param)
+        if not isinstance(shape, tuple):
+            raise self.arg_error(f"Expected a tuple, but given value has type {type_name(shape)}", param=param)
+        for i, d in enumerate(shape):
+            if not isinstance(d, int) or isinstance(d, bool):
+                raise self.arg_error(f"Expected a tuple of integers, but element #{i} has type {type_name(d)}",
+                                     param=param)
+        if rank is not None and len(shape) != rank:
+            raise self.arg_error(f"Expected shape length to be {rank}, got {len(shape)}", param=param)
+        for i, d in enumerate(shape):
+            if d <= 0:
+                raise self.arg_error(f"Dimension #{i} of shape {shape} is not positive", param=param)
+            if not is_pow2(d):
+                raise self.arg_error(f"Dimension #{i} of shape {shape} is not a power of two", param=param)
+        return shape
+
+    def check_result_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """A tile shape an operation computes (cat, arange): every dim a power of two."""
         for d in shape:
             if not is_pow2(d):
-                raise self.type_error(f"{what} must be power of 2: {shape} has dimension {d}")
+                raise self.type_error(f"Result tile shape must be power of 2: {shape} has dimension {d}")
         return shape
 
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
@@ -252,7 +331,7 @@ class Sema:
             shape = s
         out = []
         for x in xs:
-            t = self.to_tile(x, dtype) if is_loose(x) else self.cast(x, dtype)
+            t = self.to_tile(x, dtype) if is_loose(x) else self.cast(self.to_tile(x), dtype)
             out.append(self.broadcast_to(t, shape))
         return out
 
@@ -309,7 +388,7 @@ class Sema:
                 raise self.type_error(f"Bitwise operands must have same data type, got "
                                       f"{self.dtype_of(x)} and {self.dtype_of(y)} for {fn.value}")
         elif dtype is dt.bool_ and fn not in (BinaryFn.MIN, BinaryFn.MAX):
-            raise self.type_error("Arithmetic on bool is not supported; cast bool to int first")
+            raise self.type_error(f"Binary arithmetic op `{fn.value}` does not support bool, please cast bool to int")
         if fn == BinaryFn.TRUEDIV and not dtype.is_float:
             return dt.float32
         if fn in (BinaryFn.POW, BinaryFn.ATAN2) and not dtype.is_float:
@@ -409,6 +488,27 @@ def _numpy_scalar_dtype(x: Any) -> DType | None:
     if isinstance(x, np.generic) and not isinstance(x, (np.complexfloating, np.datetime64, np.timedelta64)):
         return dt.to_dtype(x.dtype)
     return None
+
+
+def type_name(x: Any) -> str:
+    """cuTile's name of a value's type in messages: Tile[float32,(4,8)] (a Python number is a 0-d
+    tile of its default dtype), Array[float32,(?,?):(?,?)], None, or the Python type's name."""
+    if is_tile(x) or is_loose(x) or _numpy_scalar_dtype(x) is not None:
+        d = x.tile.dtype if is_tile(x) else dt.loose_dtype(x) if is_loose(x) else _numpy_scalar_dtype(x)
+        shape = x.tile.shape if is_tile(x) else ()
+        return f"Tile[{d},({','.join(map(str, shape))})]"
+    if is_array(x):
+        dims = ",".join("?" * x.type.ndim)
+        return f"Array[{x.type.dtype},({dims}):({dims})]"
+    if isinstance(x, tuple):
+        return "Tuple[" + ",".join(map(type_name, x)) + "]"
+    if isinstance(x, enum.Enum):
+        return f"<enum constant {type(x).__name__}.{x.name}>"
+    if x is None:
+        return "None"
+    if isinstance(x, Value):
+        return str(x.type)
+    return type(x).__name__
 
 
 def describe(x: Any) -> str:

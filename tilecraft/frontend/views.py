@@ -42,9 +42,7 @@ def tiled_view(fc: Any, array: Value, tile_shape: Any, *, padding_mode: PaddingM
                traversal_steps: Any = None) -> TiledView:
     nd = array.type.ndim
     tile_shape = _ints(tile_shape)
-    shape = fc.sema.check_shape(tile_shape) if tile_shape != () else ()
-    if shape and len(shape) != nd:
-        raise fc.sema.type_error(f"tiled_view() tile_shape {shape} must have the array's rank {nd}")
+    shape = fc.sema.check_shape(tile_shape, "tile_shape", rank=nd) if tile_shape != () else ()
     if not isinstance(padding_mode, PaddingMode):
         raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
     steps = _ints(traversal_steps) if traversal_steps is not None else (shape or (1,) * nd)
@@ -62,7 +60,7 @@ def _tile_index(fc: Any, view: TiledView, index: Any) -> tuple[Any, ...]:
     nd = view.array.type.ndim
     idx = index if isinstance(index, tuple) else (index,)
     if len(idx) != nd:
-        raise fc.sema.type_error(f"Index size {len(idx)} does not match the array rank {nd}")
+        raise fc.sema.type_error(f"Index size {len(idx)} does not match the tiled view rank {nd}")
     return idx
 
 
