@@ -20,6 +20,7 @@ from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Val
 from ..language import ops as L
 from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
 from .builtins import attribute, call, matmul, subscript
+from .comprehension import tuple_comprehension
 from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
@@ -166,7 +167,7 @@ class FunctionCompiler:
         self.b.loc = self.loc(node)
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is None:
-            raise self.syntax_error(f"{_construct_name(node)} is not supported in tile code", node)
+            raise self.syntax_error(f"Unsupported syntax: {_construct_name(node)} is not supported in tile code", node)
         method(node)
 
     def stmt_Expr(self, node: ast.Expr) -> None:
@@ -481,7 +482,7 @@ class FunctionCompiler:
         self.b.loc = self.loc(node)
         method = getattr(self, "expr_" + type(node).__name__, None)
         if method is None:
-            raise self.syntax_error(f"{_construct_name(node)} is not supported in tile code", node)
+            raise self.syntax_error(f"Unsupported syntax: {_construct_name(node)} is not supported in tile code", node)
         try:
             return method(node)
         finally:
@@ -497,7 +498,7 @@ class FunctionCompiler:
         if name in self.scope:
             v = self.scope[name]
             if isinstance(v, Undefined):
-                raise self.type_error(v.reason, node)
+                raise (self.syntax_error if v.syntax else self.type_error)(v.reason, node)
             return v
         if name in self.globals:
             return self._global(name, self.globals[name], node)
@@ -623,28 +624,7 @@ class FunctionCompiler:
         return self.local_function(node, "<lambda>")
 
     def expr_GeneratorExp(self, node: ast.GeneratorExp) -> Any:
-        """Compile-time generator (for `tuple(e for x in <static> if <static>)`)."""
-        if len(node.generators) != 1:
-            raise self.syntax_error("Only one `for` clause is supported in a generator", node)
-        gen = node.generators[0]
-        items = self.expr(gen.iter)
-        if isinstance(items, Value):
-            raise self.type_error("A generator must iterate over a compile-time tuple", gen.iter)
-        saved = self.scope
-        out = []
-        for item in items:
-            self.scope = dict(saved)
-            self.assign(gen.target, item)
-            keep = True
-            for cond in gen.ifs:
-                static = self.static_truth(self.expr(cond))
-                if static is None:
-                    raise self.type_error("A generator's `if` must be a compile-time condition", cond)
-                keep = keep and static
-            if keep:
-                out.append(self.expr(node.elt))
-        self.scope = saved
-        return tuple(out)
+        return tuple_comprehension(self, node)
 
     def expr_Call(self, node: ast.Call) -> Any:
         keyword = keyword_function(self, node.func)

@@ -10,9 +10,12 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class Undefined:
-    """A name that has no single value here; using it is an error with this reason."""
+    """A name that has no single value here; using it is an error with this reason (a
+    TileSyntaxError when `syntax`, as for a variable read before it is bound, else a
+    TileTypeError)."""
 
     reason: str
+    syntax: bool = False
 
 
 @dataclass
