@@ -262,7 +262,7 @@ def run_bad(x, WHICH: ct.Constant[int]):
 _BAD = [
     (bad_format_arg, ct.TileTypeError,
      'Invalid argument "format" of printf(): Expected a string constant, but given value is not constant'),
-    (bad_conversion, ct.TileTypeError, "Format %d for arg #0 got unexpected type of tile<4xf32>"),
+    (bad_conversion, ct.TileTypeError, "Format %d for arg #0 got unexpected type of Tile[float32,(4)]"),
     (bad_format, ct.TileTypeError, "Invalid format string"),
     (unsupported_specifier, ct.TileTypeError, "Specifier s in %s is not supported"),
     (too_many, ct.TileTypeError, "Too many arguments for format string"),

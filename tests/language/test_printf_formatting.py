@@ -110,16 +110,6 @@ def test_render_puts_texts_around_the_tiles_and_unescapes_percent() -> None:
         F.parse("5%!")
 
 
-class _Named:
-    """A stand-in for an IR tile type: its dtype, and a name for messages."""
-
-    def __init__(self, dtype) -> None:
-        self.dtype = dtype
-
-    def __str__(self) -> str:
-        return f"tile<{self.dtype}>"
-
-
 @pytest.mark.parametrize("fmt, dtypes", [
     ("%d", (D.int32,)), ("%i %u %o %x %X", (D.int64, D.uint8, D.int16, D.bool_, D.uint64)),
     ("%f %e %E %F %g %G %a %A", (D.float32,) * 4 + (D.float16, D.bfloat16, D.tfloat32, D.float8_e4m3fn)),
@@ -128,7 +118,7 @@ class _Named:
     ("no conversion", ()),
 ])
 def test_check_printf_accepts_cutile_formats(fmt, dtypes) -> None:
-    F.check_printf(fmt, [_Named(d) for d in dtypes])
+    F.check_printf(fmt, dtypes, [f"tile<{d}>" for d in dtypes])
 
 
 @pytest.mark.parametrize("fmt, dtypes, message", [
@@ -147,5 +137,5 @@ def test_check_printf_accepts_cutile_formats(fmt, dtypes) -> None:
 ])
 def test_check_printf_rejects_with_cutile_messages(fmt, dtypes, message) -> None:
     with pytest.raises(F.FormatError) as info:
-        F.check_printf(fmt, [_Named(d) for d in dtypes])
+        F.check_printf(fmt, dtypes, [f"tile<{d}>" for d in dtypes])
     assert str(info.value).startswith(message)

@@ -24,7 +24,7 @@ from ..language import ops as L
 from ..language.dtypes import DType
 from . import records
 from .registry import handles
-from .semantics import describe, is_tile
+from .semantics import is_tile, type_name
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def _generated_repr(cls: type) -> bool:
 def _call_dunder(fc: Any, method: Any, obj: Any, name: str) -> Text:
     out = fc.inline(method, [obj], {}, None)
     if not isinstance(out, (str, FormatString)):
-        raise fc.sema.type_error(f"Expected {type(obj).__name__}.{name}() to return a string, got {describe(out)}")
+        raise fc.sema.type_error(f"Expected {type(obj).__name__}.{name}() to return a string, got {type_name(out)}")
     return out
 
 
@@ -113,7 +113,7 @@ def to_str(fc: Any, x: Any) -> Text:
     if is_tile(x):
         return FormatString((Field(x),))
     if isinstance(x, Value):
-        raise fc.sema.type_error(f"Object of type {describe(x)} has no str()")
+        raise fc.sema.type_error(f"Object of type {type_name(x)} has no str()")
     return fc.host(str, (x,), None)
 
 
@@ -143,7 +143,7 @@ def to_repr(fc: Any, x: Any) -> Text:
     if is_tile(x):
         return FormatString((Field(x),))
     if isinstance(x, Value):
-        raise fc.sema.type_error(f"Object of type {describe(x)} has no repr()")
+        raise fc.sema.type_error(f"Object of type {type_name(x)} has no repr()")
     return fc.host(repr, (x,), None)
 
 
@@ -199,7 +199,7 @@ def joined_str(fc: Any, node: ast.JoinedStr) -> Text:
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             chunks.append(fc.host(format, (value, spec), v))
         else:
-            raise fc.type_error(f"f-string: cannot apply format spec to a value of type {describe(value)}", v.value)
+            raise fc.type_error(f"f-string: cannot apply format spec to a value of type {type_name(value)}", v.value)
     return concat(*chunks)
 
 
@@ -251,7 +251,7 @@ def emit_print(fc: Any, text: Text) -> None:
 def print_(fc: Any, *args: Any, sep: Any = " ", end: Any = "\n") -> None:
     for name, v in (("sep", sep), ("end", end)):
         if not isinstance(v, (str, FormatString)):
-            raise fc.sema.type_error(f"print(): `{name}` must be a string, got {describe(v)}")
+            raise fc.sema.type_error(f"print(): `{name}` must be a string, got {type_name(v)}")
     chunks: list[Text] = []
     for i, a in enumerate(args):
         if i:
@@ -261,14 +261,13 @@ def print_(fc: Any, *args: Any, sep: Any = " ", end: Any = "\n") -> None:
 
 
 @handles(L.printf)
-def printf(fc: Any, format: Any, /, *args: Any) -> None:  # noqa: A002
+def printf(fc: Any, format: Any, *args: Any) -> None:  # noqa: A002
     if not isinstance(format, str):
-        what = "is not constant" if _runtime(format) else f"has type {describe(format)}"
-        raise fc.sema.type_error(f'Invalid argument "format" of printf(): Expected a string constant, but given value '
-                                 f'{what}')
+        what = "is not constant" if _runtime(format) else f"has type {type_name(format)}"
+        raise fc.sema.arg_error(f"Expected a string constant, but given value {what}", param="format")
     tiles = tuple(fc.sema.to_tile(a) for a in args)
     try:
-        formatting.check_printf(format, [t.tile for t in tiles])
+        formatting.check_printf(format, [t.tile.dtype for t in tiles], [type_name(t) for t in tiles])
     except formatting.FormatError as exc:
         raise fc.sema.type_error(str(exc)) from None
     fc.b.emit(ops.Print, format=format, tiles=tiles)

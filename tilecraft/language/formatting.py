@@ -70,10 +70,10 @@ def accepts(spec: str, dtype: DType) -> bool:
     return spec in FLOAT_SPECIFIERS
 
 
-def check_printf(fmt: str, types: Sequence[Any]) -> None:
+def check_printf(fmt: str, dtypes: Sequence[DType], names: Sequence[str]) -> None:
     """Raise FormatError (cuTile's messages) unless the user's `ct.printf` format `fmt` has one
-    valid conversion per argument, each fitting its argument; `types[i]` is the argument's tile
-    type (its `.dtype` decides, its str names it in the message)."""
+    valid conversion per argument, each fitting its argument's dtype (`names`: the arguments'
+    types as messages name them)."""
     pos, arg = 0, 0
     while pos < len(fmt):
         if fmt[pos] != "%":
@@ -88,14 +88,13 @@ def check_printf(fmt: str, types: Sequence[Any]) -> None:
         spec = m.group(5)
         if spec not in INT_SPECIFIERS + FLOAT_SPECIFIERS:
             raise FormatError(f"Specifier {spec} in {m.group(0)} is not supported")
-        if arg >= len(types):
+        if arg >= len(dtypes):
             raise FormatError("Not enough arguments for format string")
-        ty = types[arg]
-        if not accepts(spec, ty.dtype):
-            raise FormatError(f"Format {m.group(0)} for arg #{arg} got unexpected type of {ty}")
+        if not accepts(spec, dtypes[arg]):
+            raise FormatError(f"Format {m.group(0)} for arg #{arg} got unexpected type of {names[arg]}")
         arg += 1
         pos = m.end()
-    if arg < len(types):
+    if arg < len(dtypes):
         raise FormatError("Too many arguments for format string")
 
 
