@@ -177,9 +177,9 @@ def array_aug_assign(a):
 
 
 @ct.kernel
-def tuple_item_assign(a):
-    pair = (1, 2)
-    pair[0] = 3  # ERR
+def str_item_assign(a):
+    name = "ab"
+    name[0] = "c"  # ERR
 
 
 @ct.kernel
@@ -213,7 +213,7 @@ def instance_of_class(a):
     (tile_item_assign, ct.TileTypeError, "Tiles are immutable: item assignment is not supported"),
     (array_item_assign, ct.TileTypeError, "Arrays do not support item assignment. Use store() or scatter() instead."),
     (array_aug_assign, ct.TileTypeError, "Arrays are not directly subscriptable"),
-    (tuple_item_assign, ct.TileTypeError, "'tuple' object does not support item assignment"),
+    (str_item_assign, ct.TileTypeError, "'str' object does not support item assignment"),
     (huge_constant, ct.TileValueError, "Constant 36893488147419103232 is out of range of any supported integer type"),
     (instance_of_class, TileUnsupportedCallError, 'Creating instances of type "Handle" is not supported in device code'),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)

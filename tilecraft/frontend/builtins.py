@@ -707,10 +707,18 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
     getitem = records.special_method(obj, "__getitem__")
     if getitem is not None:
         return fc.inline(getitem, [obj, key], {}, node)
-    if isinstance(obj, tuple) and isinstance(key, Value):
-        raise fc.type_error("Tuple indices must be constant", node)
-    if isinstance(obj, tuple) and not isinstance(key, (int, slice)):
-        raise fc.type_error("Tuple indices must be integers or slices", node)
+    if isinstance(obj, tuple):
+        return _tuple_item(fc, obj, key, node)
     return fc.host(lambda: obj[key], (), node)
 
 
+def _tuple_item(fc: Any, tup: tuple[Any, ...], key: Any, node: ast.AST) -> Any:
+    """`tup[key]`: a constant integer index or a slice (cuTile's wording for the others)."""
+    integral = is_tile(key) and key.tile.shape == () and key.tile.dtype.is_integral
+    if isinstance(key, slice) or (isinstance(key, int) and not isinstance(key, bool)):
+        if isinstance(key, int) and not -len(tup) <= key < len(tup):
+            raise fc.type_error(f"Index {key} is out of range for a tuple of length {len(tup)}", node)
+        return tup[key]
+    if integral:
+        raise fc.type_error("Tuple indices must be constant", node)
+    raise fc.type_error(f"Tuple indices must be integers or slices, not {type_name(key)}", node)

@@ -25,7 +25,9 @@ from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
 from .rewrite import BREAK, RETVAL, EnterWith, ExitWith, rewrite_function
-from .semantics import Sema, describe, is_array, is_loose
+from .records import has_runtime
+from .semantics import Sema, describe, is_array, is_loose, type_name
+from .tuples import contains, tuple_compare
 from .static import indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
 
@@ -213,6 +215,8 @@ class FunctionCompiler:
                                       target)
             if isinstance(obj, Value):
                 raise self.type_error("Tiles are immutable: item assignment is not supported", target)
+            if isinstance(obj, tuple):
+                raise self.type_error("Tuples are immutable: item assignment is not supported.", target)
             raise self.type_error(f"'{type(obj).__name__}' object does not support item assignment", target)
         else:
             raise self.syntax_error(f"Cannot assign to {_construct_name(target)}", target)
@@ -517,12 +521,22 @@ class FunctionCompiler:
         out: list[Any] = []
         for e in node.elts:
             if isinstance(e, ast.Starred):
-                out.extend(self.expr(e.value))
+                out.extend(self.starred(e))
             else:
                 out.append(self.expr(e))
         return tuple(out)
 
     expr_List = expr_Tuple
+
+    def starred(self, node: ast.Starred) -> tuple[Any, ...]:
+        """The items of `*value` in a tuple display or a call (a tuple, or another compile-time
+        iterable)."""
+        value = self.expr(node.value)
+        if isinstance(value, tuple):
+            return value
+        if isinstance(value, Value) or not hasattr(value, "__iter__"):
+            raise self.type_error(f"Expected a tuple after *, got {type_name(value)}", node)
+        return tuple(value)
 
     def expr_JoinedStr(self, node: ast.JoinedStr) -> Any:
         return joined_str(self, node)
@@ -595,16 +609,7 @@ class FunctionCompiler:
         results = []
         for op, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
-            pyop, fn = _CMPOPS[type(op)]
-            if not isinstance(left, Value) and not isinstance(right, Value):
-                results.append(self.host(pyop, (left, right), node))
-            elif fn is None:
-                if isinstance(op, (ast.Is, ast.IsNot)):
-                    results.append(pyop(left, right))
-                else:
-                    raise self.type_error("`in` is only supported on compile-time tuples", node)
-            else:
-                results.append(self.sema.compare(fn, left, right))
+            results.append(self.compare(op, left, right, node))
             left = right
         if len(results) == 1:
             return results[0]
@@ -612,6 +617,26 @@ class FunctionCompiler:
         for r in results[1:]:
             out = self.sema.binary(BinaryFn.AND, out, r) if isinstance(out, Value) or isinstance(r, Value) else (out and r)
         return out
+
+    def compare(self, op: ast.cmpop, left: Any, right: Any, node: ast.AST) -> Any:
+        """`left <op> right`: Python on constants, a runtime bool otherwise; tuples compare item
+        by item and `in` searches a tuple (tuples.py)."""
+        pyop, fn = _CMPOPS[type(op)]
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(right, tuple) \
+                and (isinstance(left, Value) or has_runtime(left) or has_runtime(right)):
+            found = contains(self, left, right)
+            if isinstance(op, ast.In):
+                return found
+            return (not found) if isinstance(found, bool) else self.sema.compare(CompareFn.EQ, found, False)
+        if fn is not None and isinstance(left, tuple) and isinstance(right, tuple):
+            return tuple_compare(self, fn, left, right)
+        if not isinstance(left, Value) and not isinstance(right, Value):
+            return self.host(pyop, (left, right), node)
+        if fn is None:
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                return pyop(left, right)
+            raise self.type_error(f"`in` needs a tuple on its right, got {type_name(right)}", node)
+        return self.sema.compare(fn, left, right)
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
         cond = self.expr(node.test)
@@ -634,7 +659,7 @@ class FunctionCompiler:
         args: list[Any] = []
         for a in node.args:
             if isinstance(a, ast.Starred):
-                args.extend(self.expr(a.value))
+                args.extend(self.starred(a))
             else:
                 args.append(self.expr(a))
         kwargs: dict[str, Any] = {}
