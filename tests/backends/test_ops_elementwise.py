@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -816,3 +817,19 @@ def narrowing_store_kernel(x, out):
 def test_store_does_not_narrow_implicitly(dev, src: str, dst: str) -> None:
     with pytest.raises(ct.TileTypeError, match="implicitly cast"):
         dev.launch((1,), narrowing_store_kernel, (dev.put(np.ones((4, 8), src)), dev.poison((4, 8), dst)))
+
+
+@ct.kernel
+def _bf16_constants(o):
+    t = ct.full((16,), ct.bfloat16(3.14), dtype=ct.bfloat16) + ct.bfloat16(-1.0e-3)
+    ct.store(o, index=(0,), tile=t.astype(ct.float32))
+
+
+def test_bfloat16_constants_round_to_nearest(dev):
+    """3.14 as bfloat16 is 3.140625 (round to nearest), not 3.125 (truncated): Triton's CPU
+    interpreter truncates the float32 it converts, so the constant is rounded before."""
+    o = dev.put(np.full(16, np.nan, np.float32))
+    dev.launch((1,), _bf16_constants, (o,))
+    bf16 = ml_dtypes.bfloat16
+    want = np.float32(np.array(3.14, dtype=bf16) + np.array(-1.0e-3, dtype=bf16))
+    np.testing.assert_array_equal(dev.get(o), np.full(16, want, np.float32))

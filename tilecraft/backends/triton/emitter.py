@@ -195,7 +195,7 @@ class KernelWriter:
         if plain_literal_ok(value, dtype):
             return lit, True
         if dtype is D.bfloat16:
-            return workarounds.bf16_constant(lit), False
+            return workarounds.bf16_constant(value), False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False
 
     # ---- statements ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import PADDING_VALUES, PaddingMode
 from .helpers import define_helper
-from .spelling import is_float, tl_dtype
+from .spelling import is_float, py_literal, tl_dtype
 
 if TYPE_CHECKING:
     from .emitter import KernelWriter
@@ -67,10 +67,13 @@ def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
     return f"{w.need_helper('_tc_f64_to_bf16_interp')}({text})"
 
 
-def bf16_constant(literal: str) -> str:
+def bf16_constant(value: float) -> str:
     """A bfloat16 constant: the interpreter cannot make one with `tl.full(..., tl.bfloat16)`,
-    so it is made in float32 and converted (on the GPU too: Triton folds it)."""
-    return f"tl.cast(tl.full([], {literal}, tl.float32), tl.bfloat16)"
+    so it is made in float32 and converted (on the GPU too: Triton folds it). The value is
+    rounded to bfloat16 here first, so the conversion is exact: the interpreter's cast
+    truncates (3.14 became 3.125, not 3.140625)."""
+    rounded = float(np.array(value, dtype=D.bfloat16.np_dtype)[()])
+    return f"tl.cast(tl.full([], {py_literal(rounded, D.bfloat16)}, tl.float32), tl.bfloat16)"
 
 
 def fp8_padding(mode: PaddingMode, dtype: DType) -> str | None:
