@@ -39,6 +39,9 @@ class ParamInfo:
     static_stride: tuple[int, ...] = ()
     constant_type: Any = None  # Constant[int] / [float] / [bool]: the value must be of that type
     rejected: str | None = None  # an annotation tilecraft cannot honour: the launch fails with this
+    position: int = 0  # the parameter's index (cuTile's error messages count from 0)
+    items: tuple[ParamInfo, ...] | None = None  # tuple[A, B]: what each item's annotation says
+    variadic: ParamInfo | None = None  # tuple[A, ...]: what every item's annotation says
 
 
 def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
@@ -46,28 +49,47 @@ def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
         hints = typing.get_type_hints(fn, include_extras=True)
     except Exception:
         hints = dict(getattr(fn, "__annotations__", {}))
-    out = []
-    for name in inspect.signature(fn).parameters:
-        rejected = None
-        meta = getattr(hints.get(name), "__metadata__", ())
-        bare_constant = hints.get(name) is Constant  # `x: ct.Constant` (no value type)
-        constant = bare_constant or any(isinstance(m, ConstantAnnotation) for m in meta)
-        arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
-        listed = next((m for m in meta if isinstance(m, ListAnnotation)), None)
-        if listed is not None and arr is None:
-            arr = listed.array_annotation
-            if arr is not None and (arr.static_shape_dims or arr.static_stride_dims):
-                rejected = (f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
-                            f"element are not supported by tilecraft yet (only index_dtype)")
-        sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
-        if constant and (arr or sc):
-            raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
-        index64 = arr is not None and str(arr.index_dtype).endswith("int64")
-        static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
-        declared = typing.get_args(hints[name])[0] if constant and not bare_constant else None
-        out.append(ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static,
-                             constant_type=declared if declared in (int, float, bool) else None, rejected=rejected))
-    return out
+    return [annotation_info(name, hints.get(name), i) for i, name in enumerate(inspect.signature(fn).parameters)]
+
+
+def annotation_info(name: str, hint: Any, position: int) -> ParamInfo:
+    """What the annotation `hint` of parameter `name` says (tuple annotations item by item)."""
+    rejected = None
+    meta = getattr(hint, "__metadata__", ())
+    inner = typing.get_args(hint)[0] if meta else hint
+    bare_constant = hint is Constant  # `x: ct.Constant` (no value type)
+    constant = bare_constant or any(isinstance(m, ConstantAnnotation) for m in meta)
+    arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
+    listed = next((m for m in meta if isinstance(m, ListAnnotation)), None)
+    if listed is not None and arr is None:
+        arr = listed.array_annotation
+        if arr is not None and (arr.static_shape_dims or arr.static_stride_dims):
+            rejected = (f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
+                        f"element are not supported by tilecraft yet (only index_dtype)")
+    sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
+    if constant and (arr or sc):
+        raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
+    if constant and _mentions_scalar_annotation(inner):
+        rejected = "Constant annotation cannot be combined with ScalarAnnotation/ScalarInt64"
+    items = variadic = None
+    if typing.get_origin(inner) is tuple and not constant:
+        args = typing.get_args(inner)
+        if len(args) == 2 and args[1] is Ellipsis:
+            variadic = annotation_info(name, args[0], position)
+        else:
+            items = tuple(annotation_info(name, a, position) for a in args)
+    index64 = arr is not None and str(arr.index_dtype).endswith("int64")
+    static = (arr.static_shape_dims, arr.static_stride_dims) if arr is not None else ((), ())
+    declared = inner if constant and not bare_constant else None
+    return ParamInfo(name, constant, index64, dt.int64 if sc is not None else None, *static,
+                     constant_type=declared if declared in (int, float, bool) else None, rejected=rejected,
+                     position=position, items=items, variadic=variadic)
+
+
+def _mentions_scalar_annotation(hint: Any) -> bool:
+    if any(isinstance(m, ScalarAnnotation) for m in getattr(hint, "__metadata__", ())):
+        return True
+    return any(_mentions_scalar_annotation(a) for a in typing.get_args(hint) if a is not Ellipsis)
 
 
 @dataclass
@@ -261,12 +283,16 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
     keep their dtype (`numpy_scalar`); 0-d NumPy arrays and torch tensors are rank-0 arrays."""
     if info.rejected:
         raise ArgumentError(info.name, info.rejected)
+    if isinstance(value, tuple) and type(value) is not tuple:
+        raise ArgumentError(info.name, f"Invalid {_cutile_where(info, path)}: '{type(value).__name__}' is a "
+                            f"subclass of 'tuple'. Only plain tuples are accepted.")
     if info.constant:
-        if isinstance(value, (np.ndarray, AbstractArray)) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
-                or hasattr(value, "__cuda_array_interface__"):
+        if _is_array(value):
             raise ArgumentError(info.name, f"Argument `{path}` is a Constant parameter but was given an array "
                                 f"({type(value).__name__}); Constant parameters take compile-time values "
                                 f"(int, float, bool, tuples)")
+        if isinstance(value, tuple):
+            _check_constant_items(value, info, path)
         if not _fits_constant(value, info.constant_type):
             raise ArgumentError(info.name, f"Argument `{path}` is a Constant[{info.constant_type.__name__}] "
                                 f"parameter but was given {value!r} ({type(value).__name__})")
@@ -289,10 +315,13 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
         flat.append(value)
         return ScalarSpec(dt.float32)
     if isinstance(value, tuple):
-        if hasattr(value, "_fields"):
-            raise TypeError(f"Argument `{path}`: named tuples are not supported; pass a plain tuple")
-        return TupleSpec(tuple(classify(v, ParamInfo(path, False, info.index64), f"{path}[{i}]", arrays, flat)
-                               for i, v in enumerate(value)))
+        if info.items is not None and len(info.items) != len(value):
+            raise ArgumentError(info.name, f"Received a tuple of length {len(value)} for a parameter annotated "
+                                f"as a tuple of length {len(info.items)}")
+        plain = ParamInfo(info.name, False, info.index64, position=info.position)
+        item_infos = info.items or (info.variadic or plain,) * len(value)
+        return TupleSpec(tuple(classify(v, p, f"{path}[{i}]", arrays, flat)
+                               for i, (v, p) in enumerate(zip(value, item_infos))))
     if isinstance(value, list):
         lst = _list_arg(value, path, info.index64)
         arrays.append(lst)
@@ -307,6 +336,29 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
     arrays.append(arr)
     flat.append(arr)
     return arr.spec
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, AbstractArray)) or is_torch_tensor(value) or hasattr(value, "__dlpack__") \
+        or hasattr(value, "__cuda_array_interface__")
+
+
+def _cutile_where(info: ParamInfo, path: str) -> str:
+    """cuTile's name of the argument at `path`: 'kernel argument #2', 'item #1 of kernel argument #0'."""
+    items = path[len(info.name):].strip("[]").replace("][", ".")
+    where = f"kernel argument #{info.position}"
+    return f"item #{items} of {where}" if items else where
+
+
+def _check_constant_items(value: tuple[Any, ...], info: ParamInfo, path: str) -> None:
+    """The items of a Constant tuple must be compile-time values (no arrays), as in cuTile."""
+    for i, v in enumerate(value):
+        where = f"{path}[{i}]"
+        if isinstance(v, tuple):
+            _check_constant_items(v, info, where)
+        elif _is_array(v):
+            raise ArgumentError(info.name, f"Invalid {_cutile_where(info, where)}: Could not interpret object of "
+                                f"type '{type(v).__name__}' as a constant.")
 
 
 def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
