@@ -94,6 +94,25 @@ def test_mma_k_loop_partial_tiles(dev, arr: str, op: str, acc: str, tol: float) 
         assert_mma_close(got, aa, bb, c.astype(np.float64), tol)
 
 
+@pytest.mark.parametrize("arr", ["float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("tiles, shape", [((2, 8, 16), (3, 11, 37)), ((64, 32, 64), (61, 29, 63)),
+                                          ((16, 64, 32), (13, 64, 30))])
+def test_mma_float64_tiles(dev, arr: str, tiles: tuple[int, int, int], shape: tuple[int, int, int]) -> None:
+    """float64 MMA (operands loaded as float64 or converted from 16-bit floats, as matmul
+    promotes them) on small and large tiles: the Triton backend sums products over K in
+    chunks (here 1, 32 and 8 of them); the error is float64 rounding only."""
+    g = rng("mma-f64", arr, *tiles)
+    tm, tn, tk = tiles
+    m, n, k = shape
+    a = g.uniform(-2, 2, (m, k)).astype(np.float32).astype(np_dtype(arr))
+    b = g.uniform(-2, 2, (k, n)).astype(np.float32).astype(np_dtype(arr))
+    c = g.uniform(-2, 2, (m, n))
+    d = dev.poison((m, n), np.float64)
+    dev.launch((cdiv(m, tm), cdiv(n, tn)), mma_kernel(ct.float64, ct.float64),
+               (dev.put(a), dev.put(b), dev.put(c), d, tm, tn, tk))
+    assert_mma_close(dev.get(d), a.astype(np.float64), b.astype(np.float64), c, 1e-14 * k)
+
+
 @ct.kernel
 def mma_mixed_int8_kernel(A, B, C):
     a = ct.load(A, (0, 0), (16, 32), padding_mode=ct.PaddingMode.ZERO)

@@ -524,9 +524,9 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
     a, b, acc = op.a, op.b, op.acc
     adt, cdt = a.tile.dtype, acc.tile.dtype
     k = a.tile.shape[-1]
-    if k < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype:
-        _mma_fma(w, op)  # tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype
-        return
+    if k < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype or adt is D.float64:
+        _mma_fma(w, op)  # tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype; its
+        return           # float64 fails to compile (PassManager) where an operand is converted
     x, y = workarounds.dot_operands(w, w.tensor(a), w.tensor(b), adt)
     if adt is D.tfloat32:
         precision = ', input_precision="tf32"'
@@ -541,17 +541,54 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
     w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
 
 
+_FMA_CHUNK_ELEMENTS = 4096
+"""The most elements one broadcast product of `_mma_fma` may have: K is cut into chunks to stay
+below it (the product of a whole 64x64x32 float64 tile would need 1024 registers a thread)."""
+
+
+def _k_chunks(w: KernelWriter, text: str, shape: tuple[int, ...], axis: int, size: int) -> list[str]:
+    """Tile `text` of `shape` cut along `axis` into contiguous pieces of `size` (a power of two),
+    in order: halves by reshaping the axis to (2, half), moving the 2 last and `tl.split`."""
+    if shape[axis] <= size:
+        return [text]
+    half = shape[axis] // 2
+    rank = len(shape)
+    split = shape[:axis] + (2, half) + shape[axis + 1:]
+    perm = [d for d in range(rank + 1) if d != axis] + [axis]
+    lo, hi = w.fresh("klo"), w.fresh("khi")
+    w.emit(f"{lo}, {hi} = tl.split(tl.permute(tl.reshape({text}, {_shape(split)}), {perm}))")
+    piece = shape[:axis] + (half,) + shape[axis + 1:]
+    return _k_chunks(w, lo, piece, axis, size) + _k_chunks(w, hi, piece, axis, size)
+
+
 def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
-    """MMA as a broadcast multiply and a sum over K (in the accumulator's dtype)."""
+    """MMA as broadcast multiplies and sums over K in the accumulator's dtype, K cut into chunks
+    so no product tile exceeds _FMA_CHUNK_ELEMENTS; the chunk sums are added in K order, then
+    the accumulator (as the interpreter adds it to the whole product)."""
     a, b, acc = op.a, op.b, op.acc
     cdt = acc.tile.dtype
     compute = _math_dtype(cdt) if is_float(cdt) else cdt
-    rank = len(shape_of(a))
+    sa, sb, so = shape_of(a), shape_of(b), shape_of(op.result)
+    rank = len(sa)
+    outer = 1
+    for d in so:
+        outer *= d
+    chunk = 1 << max(0, (_FMA_CHUNK_ELEMENTS // outer).bit_length() - 1)
+    x, y = w.fresh("fa"), w.fresh("fb")
+    w.emit(f"{x} = {_as(w, a, compute)}")
+    w.emit(f"{y} = {_as(w, b, compute)}")
     lead = ":, " * (rank - 2)
-    x = f"{_as(w, a, compute)}[{lead}:, :, None]"
-    y = f"{_as(w, b, compute)}[{lead}None, :, :]"
     add = w.need_helper("_tc_add")
-    _result(w, op, f"{_as(w, acc, compute)} + tl.reduce({x} * {y}, {rank - 1}, {add})", compute, "acc")
+    total = None
+    for xc, yc in zip(_k_chunks(w, x, sa, rank - 1, chunk), _k_chunks(w, y, sb, rank - 2, chunk)):
+        part = f"tl.reduce({xc}[{lead}:, :, None] * {yc}[{lead}None, :, :], {rank - 1}, {add})"
+        if total is None:
+            total = part
+        else:
+            t = w.fresh("kacc")
+            w.emit(f"{t} = {total} + {part}")
+            total = t
+    _result(w, op, f"{_as(w, acc, compute)} + {total}", compute, "acc")
 
 
 # ---- grid dependency control ------------------------------------------------------------------
