@@ -93,7 +93,6 @@ def test_mma_scaled_2d(dev, dtype):
     assert (np.abs(dev.get(out) - want) <= bound).all()
 
 
-@pytest.mark.xfail_backend("triton-interpret", reason="Triton's interpreter has no float8_e8m0fnu tensors (KeyError)")
 def test_mma_scaled_broadcasts_batches(dev):
     """With the scales loaded from float8_e8m0fnu arrays, as cuTile's samples do."""
     g = rng("mma-scaled-batched")

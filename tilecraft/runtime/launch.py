@@ -60,8 +60,10 @@ def choose_backend(arrays: list[ArrayArg | ListArg], requested: Any) -> BackendS
         where = ", ".join(f"an array on {a.device}" for a in arrays[:4])
         raise ValueError(f"Arrays are on different devices ({where}); all arrays of a launch must be on "
                          f"one device")
-    device = devices.pop() if devices else CPU
     spec = _parse_backend(requested, "backend") or _parse_backend(knobs.BACKEND.get(), knobs.BACKEND.name)
+    if not devices:  # no arrays to say where: the backend asked for, else the CPU's default
+        return spec or registry.default_for(CPU)
+    device = devices.pop()
     if spec is None:
         return registry.default_for(device)
     if spec.device != device:

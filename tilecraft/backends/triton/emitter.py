@@ -275,6 +275,8 @@ class KernelWriter:
             fn = RULES.get(type(op))
             if fn is None:
                 raise self.unsupported(f"{op.name}: {UNSUPPORTED.get(type(op), 'no rule')}")
+            if op in self.plan.barriers:
+                self.emit("tl.debug_barrier()")
             fn(self, op)
         finally:
             self.loc = outer

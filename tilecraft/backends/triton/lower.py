@@ -112,7 +112,9 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts
             aligned.append(len(params))
         params.append(name)
         signature[name] = "*" + SIGNATURE_TYPES[p.type.dtype]
-        launch.append(f"a{i}")
+        # Triton has no float8_e8m0fnu tensors (its launcher raises KeyError): such arrays travel
+        # as their bytes, which is how the kernel reads them (spelling.TL_DTYPES)
+        launch.append(f"a{i}.view(torch.uint8)" if p.type.dtype is D.float8_e8m0fnu else f"a{i}")
         index_dtype = D.int64 if index64 else D.int32
         for k, s in enumerate(shapes):
             add(s, index_dtype, f"a{i}.shape[{k}]")

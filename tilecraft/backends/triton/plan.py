@@ -25,6 +25,7 @@ from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, PaddingMode
 from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
+from . import ordering
 from .emitter import Target, shape_of
 from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, is_persistent,
                          loop_stages, pipelined_loops, tile_loops)
@@ -58,6 +59,8 @@ class LoweringPlan:
     nonneg: ids of integer values never negative (`passes.ranges`).
     stages: pipelined FOR -> its `tl.range(num_stages=)`; flattened: FORs with `flatten=True`;
       flatten_grid: the grid loop too.
+    barriers: memory ops the block synchronizes before, keeping program order on an array
+      (ordering.py).
     users: value id -> the ops that use it.
     """
 
@@ -71,6 +74,7 @@ class LoweringPlan:
     stages: Mapping[ops.For, int]
     flattened: frozenset[ops.For]
     flatten_grid: bool
+    barriers: frozenset[Op]
     users: Mapping[int, tuple[Op, ...]]
 
 
@@ -99,6 +103,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
                                  for loop in pipelined}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
         flatten_grid=flatten and grid_loop,
+        barriers=ordering.barriers(fn),
         users=MappingProxyType({vid: tuple(us) for vid, us in users.items()}),
     )
 
