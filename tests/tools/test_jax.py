@@ -65,6 +65,11 @@ def mixed(scale: ct.Constant[int], pair, out, acc, k, T: ct.Constant[int]):
 
 
 @ct.kernel
+def tuple_annotated(x, y, cfg: tuple[ct.Constant[int], int]):
+    ct.store(y, ct.bid(0), ct.load(x, ct.bid(0), cfg[0]) + cfg[1])
+
+
+@ct.kernel
 def wide_scalar(x: ct.IndexedWithInt64, y, n: ct.ScalarInt64, T: ct.Constant[int]):
     ct.store(y, ct.bid(0), ct.load(x, ct.bid(0), T).astype(ct.int64) + n)
 
@@ -212,14 +217,21 @@ def test_narrow_dtypes(run, dtype):
     np.testing.assert_array_equal(np.asarray(y).astype(np.float64), ref.astype(np.float64))
 
 
-@pytest.mark.xfail_backend("triton-interpret", params=[{"dtype": "float8_e8m0fnu"}],
-                           reason="Triton's interpreter has no float8_e8m0fnu tensors (KeyError)")
 @pytest.mark.parametrize("dtype", ["float8_e8m0fnu", "bool"])
 def test_copy_of_dtypes_without_arithmetic(run, dtype):
     d = np.dtype(getattr(ml_dtypes, dtype, dtype))
     x = (2.0 ** (np.arange(13) - 6)).astype(d) if dtype != "bool" else np.arange(13) % 3 == 0
     y = jax.jit(lambda x: run(_blocks(13), copy, (x, OutputPlaceholder(x.shape, x.dtype), TILE)))(x)
     np.testing.assert_array_equal(np.asarray(y).view(np.uint8), x.view(np.uint8))
+
+
+def test_tuple_annotations_compile_constant_items_in(run):
+    x = jnp.asarray(_values(24))
+    jax_call._COMPILE_CACHE.clear()
+    for tile, k in [(8, 1), (8, 5), (4, 5)]:
+        y = run((24 // tile,), tuple_annotated, (x, OutputPlaceholder((24,), jnp.float32), (tile, k)))
+        np.testing.assert_allclose(np.asarray(y), np.asarray(x, np.float64) + k, rtol=1e-6)
+    assert len(jax_call._COMPILE_CACHE) == 2  # one per tile size (a Constant item), not per k
 
 
 def test_empty_grid_launches_nothing(run):
@@ -258,6 +270,10 @@ def test_argument_errors():
         cutile_call((1,), affine, ([x], _ph(), 1.0, 2.0, TILE))
     with pytest.raises(TypeError, match="argument `T` is annotated ct.Constant; expected a static scalar"):
         jax.jit(lambda t: cutile_call((1,), affine, (x, _ph(), 1.0, 2.0, t)))(TILE)
+    with pytest.raises(TypeError, match=r"tuple_annotated: argument `cfg` expects a tuple of length 2, got 3"):
+        cutile_call((1,), tuple_annotated, (x, _ph(), (8, 1, 2)))
+    with pytest.raises(TypeError, match=r"argument `cfg\[0\]` is annotated ct.Constant; expected a static scalar"):
+        cutile_call((1,), tuple_annotated, (x, _ph(), (x, 1)))
     with pytest.raises(TypeError, match="expects a kernel made by @tilecraft.kernel"):
         cutile_call((1,), lambda x: x, (x,))
     with pytest.raises(ValueError, match="at most 3 are allowed"):
@@ -329,6 +345,7 @@ def test_gpu_arrangement_runs_as_jax_triton_calls_it(case):
 
 @needs_triton
 @pytest.mark.skipif(importlib.util.find_spec("jax_triton") is None, reason="jax_triton is not installed")
+@pytest.mark.skipif(jax.default_backend() == "gpu", reason="the real jaxlib runs here (backend triton)")
 def test_jax_triton_lowers_the_call_for_a_gpu(monkeypatch):
     """jax_triton's own lowering (exported for CUDA, no GPU needed) compiles the entry for sm_90
     with the operands, scalar types and trailing outputs the arrangement gives it, as the custom

@@ -21,7 +21,7 @@ import numpy as np
 from .. import knobs
 from ..backends import registry
 from ..backends.registry import CUDA
-from ..runtime.args import AbstractArray, ArgumentError, ArrayArg
+from ..runtime.args import AbstractArray, ArgumentError, ArrayArg, ParamInfo
 from ..runtime.kernel import Kernel, VariantKey
 from ..runtime.launch import check_grid
 from ..runtime.writes import written_params
@@ -125,20 +125,25 @@ def classify(kernel: Kernel, args: Any) -> Call:
     if len(args) != len(kernel.params):
         raise TypeError(f"{kernel.__name__} expects {len(kernel.params)} arguments, got {len(args)}")
     call = Call((), [], [], {})
-    call.args = tuple(_leaf_or_tuple(kernel, call, value, info.name, info.constant)
-                      for value, info in zip(args, kernel.params))
+    call.args = tuple(_leaf_or_tuple(kernel, call, value, info.name, info) for value, info in zip(args, kernel.params))
     return call
 
 
-def _leaf_or_tuple(kernel: Kernel, call: Call, value: Any, path: str, constant: bool) -> Any:
+def _leaf_or_tuple(kernel: Kernel, call: Call, value: Any, path: str, info: ParamInfo) -> Any:
+    """`value` with stand-ins for its arrays (`info`: what its annotation says)."""
     if isinstance(value, tuple):
-        return tuple(_leaf_or_tuple(kernel, call, v, f"{path}[{i}]", constant) for i, v in enumerate(value))
+        if info.items is not None and len(info.items) != len(value):
+            raise TypeError(f"{kernel.__name__}: argument `{path}` expects a tuple of length {len(info.items)}, "
+                            f"got {len(value)}")
+        items = info.items or (info.variadic or ParamInfo(info.name, info.constant),) * len(value)
+        return tuple(_leaf_or_tuple(kernel, call, v, f"{path}[{i}]", item)
+                     for i, (v, item) in enumerate(zip(value, items)))
     if isinstance(value, (bool, int, float, np.generic)):
         return value
     if not isinstance(value, (OutputPlaceholder, InputOutput, jax.Array, np.ndarray)):
         raise TypeError(f"{kernel.__name__}: unexpected type for argument `{path}`: {type(value).__name__} (expected "
                         f"a JAX array, OutputPlaceholder, InputOutput, a Python number or a tuple)")
-    if constant:
+    if info.constant:
         raise TypeError(f"{kernel.__name__}: argument `{path}` is annotated ct.Constant; expected a static scalar "
                         f"argument (under jax.jit, make it static: static_argnums / static_argnames)")
     if isinstance(value, OutputPlaceholder):

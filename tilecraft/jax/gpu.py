@@ -8,8 +8,9 @@ in that order: each output's pointer moves to the end; an InputOutput array's po
 place (XLA aliases the input with its output) and the trailing pointer of that output is unused.
 Shapes and strides are plain numbers (JAX arrays are dense row-major with known sizes).
 
-Compiled without tensor descriptors (jax_triton's launcher gives Triton no scratch allocator for
-them) and without the persistent grid loop (its launch grid depends on the GPU's occupancy);
+Compiled without tensor descriptors (jaxlib's Triton launcher knows no size for Triton's global
+scratch memory, which descriptors made in a kernel need) and without the persistent grid loop (its
+launch grid depends on the GPU's occupancy);
 fitted to the GPU's shared memory as a launch would be, before jax_triton compiles it again.
 Kernels that print are refused (their record buffers have no operand), device-side asserts are
 not compiled in, and the `maxnreg` option is dropped (jax_triton cannot pass it).
@@ -141,7 +142,7 @@ def _arrange(call: Call, compiled: Any, flat: list[Any]) -> tuple[list[Any], lis
     if len(triton_args) != len(lowered.signature):
         raise TileUnsupportedFeatureError(f"Kernel `{lowered.name}` prints, which cutile_call cannot do on the GPU "
                                           f"(the records need a buffer of their own); pass backend='interpreter' "
-                                          f"to see its output")
+                                          f"to see its output", lowered.loc)
     types = list(lowered.signature.values())
     operands: list[Any] = []
     order: list[int | str] = []
