@@ -216,3 +216,19 @@ def test_same_kernel_text_in_two_files_of_one_process_reports_each_file(tmp_path
         with pytest.raises(ct.TileError) as info:
             ct.launch(None, (1,), ct.kernel(mod.k), (np.zeros(4, np.float32),))
         assert f"{name}.py" in str(info.value)
+
+
+def test_a_tile_function_helper_counts_and_tilecraft_internals_do_not():
+    """A @ct.function helper's source is part of the key (its wrapper lives in tilecraft, the
+    user's function does not); tilecraft's own stubs are not followed, so no process-specific
+    object of theirs (printed with its address) makes the key differ between processes."""
+    from tilecraft.runtime.cache import _reachable_sources
+
+    @ct.function
+    def tripled(x):
+        return x * 3
+
+    def k(a):
+        ct.store(a, index=(0,), tile=tripled(ct.load(a, index=(0,), shape=(4,))))
+    parts = "\n".join(_reachable_sources(k))
+    assert "return x * 3" in parts and " at 0x" not in parts

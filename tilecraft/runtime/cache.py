@@ -78,6 +78,9 @@ def _attribute(obj: Any, name: str) -> Any:
     return v
 
 
+_PACKAGE = __name__.split(".")[0] + "."
+
+
 def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
     """Text of everything `fn` can depend on: the source and position of fn and of every function
     it reaches, and every value it reads through its globals, closures and attribute chains."""
@@ -121,7 +124,8 @@ def _reachable_sources(fn: Callable[..., Any]) -> list[str]:
         kernels made by one factory share their source and differ only in these."""
         if isinstance(v, types.FunctionType) or hasattr(v, "__tile_function__"):
             out.append(f"{v.__module__}.{v.__qualname__}")  # the public stubs share one source
-            visit(v)
+            if not (getattr(v, "__tile_function__", v).__module__ or "").startswith(_PACKAGE):
+                visit(v)  # (tilecraft's own functions count through package_digest)
         elif isinstance(v, (tuple, list)):
             out.append(type(v).__name__)
             for x in v:
