@@ -215,7 +215,8 @@ def instance_of_class(a):
     (array_aug_assign, ct.TileTypeError, "Arrays are not directly subscriptable"),
     (str_item_assign, ct.TileTypeError, "'str' object does not support item assignment"),
     (huge_constant, ct.TileValueError, "Constant 36893488147419103232 is out of range of any supported integer type"),
-    (instance_of_class, TileUnsupportedCallError, 'Creating instances of type "Handle" is not supported in device code'),
+    (instance_of_class, TileUnsupportedCallError,
+     'Creating instances of type "Handle" is not supported in device code'),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_rejected_programs(kernel, cls, message: str) -> None:
     expect(kernel, (A2,), cls, message)

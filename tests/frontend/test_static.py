@@ -32,7 +32,8 @@ def compile_error(kernel, args, cls, text: str):
     with pytest.raises(cls) as ei:
         ct.launch(None, (1,), kernel, args)
     assert text in ei.value.message, ei.value.message
-    assert ei.value.loc is not None and ei.value.loc.line == marked_line(kernel.fn), (ei.value.loc, marked_line(kernel.fn))
+    line = marked_line(kernel.fn)
+    assert ei.value.loc is not None and ei.value.loc.line == line, (ei.value.loc, line)
     return ei.value
 
 
@@ -257,7 +258,8 @@ def test_static_assert_runs_python(dev) -> None:
 def test_static_assert_message_is_python() -> None:
     err = compile_error(prime_kernel, (np.zeros(1, np.int32), np.zeros(1, np.int32), 12),
                         ct.TileStaticAssertionError, "")
-    assert err.message == "Static assertion failed: 12 is not prime; x is <array[int32, (?)]>, a tile <tile[int8, (2,)]>"
+    assert err.message == ("Static assertion failed: 12 is not prime; x is <array[int32, (?)]>, "
+                           "a tile <tile[int8, (2,)]>")
 
 
 @ct.kernel

@@ -50,11 +50,9 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     manager = context_manager_call(fn, args, kwargs)
     if manager is not None:
         return manager
-    def runtime() -> bool:
-        return any(records.has_runtime(a) for a in (*args, *kwargs.values()))
-    if isinstance(fn, type) and dataclasses.is_dataclass(fn) and runtime():
+    if isinstance(fn, type) and dataclasses.is_dataclass(fn):
         return records.construct(fc, fn, args, kwargs, node)
-    if fn is dataclasses.replace and args and records.is_record(args[0]) and runtime():
+    if fn is dataclasses.replace and args and records.is_record(args[0]):
         return records.replace(fc, args[0], kwargs, node)
     if fn is object.__setattr__ and args and records.is_record(args[0]):  # in __post_init__
         object.__setattr__(*args)
@@ -72,8 +70,8 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
-    if not callable(fn):
-        raise fc.type_error(f"{describe(fn)} is not callable", node)
+    if not callable(fn) or records.is_record(fn):
+        raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
     _check_host_callable(fc, fn, node)
     return fc.host(lambda: fn(*args, **kwargs), (), node)
 

@@ -25,10 +25,10 @@ from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
 from .rewrite import BREAK, RETVAL, EnterWith, ExitWith, rewrite_function
-from .records import has_runtime
+from .records import has_runtime, special_method
 from .semantics import Sema, describe, is_array, is_loose, type_name
 from .tuples import contains, tuple_compare
-from .static import indirect_use, keyword_function, static_call, static_iter_items
+from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
 
 MAX_INLINE_DEPTH = 64
@@ -217,6 +217,10 @@ class FunctionCompiler:
                 raise self.type_error("Tiles are immutable: item assignment is not supported", target)
             if isinstance(obj, tuple):
                 raise self.type_error("Tuples are immutable: item assignment is not supported.", target)
+            setitem = special_method(obj, "__setitem__")
+            if setitem is not None:
+                self.inline(setitem, [obj, self.expr(target.slice), value], {}, target)
+                return
             raise self.type_error(f"'{type(obj).__name__}' object does not support item assignment", target)
         else:
             raise self.syntax_error(f"Cannot assign to {_construct_name(target)}", target)
@@ -711,6 +715,8 @@ class FunctionCompiler:
     def inline(self, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> Any:
         """Compile a call of a plain Python function (or nested def) into the current block;
         `node` is the call (None: a call made by a builtin, at the current statement)."""
+        if L.is_static_def(fn):
+            return call_static_def(self, fn, args, kwargs, node)
         sub = self.callee(fn, args, kwargs, node)
         self.ctx.depth += 1
         try:

@@ -11,6 +11,7 @@ expression may not assign, and an exception it raises becomes a TileStaticEvalEr
 from __future__ import annotations
 
 import ast
+import dataclasses
 import enum
 import keyword
 import types
@@ -23,6 +24,7 @@ from ..errors import TileError, TileStaticAssertionError, TileStaticEvalError, T
 from ..ir import Value
 from ..language import ops as L
 from ..language.dispatch import handling_host_calls
+from . import records
 from .builtins import call
 from .registry import handles
 from .semantics import describe
@@ -40,6 +42,7 @@ class Kind(enum.Enum):
     """What a Python-evaluated expression is (named in error messages as cuTile does)."""
 
     EVAL = "static_eval()"
+    STATIC_DEF = "@static_def function"
     ASSERT_CONDITION = "static_assert() condition"
     ASSERT_MESSAGE = "static_assert() message"
     ITER_ITERABLE = "static_iter() iterable"
@@ -99,16 +102,34 @@ def evaluate(fc: Any, node: ast.expr, kind: Kind) -> Any:
                      body=node)
     tree = ast.fix_missing_locations(ast.copy_location(ast.Expression(body=ast.copy_location(lam, node)), node))
     fn = eval(compile(tree, fc.parsed.filename, "eval"), dict(fc.globals))  # noqa: S307 (the kernel's own code)
+    return _run(fc, kind, node, fn, [fc.scope[p] for p in params], {})
+
+
+def _run(fc: Any, kind: Kind, node: ast.AST | None, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """`fn(*args, **kwargs)` as Python, front-end values passed as symbols; a Python exception
+    it raises becomes a TileStaticEvalError."""
     ev = Evaluation(fc, kind.value, node)
     try:
         with handling_host_calls(partial(_host_call, ev)):
-            return fn(*(wrap(fc.scope[p], ev) for p in params))
+            return fn(*(wrap(a, ev) for a in args), **{k: wrap(v, ev) for k, v in kwargs.items()})
     except TileError:
         raise
     except Exception as exc:
         text = f": {exc}" if str(exc) else ""
         raise TileStaticEvalError(f"Exception was raised inside {kind.value} ({type(exc).__name__}{text})",
-                                  fc.loc(node)) from exc
+                                  ev.loc()) from exc
+
+
+def call_static_def(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST | None) -> Any:
+    """A call of a `ct.static_def` function: run as Python; fields it sets on a dataclass
+    argument (`object.__setattr__(self, ...)` in an `__init__`) become front-end values too."""
+    result = _run(fc, Kind.STATIC_DEF, node, fn, args, kwargs)
+    for a in args:
+        if records.is_record(a):
+            for f in dataclasses.fields(a):
+                if hasattr(a, f.name):
+                    object.__setattr__(a, f.name, as_constant(fc, getattr(a, f.name), node))
+    return as_constant(fc, result, node)
 
 
 def _host_call(ev: Evaluation, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -117,25 +138,29 @@ def _host_call(ev: Evaluation, fn: Any, args: tuple[Any, ...], kwargs: dict[str,
         result = call(ev.fc, fn, [unwrap(a) for a in args], {k: unwrap(v) for k, v in kwargs.items()}, ev.node)
         return wrap(result, ev)
     verb = "used" if fn in KEYWORD_FUNCTIONS.values() else "called"
-    raise TileStaticEvalError(f"{fn.__name__}() cannot be {verb} inside {ev.where}.", ev.fc.loc(ev.node))
+    raise TileStaticEvalError(f"{fn.__name__}() cannot be {verb} inside {ev.where}.", ev.loc())
 
 
-def as_constant(fc: Any, value: Any, node: ast.AST) -> Any:
+def as_constant(fc: Any, value: Any, node: ast.AST | None) -> Any:
     """A Python-evaluated result as a front-end value: symbols become their IR values; mutable
-    containers cannot be kernel values (cuTile: 'Cannot create constant ...')."""
+    containers cannot be kernel values (cuTile: 'Cannot create constant ...'), nor instances of
+    dataclasses tile code cannot use."""
     out = unwrap(value)
-    bad = _non_constant(out)
-    if bad is not None:
-        prefix = "" if bad.__module__ == "builtins" else f"{bad.__module__}."
-        raise TileTypeError(f"Cannot create constant from value of type {prefix}{bad.__qualname__}.", fc.loc(node))
+    problem = _non_constant(out)
+    if problem is not None:
+        raise TileTypeError(problem, fc.loc(node) if node is not None else fc.b.loc)
     return out
 
 
-def _non_constant(v: Any) -> type | None:
+def _non_constant(v: Any) -> str | None:
     if isinstance(v, (list, dict, set, bytearray)):
-        return type(v)
+        t = type(v)
+        prefix = "" if t.__module__ == "builtins" else f"{t.__module__}."
+        return f"Cannot create constant from value of type {prefix}{t.__qualname__}."
     if isinstance(v, tuple):
-        return next((t for t in map(_non_constant, v) if t is not None), None)
+        return next((p for p in map(_non_constant, v) if p is not None), None)
+    if records.is_record(v):
+        return records.class_problem(type(v))
     return None
 
 

@@ -27,11 +27,15 @@ from .views import TiledView
 
 @dataclass(frozen=True)
 class Evaluation:
-    """One Python evaluation: the compiler it emits into, what it is (for messages) and where."""
+    """One Python evaluation: the compiler it emits into, what it is (for messages) and where
+    (`node` None: at the statement being compiled)."""
 
     fc: Any
     where: str
-    node: ast.AST
+    node: ast.AST | None
+
+    def loc(self) -> Any:
+        return self.fc.loc(self.node) if self.node is not None else self.fc.b.loc
 
 
 class Symbol:
@@ -146,8 +150,7 @@ class SymbolicCallable:
         self._ev = ev
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TileStaticEvalError(f"{self.name}() cannot be called inside {self._ev.where}.",
-                                  self._ev.fc.loc(self._ev.node))
+        raise TileStaticEvalError(f"{self.name}() cannot be called inside {self._ev.where}.", self._ev.loc())
 
     def __repr__(self) -> str:
         return f"<tile function {self.name}>"

@@ -565,6 +565,18 @@ def function(fn=None, /, *, host: bool = False, tile: bool = True):
     return wrap(fn) if fn is not None else wrap
 
 
+def static_def(fn, /):
+    """Mark a helper (or a dataclass's `__init__` / `__call__`) that tile code runs at compile
+    time as Python, as `ct.static_eval` runs its expression: runtime values reach it as symbols."""
+    fn.__tile_static_def__ = True
+    return fn
+
+
+def is_static_def(fn: Any) -> bool:
+    """Whether `fn` was marked with `static_def`."""
+    return getattr(fn, "__tile_static_def__", False) is True
+
+
 STUBS: tuple[Any, ...] = tuple(_STUBS)
 """Every public tile operation, for the front end's registry and the coverage test."""
 
@@ -575,5 +587,5 @@ STATIC_EVAL_OK: frozenset[Any] = frozenset({
 """The operations `ct.static_eval` may call (as cuTile allows): pure arithmetic, comparisons and
 matmul, compiled into the kernel; any other tile operation there is an error."""
 
-__all__ = sorted(["cdiv", "function", *(s.__name__ for s in STUBS)])
+__all__ = sorted(["cdiv", "function", "static_def", *(s.__name__ for s in STUBS)])
 """The public names of this module (tilecraft re-exports them all)."""
