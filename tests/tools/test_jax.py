@@ -343,26 +343,36 @@ def test_gpu_arrangement_runs_as_jax_triton_calls_it(case):
         np.testing.assert_array_equal(torch_to_numpy(got), np.asarray(want))
 
 
-@needs_triton
-@pytest.mark.skipif(importlib.util.find_spec("jax_triton") is None, reason="jax_triton is not installed")
-@pytest.mark.skipif(jax.default_backend() == "gpu", reason="the real jaxlib runs here (backend triton)")
-def test_jax_triton_lowers_the_call_for_a_gpu(monkeypatch):
-    """jax_triton's own lowering (exported for CUDA, no GPU needed) compiles the entry for sm_90
-    with the operands, scalar types and trailing outputs the arrangement gives it, as the custom
-    call `cutile_launch` with the InputOutput aliased. jaxlib's kernel-call objects, which a JAX
-    without CUDA lacks, are stood in for by recorders."""
+@pytest.fixture
+def jax_triton_for_cuda(monkeypatch):
+    """jax_triton's own lowering for CUDA without a GPU: JAX lowers for CUDA on any machine
+    (export), and jaxlib's kernel-call objects, which a JAX without CUDA lacks, are stood in for
+    by recorders. Yields `lower(f, *specs)` -> (MLIR text, [(kernel name, PTX, grid, params)])."""
+    if unavailable_reason("triton-interpret") is not None:
+        pytest.skip(str(unavailable_reason("triton-interpret")))
+    if importlib.util.find_spec("jax_triton") is None:
+        pytest.skip("jax_triton is not installed")
+    if jax.default_backend() == "gpu":
+        pytest.skip("the real jaxlib runs here (backend triton)")
     import jaxlib.gpu_triton as gpu_triton
     from jax import export
 
     from tilecraft.jax import gpu
-    made = []
+    made: list = []
+
+    class KernelCall:
+        def __init__(self, kernel, gx, gy, gz, params):
+            made.append((*kernel, (gx, gy, gz), params))
+
+        def to_proto(self, name, metadata):
+            return name.encode()
+
     stand_ins = {
-        "TritonKernel": lambda name, warps, ctas, shared, ptx, ttir, cc: made.append(("kernel", name, ptx)),
-        "TritonKernelCall": _RecordedCall, "TritonAutotunedKernelCall": None,
+        "TritonKernel": lambda name, warps, ctas, shared, ptx, ttir, cc: (name, ptx), "TritonKernelCall": KernelCall,
         "create_array_parameter": lambda zeroed, align: ("array", align),
         "create_scalar_parameter": lambda value, dtype: ("scalar", value, dtype),
         "get_compute_capability": lambda device: 90, "get_serialized_metadata": lambda b: b,
-        "get_custom_call": lambda: None, "get_arch_details": lambda device: "",
+        "get_custom_call": lambda: None, "get_arch_details": lambda device: "", "TritonAutotunedKernelCall": None,
     }
     for name, value in stand_ins.items():
         monkeypatch.setattr(gpu_triton, name, value, raising=False)
@@ -370,25 +380,32 @@ def test_jax_triton_lowers_the_call_for_a_gpu(monkeypatch):
     monkeypatch.setattr(gpu, "_arch", lambda: ("sm_90", 90))
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
-    _RecordedCall.made.clear()
-    try:
-        exported = export.export(
-            jax.jit(lambda a, b, acc: cutile_call((5,), mixed, (
-                2, (a, b), OutputPlaceholder((37,), jnp.float32), InputOutput(acc), (1.5, 1), TILE))),
-            platforms=["cuda"], disabled_checks=[export.DisabledSafetyCheck.custom_call("cutile_launch")])(
-            *[jax.ShapeDtypeStruct((37,), jnp.float32)] * 3)
+
+    def lower(f, *specs):
+        made.clear()
+        exported = export.export(jax.jit(f), platforms=["cuda"],
+                                 disabled_checks=[export.DisabledSafetyCheck.custom_call("cutile_launch")])(*specs)
         assert "TRITON_CACHE_DIR" not in os.environ  # jax_triton's import blanks it; put back
-    finally:
+        return exported.mlir_module(), list(made)
+
+    try:
+        yield lower
+    finally:  # the next import of jax_triton is a fresh one, with the real jaxlib objects
         for name in [m for m in sys.modules if m.startswith("jax_triton")]:
             del sys.modules[name]
-    text = exported.mlir_module()
+
+
+def test_jax_triton_lowers_the_call_for_a_gpu(jax_triton_for_cuda):
+    """The entry compiles for sm_90 with the operands, scalar types and trailing outputs the
+    arrangement gives jax_triton, as the custom call `cutile_launch` with the InputOutput aliased."""
+    spec = jax.ShapeDtypeStruct((37,), jnp.float32)
+    text, made = jax_triton_for_cuda(lambda a, b, acc: cutile_call((5,), mixed, (
+        2, (a, b), OutputPlaceholder((37,), jnp.float32), InputOutput(acc), (1.5, 1), TILE)), spec, spec, spec)
     assert text.count("stablehlo.custom_call @cutile_launch(") == 1
     assert "output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [1], operand_index = 2" \
         in text
-    (kind, name, ptx), = made
-    assert name.startswith("mixed_entry") and ".entry mixed_entry" in ptx
-    (grid, params), = _RecordedCall.made
-    assert grid == (5, 1, 1)
+    (name, ptx, grid, params), = made
+    assert name.startswith("mixed_entry") and ".entry mixed_entry" in ptx and grid == (5, 1, 1)
     # a, its size; b, its size; the output's size; acc, its size; k[0] as fp64, k[1] == 1 (a constant);
     # then the two outputs: out's buffer and acc's (aliased, unused by the kernel)
     assert params == [("array", 16), ("scalar", 37, "i32"), ("array", 16), ("scalar", 37, "i32"),
@@ -396,11 +413,21 @@ def test_jax_triton_lowers_the_call_for_a_gpu(monkeypatch):
                       ("array", 16), ("array", 16)]
 
 
-class _RecordedCall:
-    made: list = []
+@pytest.mark.parametrize("flag, passed", [(False, [("scalar", 0, "i32")]), (True, [])])
+def test_jax_triton_gets_bools_as_ints(jax_triton_for_cuda, flag, passed):
+    """jax_triton types a bool "B", which Triton 3.6 cannot specialize: bools go as 0 or 1 (1 is
+    compiled in), and the entry casts them back."""
+    spec = jax.ShapeDtypeStruct((18,), jnp.float32)
+    _, made = jax_triton_for_cuda(lambda x: cutile_call((3,), signed, (x, OutputPlaceholder((18,), jnp.float32),
+                                                                       flag, TILE)), spec)
+    assert made[0][3] == [("array", 16), ("scalar", 18, "i32"), ("scalar", 18, "i32"), *passed, ("array", 16)]
 
-    def __init__(self, kernel, gx, gy, gz, params):
-        self.made.append(((gx, gy, gz), params))
 
-    def to_proto(self, name, metadata):
-        return name.encode()
+@pytest.mark.parametrize("dtype", ["float8_e8m0fnu", "bool", "bfloat16", "float8_e4m3fn", "float8_e5m2", "uint16"])
+def test_jax_triton_compiles_every_array_dtype(jax_triton_for_cuda, dtype):
+    d = np.dtype(getattr(ml_dtypes, dtype, dtype))
+    kernel = copy if dtype in ("bool", "float8_e8m0fnu") else twice_as_f32
+    text, made = jax_triton_for_cuda(lambda x: cutile_call((2,), kernel, (x, OutputPlaceholder(x.shape, x.dtype),
+                                                                         TILE)), jax.ShapeDtypeStruct((13,), d))
+    assert len(made) == 1 and ".entry" in made[0][1] and text.count("@cutile_launch(") == 1
+    assert ("bitcast_convert" in text) == (dtype == "float8_e8m0fnu")  # jax_triton has no name for it: bytes

@@ -15,7 +15,7 @@ from ..environment import require
 
 require("jax", "tilecraft.jax")
 
-from . import call as _jax  # noqa: E402  (cuTile's name for its implementation module, which holds _COMPILE_CACHE)
+from . import call as _jax  # noqa: E402,F401  (cuTile's name for its implementation module, which holds _COMPILE_CACHE)
 from .call import InputOutput, OutputPlaceholder, cutile_call  # noqa: E402
 from .gpu import register_target  # noqa: E402
 

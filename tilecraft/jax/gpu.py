@@ -138,7 +138,8 @@ def _arrange(call: Call, compiled: Any, flat: list[Any]) -> tuple[list[Any], lis
     """(jax_triton's arguments, the entry's parameter order, input_output_aliases) for a launch of
     `compiled` with the kernel arguments `flat` (ArrayArgs holding stand-ins, and numbers)."""
     lowered = compiled.lowered
-    triton_args = eval(lowered.flatten)(*(x.data if isinstance(x, ArrayArg) else x for x in flat))  # noqa: S307
+    from ..backends.triton.external import triton_arguments
+    triton_args = triton_arguments(compiled, [x.data if isinstance(x, ArrayArg) else x for x in flat])
     if len(triton_args) != len(lowered.signature):
         raise TileUnsupportedFeatureError(f"Kernel `{lowered.name}` prints, which cutile_call cannot do on the GPU "
                                           f"(the records need a buffer of their own); pass backend='interpreter' "
@@ -150,8 +151,8 @@ def _arrange(call: Call, compiled: Any, flat: list[Any]) -> tuple[list[Any], lis
     aliases: dict[int, int] = {}
     arrays = 0  # jax_triton numbers its array operands apart from the scalars
     for pos, value in enumerate(triton_args):
-        if not isinstance(value, AbstractArray):
-            operands.append(value)
+        if not isinstance(value, AbstractArray):  # a bool as an int: jax_triton types bools "B", which
+            operands.append(int(value) if isinstance(value, bool) else value)  # Triton 3.6 cannot specialize
             order.append(pos)
             continue
         role = call.roles[id(value)]

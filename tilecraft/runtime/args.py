@@ -172,7 +172,7 @@ class AbstractArray:
     """An array known only by its shape and dtype, dense row-major with a 16-byte aligned base:
     what a tracing framework (JAX) knows of an array while it compiles, and what its buffers are.
     `describe` specializes a kernel for it as for such an array; it holds no data and cannot be
-    launched. `stride(axis)` (in elements) and `shape` are what Triton's argument lists read."""
+    launched. `shape`, `stride(axis)` (in elements) and `view` are what Triton's argument lists use."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -181,6 +181,11 @@ class AbstractArray:
     def stride(self, axis: int | None = None) -> Any:
         strides = tuple(math.prod(self.shape[k + 1:]) for k in range(len(self.shape)))
         return strides if axis is None else strides[axis]
+
+    def view(self, dtype: Any) -> "AbstractArray":
+        """Itself: Triton argument lists pass some arrays as a view of their bytes, which is the
+        same buffer (the array a stand-in stands for is what matters)."""
+        return self
 
 
 def _abstract_array(a: AbstractArray, name: str, index64: bool) -> ArrayArg:

@@ -72,6 +72,12 @@ def external_entry(kernel: TritonKernel, order: Sequence[int | str]) -> External
     return ExternalEntry(_load(path, entry_lowered, kernel.interpret), entry_lowered)
 
 
+def triton_arguments(kernel: TritonKernel, args: Sequence[Any]) -> tuple:
+    """The Triton arguments of a launch of `kernel` with `args` (one per IR parameter, as for
+    `TritonKernel.launch`), in the order of `kernel.lowered.signature`."""
+    return kernel._flatten(*args)
+
+
 def _fresh(base: str, taken: set[str]) -> str:
     name, k = base, 0
     while name in taken:
