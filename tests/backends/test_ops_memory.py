@@ -646,12 +646,22 @@ def test_array_annotation_static_dims(dev) -> None:
         dev.launch((3,), static_dims_kernel, (dev.put(x), out))
         np.testing.assert_array_equal(dev.get(out), x * (cols // 8))
     assert "array_shape" not in static_dims_kernel.ir(dev.put(x), out)
-    with pytest.raises(ValueError, match=r"static_shape_dims \(2, -1\) must name distinct axes of a rank-2 array"):
+    with pytest.raises(ValueError, match=r"static_shape_dims contains axis 2, which is out of range for a rank-2"):
         dev.launch((1,), bad_static_axis_kernel, (dev.put(x),))
+    with pytest.raises(ValueError, match=r"static_stride_dims \(1, -1\) contains a duplicate axis"):
+        dev.launch((1,), repeated_static_axis_kernel, (dev.put(x),))
+    for bad in ((0, True), (1.0,)):
+        with pytest.raises(TypeError, match="Each entry of static_stride_dims must be int"):
+            ct.ArrayAnnotation(static_stride_dims=bad)
 
 
 @ct.kernel
 def bad_static_axis_kernel(x: Annotated[Any, ct.ArrayAnnotation(static_shape_dims=(2, -1))]):
+    ct.store(x, (0, 0), ct.zeros((1, 1), dtype=x.dtype))
+
+
+@ct.kernel
+def repeated_static_axis_kernel(x: Annotated[Any, ct.ArrayAnnotation(static_stride_dims=(1, -1))]):
     ct.store(x, (0, 0), ct.zeros((1, 1), dtype=x.dtype))
 
 

@@ -30,9 +30,11 @@ class ArrayAnnotation:
     static_stride_dims: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        for dims in (self.static_shape_dims, self.static_stride_dims):
-            if not all(isinstance(d, int) for d in dims):
-                raise TypeError("static_shape_dims/static_stride_dims must be tuples of ints")
+        for what, dims in (("static_shape_dims", self.static_shape_dims),
+                           ("static_stride_dims", self.static_stride_dims)):
+            for d in dims:
+                if not isinstance(d, int) or isinstance(d, bool):
+                    raise TypeError(f"Each entry of {what} must be int, got {d!r}")
 
 
 class Array:

@@ -374,9 +374,13 @@ def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
     found = []
     for what, axes, values in (("static_shape_dims", info.static_shape, arr.data.shape),
                                ("static_stride_dims", info.static_stride, [s // item for s in strides])):
-        norm = [a % ndim if -ndim <= a < ndim else None for a in axes]
-        if None in norm or len(set(norm)) != len(norm):
-            raise ValueError(f"Argument `{path}`: {what} {axes} must name distinct axes of a rank-{ndim} array")
+        bad = next((a for a in axes if not -ndim <= a < ndim), None)
+        if bad is not None:
+            raise ValueError(f"Argument `{path}`: {what} contains axis {bad}, which is out of range for a "
+                             f"rank-{ndim} array")
+        norm = [a % ndim for a in axes]
+        if len(set(norm)) != len(norm):
+            raise ValueError(f"Argument `{path}`: {what} {axes} contains a duplicate axis")
         found.append(tuple((a, int(values[a])) for a in sorted(norm)))  # type: ignore[index]
     return replace(arr.spec, static_shape=found[0], static_strides=found[1])
 
