@@ -686,28 +686,43 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
         index = fc.sema.index_scalar(key, "List index")
         return fc.b.value(ops.ListGet, list=obj, index=index)
     if is_tile(obj):
-        parts = index_node.elts if isinstance(index_node, ast.Tuple) else [index_node]
-        t = obj
-        axis = 0
-        for p in parts:
-            if isinstance(p, ast.Constant) and p.value is None:
-                t = expand_dims(fc, t, axis)
-                axis += 1
-            elif isinstance(p, ast.Slice) and p.lower is None and p.upper is None and p.step is None:
-                axis += 1
-            elif isinstance(p, ast.Constant) and p.value is Ellipsis:
-                axis = t.tile.ndim - sum(1 for q in parts[parts.index(p) + 1:] if not
-                                         (isinstance(q, ast.Constant) and q.value is None))
-            else:
-                raise fc.type_error("Directly indexing a tile is not supported; use extract() or item()", node)
-        return t
+        return _tile_new_axes(fc, obj, fc.expr(index_node), node)
     key = fc.expr(index_node)
     getitem = records.special_method(obj, "__getitem__")
     if getitem is not None:
         return fc.inline(getitem, [obj, key], {}, node)
     if isinstance(obj, tuple):
         return _tuple_item(fc, obj, key, node)
+    if isinstance(obj, dict) and _hashable(key) and key not in obj:
+        raise fc.type_error(f"Key {key!r} not found in dictionary", node)
     return fc.host(lambda: obj[key], (), node)
+
+
+def _tile_new_axes(fc: Any, t: Value, key: Any, node: ast.AST) -> Value:
+    """`t[None, :, ...]`: new unit axes where the key has None (np.newaxis); `:` and `...`
+    stand for the tile's axes. Any other subscript of a tile is an error (cuTile's rules)."""
+    if key is None:
+        key = (None,)
+    if not isinstance(key, tuple):
+        raise fc.type_error("Directly indexing a tile is not supported; use `extract()` or `item()` instead.", node)
+    if any(isinstance(k, Value) for k in key):
+        raise fc.type_error("Tile subscript must be a constant tuple", node)
+    for k in key:
+        if k is not None and k is not Ellipsis and k != slice(None):
+            raise fc.type_error(f"Expected `None|np.newaxis` or `ellipsis` or full slice (`:`), but got {k}. "
+                                f"Hint: Directly indexing a tile is not supported, use `extract` or `item`.", node)
+    ndim = t.tile.ndim
+    slices = sum(1 for k in key if isinstance(k, slice))
+    if slices > ndim:
+        raise fc.type_error(f"Tile is {ndim}-dimensional, but {slices} were indexed", node)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise fc.type_error("Only one ellipsis is allowed", node)
+    dots = key.index(Ellipsis) if Ellipsis in key else None
+    axes = [i - len(key) if dots is not None and i > dots else i for i, k in enumerate(key) if k is None]
+    shape = list(t.tile.shape)
+    for a in axes:
+        shape.insert(a + ndim + len(axes) if a < 0 else a, 1)
+    return fc.sema.reshape(t, tuple(shape))
 
 
 def _tuple_item(fc: Any, tup: tuple[Any, ...], key: Any, node: ast.AST) -> Any:

@@ -15,7 +15,7 @@ import operator
 import textwrap
 from typing import Any, Callable
 
-from ..errors import (Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError)
+from ..errors import Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError, TileValueError
 from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value, ops
 from ..language import ops as L
 from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
@@ -26,7 +26,7 @@ from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
 from .rewrite import BREAK, RETVAL, EnterWith, ExitWith, rewrite_function
 from .records import has_runtime, special_method
-from .semantics import Sema, describe, is_array, is_loose, type_name
+from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
 from .tuples import contains, tuple_compare
 from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
@@ -204,7 +204,7 @@ class FunctionCompiler:
                 raise self.type_error(f"Cannot unpack {describe(value)}", target)
             if len(value) != len(target.elts):
                 few = "few" if len(value) < len(target.elts) else "many"
-                raise TileTypeError(f"Too {few} values to unpack (expected {len(target.elts)}, got {len(value)})",
+                raise TileValueError(f"Too {few} values to unpack (expected {len(target.elts)}, got {len(value)})",
                                     self.loc(target))
             for t, v in zip(target.elts, value):
                 self.assign(t, v)
@@ -360,9 +360,17 @@ class FunctionCompiler:
     def range_for(self, node: ast.For, args: list[Any]) -> None:
         if not 1 <= len(args) <= 3:
             raise self.type_error("range() takes 1 to 3 arguments", node.iter)
+        for i, v in enumerate(args, 1):
+            if not (is_tile(v) or is_loose(v)) or self.sema.shape_of(v) != ():
+                raise self.type_error(f"Invalid argument #{i} of range(): Expected a scalar or a 0D tile, but given "
+                                      f"value has type {type_name(v)}", node.iter)
+            d = self.sema.dtype_of(v)
+            if not d.is_int or not d.signed:
+                raise self.type_error(f"Invalid argument #{i} of range(): Expected a signed integer scalar, but got "
+                                      f"{type_name(v)}", node.iter)
         lb, ub, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if is_loose(step) and step <= 0:
-            raise self.type_error("Step must be positive", node.iter)
+            raise self.type_error(f"Step must be positive, got {step}", node.iter)
         if not isinstance(node.target, ast.Name):
             raise self.syntax_error("The loop variable must be a plain name", node.target)
         bounds = [self.sema.index_scalar(v, "A range() bound") if isinstance(v, Value) else v for v in (lb, ub, step)]
