@@ -212,6 +212,21 @@ def test_argmax_argmin_ties(dev, name: str, dtype: str, axis: Any, keepdims: boo
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("name, dtype, shape", [
+    ("argmax", "int16", (512, 128)), ("argmin", "int8", (4, 32, 64)), ("argmax", "int32", (4, 32, 64)),
+    ("argmin", "int64", (4, 32, 64)), ("argmax", "float16", (4, 32, 64))])
+def test_argmax_argmin_all_axes_of_a_large_tile(dev, name: str, dtype: str, shape: tuple[int, ...]) -> None:
+    """axis=None over a whole large tile with thousands of ties: the first in row-major order
+    (on the GPU, Triton may reorder a reshape that only a reduction uses: the flattened values
+    must not meet the index in a one-pass (value, index) reduction)."""
+    g = rng(name, dtype, *shape)
+    d = np_dtype(dtype)
+    x = random_array(g, shape, d, -9, 9)
+    want = ref_reduce(name, x, None, False)
+    got = run_reduce(dev, OPS[name], x, identity(name, d), np.shape(want), np.int32, axis=None)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("propagate_nan", [False, True])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_argmin_nan(dev, name: str, propagate_nan: bool) -> None:

@@ -1035,6 +1035,26 @@ def test_load_latency_sets_the_loop_stages():
     np.testing.assert_allclose(c.double().numpy(), a.double().numpy() @ b.double().numpy(), rtol=1e-3, atol=1e-2)
 
 
+@pytest.mark.parametrize("dtype, acc", [(D.float32, D.float32), (D.float16, D.float32)], ids=["f32", "f16"])
+def test_fma_mma_stays_fma_on_the_gpu(dtype, acc):
+    """An MMA too small for tl.dot (K=8) is multiplies and a sum: Triton must not turn the sum
+    of x[:, :, None] * y[None, :, :] back into a tf32 tl.dot (compiled for sm_90, no GPU)."""
+    kernel = GPU.compile(_matmul(dtype, acc, acc, tk=8).fn(), [None] * 3)
+    assert "tt.dot" not in kernel.compile_for(90).asm["ttgir"]
+
+
+@pytest.mark.parametrize("dtype", [D.int8, D.int32, D.float32])
+def test_flat_argmax_is_not_reordered_on_the_gpu(dtype):
+    """argmax over a flattened tile (what axis=None lowers to): Triton lets a reshape that only
+    reductions use reorder its elements, which a (value, index) reduction cannot afford; the
+    values must reach the reduction through a reshape kept in order."""
+    k = K("argall")
+    a, o = k.array("A", dtype, 2), k.array("O", D.int32, 1)
+    flat = k.b.value(ops.Reshape, x=k.load(a, [k.const(0), k.const(0)], (512, 128)), shape=(65536,))
+    k.store(o, [k.const(0)], k.b.value(ops.Reduce, fn=ReduceFn.ARGMAX, x=flat, axis=0, keepdims=True))
+    assert "allow_reorder" not in GPU.compile(k.fn(), [None] * 2).compile_for(90).asm["ttgir"]
+
+
 def test_fp8_fast_accumulation():
     """use_fast_acc lets an fp8 dot accumulate its whole K at reduced precision; without it
     the accumulator is promoted to fp32 after every 32-deep MMA instruction (Triton's sm_90

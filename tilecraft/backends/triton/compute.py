@@ -465,7 +465,7 @@ def _widened(w: KernelWriter, x: Value) -> tuple[str, DType]:
 
 _REDUCE_COMBINE = covers(ReduceFn, {
     ReduceFn.SUM: "_tc_add", ReduceFn.PROD: "_tc_mul", ReduceFn.MAX: "_tc_maxnum", ReduceFn.MIN: "_tc_minnum",
-    ReduceFn.ARGMAX: "_tc_argmax", ReduceFn.ARGMIN: "_tc_argmin"})
+    ReduceFn.ARGMAX: "_tc_maxnum", ReduceFn.ARGMIN: "_tc_minnum"})
 _SCAN_COMBINE = covers(ScanFn, {ScanFn.CUMSUM: "_tc_add", ScanFn.CUMPROD: "_tc_mul"})
 
 
@@ -478,16 +478,21 @@ def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     if fn not in (ReduceFn.ARGMAX, ReduceFn.ARGMIN):
         _result(w, op, f"tl.reduce({v}, {axis}, {combine}, keep_dims={keep})", compute, fn.value)
         return
-    shape = shape_of(x)
-    if is_float(compute):  # NaN never wins: it becomes the identity of the search
-        fill = 'float("-inf")' if fn is ReduceFn.ARGMAX else 'float("inf")'
-        clean = w.fresh("t")
-        w.emit(f"{clean} = tl.where({v} != {v}, {fill}, {v})")
-        v = clean
-    index = broadcast_index(f"tl.arange(0, {shape[axis]})", axis, len(shape))
-    if len(shape) > 1:
-        index = f"tl.broadcast_to({index}, {_shape(shape)})"
-    _result(w, op, f"tl.reduce(({v}, {index}), {axis}, {combine}, keep_dims={keep})[1]", D.int32, "arg")
+    # Two passes, as the interpreter: the extreme ignoring NaN, then the first index holding it
+    # (0 where none does: an all-NaN slice). A (value, index) tuple reduction would be one pass,
+    # but Triton lets the reshape feeding it reorder the values (not the index) when a reduction
+    # is its only user, which is what flattening for axis=None gives.
+    n = shape_of(x)[axis]
+    if v != w.tensor(x):  # a widening cast, used twice: computed once
+        wide = w.fresh("t")
+        w.emit(f"{wide} = {v}")
+        v = wide
+    best = w.fresh("best")
+    w.emit(f"{best} = tl.reduce({v}, {axis}, {combine}, keep_dims=True)")
+    index = broadcast_index(f"tl.arange(0, {n})", axis, len(shape_of(x)))
+    first = w.need_helper("_tc_minnum")
+    text = f"tl.reduce(tl.where({v} == {best}, {index}, {n}), {axis}, {first}, keep_dims={keep}) % {n}"
+    _result(w, op, text, D.int32, "arg")
 
 
 @rule(ops.ReduceWith, ops.ScanWith)
@@ -577,11 +582,16 @@ def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
     x, y = w.fresh("fa"), w.fresh("fb")
     w.emit(f"{x} = {_as(w, a, compute)}")
     w.emit(f"{y} = {_as(w, b, compute)}")
-    lead = ":, " * (rank - 2)
+    lead, (m, k), n = so[:-2], sa[-2:], so[-1]
     add = w.need_helper("_tc_add")
     total = None
     for xc, yc in zip(_k_chunks(w, x, sa, rank - 1, chunk), _k_chunks(w, y, sb, rank - 2, chunk)):
-        part = f"tl.reduce({xc}[{lead}:, :, None] * {yc}[{lead}None, :, :], {rank - 1}, {add})"
+        kc = min(k, chunk)
+        # unit dims by reshape: Triton turns sum(x[:, :, None] * y[None, :, :], 1) of float32
+        # into a tf32 tl.dot (its CombineBroadcastMulReduce), losing float32 precision
+        xs = f"tl.reshape({xc}, {_shape(lead + (m, kc, 1))})"
+        ys = f"tl.reshape({yc}, {_shape(lead + (1, kc, n))})"
+        part = f"tl.reduce({xs} * {ys}, {rank - 1}, {add})"
         if total is None:
             total = part
         else:

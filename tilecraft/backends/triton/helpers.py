@@ -64,18 +64,6 @@ define_helper("_tc_mul", '''(a, b):
     return a * b
 ''')
 
-define_helper("_tc_argmax", '''(v1, i1, v2, i2):
-    """Combine function of argmax over (value, index) pairs: the first index of the largest."""
-    take = (v1 > v2) | ((v1 == v2) & (i1 < i2))
-    return tl.where(take, v1, v2), tl.where(take, i1, i2)
-''')
-
-define_helper("_tc_argmin", '''(v1, i1, v2, i2):
-    """Combine function of argmin over (value, index) pairs: the first index of the smallest."""
-    take = (v1 < v2) | ((v1 == v2) & (i1 < i2))
-    return tl.where(take, v1, v2), tl.where(take, i1, i2)
-''')
-
 define_helper("_tc_round_tf32", '''(x, MODE: tl.constexpr):
     """float32 rounded to tfloat32's 10 mantissa bits, kept as float32: a bias added to the
     sign-magnitude bits, the low 13 cleared. MODE 0 RN (0xFFF plus the last kept bit: ties to
