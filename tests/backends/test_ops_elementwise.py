@@ -172,6 +172,24 @@ def test_binary_float(dev, name: str, dtype: str, form: str) -> None:
         assert_close(got, want.astype(d), d, msg=f"{name} {dtype}")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_floordiv_of_halves_floors_the_rounded_quotient(dev, dtype: str) -> None:
+    """cuTile divides in the operands' dtype, then floors: where x / y lies just below an
+    integer the quotient rounds up to it in float16/bfloat16 and `//` gives that integer (as
+    torch.floor(x / y) does), not one less."""
+    d = np_dtype(dtype)
+    g = rng("floordiv-halves", dtype)
+    y = g.uniform(1, 4, SHAPE).astype(d)
+    k = g.integers(1, 40, SHAPE)
+    x = (k * y.astype(np.float64) * (1 - g.uniform(0, 2.0**-9, SHAPE))).astype(d)
+    quotient = (x.astype(np.float32) / y.astype(np.float32)).astype(d).astype(np.float64)
+    want = np.floor(quotient)
+    assert (want != np.floor(x.astype(np.float64) / y.astype(np.float64))).sum() > 10  # the case is there
+    for f in (op_floordiv, fn_floordiv):
+        got = run_binary(dev, f, x, y, d)
+        np.testing.assert_array_equal(got.astype(np.float64), want)
+
+
 def _int_inputs(name: str, d: np.dtype, seed: tuple) -> tuple[np.ndarray, np.ndarray]:
     g = rng(*seed)
     info = np.iinfo(d)

@@ -42,9 +42,11 @@ _BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = kind_table(BinaryFn, {
 })
 
 
-def _float_floordiv(x: Any, y: Any) -> Any:
-    """Float `//` is floor(x / y) (not NumPy's fmod-based floor_divide)."""
-    return np.floor(np.true_divide(x, y))
+def _float_floordiv(dtype: DType) -> Callable[[Any, Any], Any]:
+    """Float `//`: the quotient rounded to `dtype`, then its floor (cuTile divides in the
+    dtype, then floors; not NumPy's fmod-based floor_divide)."""
+    divide, floor = lift(np.true_divide, [dtype, dtype], dtype), lift(np.floor, [dtype], dtype)
+    return lambda x, y: floor(divide(x, y))
 
 
 _COMPARE: dict[CompareFn, Callable[[Any, Any], Any]] = kind_table(CompareFn, {
@@ -165,8 +167,10 @@ def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
 def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
     fn, dtype, mode = op.fn, op.lhs.tile.dtype, op.rounding
     if mode not in NON_NEAREST:
-        f = _float_floordiv if fn is BinaryFn.FLOORDIV and is_floating(dtype) else _BINARY[fn]
-        f = lift(f, [dtype, dtype], op.result.tile.dtype)
+        if fn is BinaryFn.FLOORDIV and is_floating(dtype):
+            f = _float_floordiv(dtype)
+        else:
+            f = lift(_BINARY[fn], [dtype, dtype], op.result.tile.dtype)
     else:  # a directed rounding of ADD/SUB/MUL/TRUEDIV
         def f(x: Any, y: Any) -> Any:
             return rounded_binary(fn, x, y, dtype, mode)

@@ -433,7 +433,12 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
         if not op.flush_to_zero:
             a, b = _operands(w, x, y, compute)
         signs_agree = x.id in w.plan.nonneg and y.id in w.plan.nonneg  # Python's and C's // and % coincide
-        text, compute = _BINARY[op.fn](w, a, b, compute, signs_agree)
+        if op.fn is BinaryFn.FLOORDIV and dtype in (D.float16, D.bfloat16):
+            # cuTile divides in the dtype, then floors: the float32 quotient rounds to it first
+            quotient = w.cast(_truediv(w, a, b, compute, False)[0], compute, dtype)
+            text = f"tl.floor({w.cast(quotient, dtype, compute)})"
+        else:
+            text, compute = _BINARY[op.fn](w, a, b, compute, signs_agree)
     if op.flush_to_zero:
         text = _flush(w, text)
     _result(w, op, text, compute)
