@@ -177,7 +177,9 @@ def _float_to_float(src: DType, dst: DType, mode: RoundingMode | None) -> Conver
 
     def directed(x: Any) -> Any:
         rn = nearest(x)
-        return _directed(rn, np.asarray(x).astype(F64) - rn.astype(F64), dst, mode)
+        with np.errstate(invalid="ignore"):  # inf - inf: NaN, nothing to fix
+            diff = np.asarray(x).astype(F64) - rn.astype(F64)
+        return _directed(rn, diff, dst, mode)
     return directed
 
 
