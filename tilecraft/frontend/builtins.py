@@ -150,8 +150,11 @@ def tile_of(fc: Any, x: Any) -> Value:
 
 # ---- dtype constructors and casts ------------------------------------------------------------------
 def dtype_call(fc: Any, d: DType, value: Any = 0) -> Any:
-    """`ct.float16(x)`: a constant of dtype `d` (0 without an argument), or `x.astype(d)`.
-    Integer constants wrap to the dtype's width (`ct.uint32(-1)` is 4294967295)."""
+    """`ct.float16(x)`: a constant of dtype `d` (0 without an argument; a string is parsed, as
+    `ct.float32("-inf")`), or `x.astype(d)`. Integer constants wrap to the dtype's width
+    (`ct.uint32(-1)` is 4294967295)."""
+    if isinstance(value, str):
+        value = fc.host(float if d.is_float or d.is_restricted else int, (value,), None)
     if is_loose(value):
         if d.is_restricted and not d.signed and math.copysign(1.0, value) < 0:
             raise fc.sema.value_error("Negative values cannot be represented in an unsigned float format")
@@ -230,7 +233,12 @@ def full(fc: Any, shape: Any, fill_value: Any, dtype: Any) -> Value:
     if fc.sema.shape_of(fill_value) != () or not (is_tile(fill_value) or fc.sema.is_number(fill_value)):
         raise fc.sema.arg_error(f"Expected a scalar value, but given value has type {type_name(fill_value)}",
                                 param="fill_value")
-    v = fc.sema.to_tile(fill_value, d) if is_loose(fill_value) else fc.sema.cast(tile_of(fc, fill_value), d)
+    if is_loose(fill_value):  # a constant converts to the dtype as a cast would (1.5 -> 1), as in cuTile
+        if isinstance(fill_value, float) and not math.isfinite(fill_value) and not (d.is_float or d.is_restricted):
+            raise fc.sema.value_error(f"Constant {fill_value} cannot be represented as {d}")
+        v = fc.sema.const(fill_value, d)
+    else:
+        v = fc.sema.cast(tile_of(fc, fill_value), d)
     return fc.sema.broadcast_to(v, shape)
 
 

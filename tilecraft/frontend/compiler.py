@@ -24,9 +24,10 @@ from .comprehension import tuple_comprehension
 from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import dynamic_leaves, pair_leaves, same, same_static
-from .rewrite import BREAK, RETVAL, EnterWith, ExitWith, rewrite_function
+from .rewrite import BREAK, CONTINUE, RETVAL, EnterWith, ExitWith, rewrite_function
 from .records import has_runtime, special_method
 from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
+from . import loop_exits
 from .tuples import contains, tuple_compare
 from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
@@ -148,6 +149,7 @@ class FunctionCompiler:
         self.scope = scope
         self.caller = caller
         self.name = name
+        self.loop_exits: list[list[dict[str, Any]]] = []  # per enclosing loop: the scope at each break
 
     # ---- locations and errors -----------------------------------------------------------------------
     def loc(self, node: ast.AST) -> Location:
@@ -198,7 +200,10 @@ class FunctionCompiler:
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
+            if target.id == BREAK and value is True:
+                loop_exits.record_break(self)
             self.scope[target.id] = value
+            self.scope[_LINE + target.id] = target.lineno
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, tuple):
                 raise self.type_error(f"Cannot unpack {describe(value)}", target)
@@ -230,6 +235,7 @@ class FunctionCompiler:
         if self.caller is None and value is not None:
             raise self.type_error("Tile kernels cannot return values", node)
         self.scope[RETVAL] = value
+        self.scope[_LINE + RETVAL] = node.lineno
         close_withs(self)
 
     def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -271,8 +277,8 @@ class FunctionCompiler:
     def merge_branches(self, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
         """Emit an If with the values that differ between the branches as results."""
         (tblk, tscope), (eblk, escope) = branches
-        names = sorted(n for n in set(tscope) | set(escope)
-                       if not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
+        names = sorted(n for n in set(tscope) | set(escope) if not n.startswith(_LINE)
+                       and not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
         for n in set(tscope) - set(names):  # the same on both paths (possibly not as before the `if`)
             self.scope[n] = tscope[n]
         yields: tuple[list[Value], list[Value]] = ([], [])
@@ -285,13 +291,13 @@ class FunctionCompiler:
                 continue
             pairs = pair_leaves(tv, ev)
             if pairs is None:
-                self.scope[n] = Undefined(_path_msg(n))
+                self.scope[n] = Undefined(_path_msg(n, (ev, escope.get(_LINE + n)), (tv, tscope.get(_LINE + n))))
                 continue
             dyn, rebuild = pairs
             try:
                 tvals = self._materialize_pairs(dyn, tblk, eblk)
             except _Mismatch:
-                self.scope[n] = Undefined(_path_msg(n))
+                self.scope[n] = Undefined(_path_msg(n, (ev, escope.get(_LINE + n)), (tv, tscope.get(_LINE + n))))
                 continue
             yields[0].extend(t for t, _ in tvals)
             yields[1].extend(e for _, e in tvals)
@@ -306,31 +312,21 @@ class FunctionCompiler:
             pos += count
 
     def _materialize_pairs(self, pairs: list[tuple[Any, Any]], tblk: Block, eblk: Block) -> list[tuple[Value, Value]]:
+        """The IR values the two branches yield for each pair of differing leaves. As in cuTile
+        the types must be equal, a Python number counting as a scalar of its default dtype
+        (1 is int32, 2.0 float32): an int in one branch and a float in the other is an error."""
         out = []
         for tv, ev in pairs:
-            ttype = tv.type if isinstance(tv, Value) else None
-            etype = ev.type if isinstance(ev, Value) else None
-            if ttype is not None and etype is not None:
-                if ttype != etype:
-                    raise _Mismatch
-                out.append((tv, ev))
-                continue
-            target = ttype or etype
-            if target is None:
-                if not (is_loose(tv) and is_loose(ev)):
-                    raise _Mismatch
-                target = TileType(self.sema.common_dtype(tv, ev), ())
-            if not isinstance(target, TileType) or target.shape != ():
+            types = [v.type if isinstance(v, Value) else TileType(self.sema.loose_dtype(v), ()) for v in (tv, ev)]
+            if types[0] != types[1]:
                 raise _Mismatch
             pair = []
             for v, blk in ((tv, tblk), (ev, eblk)):
                 if isinstance(v, Value):
                     pair.append(v)
                     continue
-                if not is_loose(v) or not self.sema._loose_fits(v, target.dtype):
-                    raise _Mismatch
                 with self.b.inside(blk):
-                    pair.append(self.sema.const(v, target.dtype))
+                    pair.append(self.sema.const(v, types[0].dtype))
             out.append((pair[0], pair[1]))
         return out
 
@@ -376,6 +372,7 @@ class FunctionCompiler:
         bounds = [self.sema.index_scalar(v, "A range() bound") if isinstance(v, Value) else v for v in (lb, ub, step)]
         idx_dtype = self.sema.common_dtype(*bounds)
         bounds = [self.sema.to_tile(v, idx_dtype) for v in bounds]
+        saved_flags = self._exit_flags()
         body = node.body
         if getattr(node, "tc_break", False):
             self.scope[BREAK] = False
@@ -392,9 +389,23 @@ class FunctionCompiler:
 
         self.emit_loop(bounds, [TileType(idx_dtype)], assigned_names(body) - {target}, run, node)
         self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
+        self._restore_exit_flags(saved_flags)
+
+    def _exit_flags(self) -> dict[str, Any]:
+        """The enclosing loop's break/continue flags, which a nested loop reuses by name."""
+        return {k: self.scope.get(k, _MISSING) for k in (BREAK, CONTINUE)}
+
+    def _restore_exit_flags(self, saved: dict[str, Any]) -> None:
+        """After a loop: its own break/continue state must not leak into the enclosing loop."""
+        for k, v in saved.items():
+            if v is _MISSING:
+                self.scope.pop(k, None)
+            else:
+                self.scope[k] = v
 
     def stmt_While(self, node: ast.While) -> None:
         test: ast.expr = node.test
+        saved_flags = self._exit_flags()
         if getattr(node, "tc_break", False):
             self.scope[BREAK] = False
             notb = ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=BREAK, ctx=ast.Load()))
@@ -410,7 +421,22 @@ class FunctionCompiler:
             self.scope = scope
             self.run_body(node.body)
 
-        self.emit_loop([], [], assigned_names(node.body), run, node, cond)
+        assigned = assigned_names(node.body)
+        only_break = loop_exits.exits_only_by_break(node)
+        unsettled: dict[str, Any] = {}
+        if only_break:  # variables first assigned in the loop may be defined after it
+            new = {n for n in assigned - {BREAK, CONTINUE} if isinstance(self.scope.get(n, _UNDEF), Undefined)}
+            if new:
+                found = loop_exits.prepare(self, new, lambda: self.emit_loop([], [], assigned, run, node, cond),
+                                           lambda n: _LINE + n, _path_msg)
+                unsettled = {n: v for n, v in found.items() if isinstance(v, Undefined)}
+                self.scope.update({n: v for n, v in found.items() if not isinstance(v, Undefined)})
+        with loop_exits.collecting(self) as exits:
+            self.emit_loop([], [], assigned, run, node, cond)
+        if only_break:
+            loop_exits.settle(self, exits, assigned - {BREAK, CONTINUE})
+            self.scope.update(unsettled)
+        self._restore_exit_flags(saved_flags)
 
     def emit_loop(self, bounds: list[Value], extra_arg_types: list[TileType],
                   assigned: set[str], run_body: Callable[[dict[str, Any], list[Value]], None],
@@ -655,7 +681,21 @@ class FunctionCompiler:
         static = self.static_truth(cond)
         if static is not None:
             return self.expr(node.body if static else node.orelse)
-        return self.sema.where(cond, self.expr(node.body), self.expr(node.orelse))
+        cond_v = self.sema.to_bool(cond)
+        before = self.scope
+        branches = []
+        for e in (node.body, node.orelse):  # an if/else whose branches assign the result
+            blk = Block()
+            with self.b.inside(blk):
+                self.scope = dict(before)
+                self.scope[_IFEXP] = self.expr(e)
+                self.scope[_LINE + _IFEXP] = e.lineno
+                branches.append((blk, self.scope))
+        self.scope = dict(before)
+        self.merge_branches(cond_v, branches)
+        result = self.lookup(_IFEXP, node)
+        del self.scope[_IFEXP]
+        return result
 
     def expr_Lambda(self, node: ast.Lambda) -> Any:
         return self.local_function(node, "<lambda>")
@@ -750,12 +790,22 @@ class _Mismatch(Exception):
 
 
 _MISSING = object()
+_UNDEF = Undefined("not assigned before the loop")
 
 
-def _path_msg(name: str) -> str:
-    if name == RETVAL:
-        return "Type of return value depends on path taken"
-    return f"Type of `{name}` depends on path taken"
+_LINE = "$line:"
+"""Scope keys `$line:x` hold the line where `x` was last assigned (for mismatch messages)."""
+
+_IFEXP = "$ifexp"
+"""The result of `a if cond else b`, merged like a variable both branches assign."""
+
+
+def _path_msg(name: str, *values: tuple[Any, int | None]) -> str:
+    """cuTile's message for a variable whose type differs between paths: each (value, line of
+    its assignment), the later path first."""
+    what = {RETVAL: "return value", _IFEXP: "the conditional expression"}.get(name, f"`{name}`")
+    text = " vs. ".join(f"{type_name(v)}" + (f" (line {line})" if line is not None else "") for v, line in values)
+    return f"Type of {what} depends on path taken" + (f": {text}" if values else "")
 
 
 def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda, defaults: list[Any],

@@ -490,16 +490,21 @@ def _numpy_scalar_dtype(x: Any) -> DType | None:
     return None
 
 
+def dtype_name(d: DType) -> str:
+    """A dtype as cuTile's messages name it (`bool`, not tilecraft's `bool_`)."""
+    return "bool" if d is dt.bool_ else str(d)
+
+
 def type_name(x: Any) -> str:
     """cuTile's name of a value's type in messages: Tile[float32,(4,8)] (a Python number is a 0-d
     tile of its default dtype), Array[float32,(?,?):(?,?)], None, or the Python type's name."""
     if is_tile(x) or is_loose(x) or _numpy_scalar_dtype(x) is not None:
         d = x.tile.dtype if is_tile(x) else dt.loose_dtype(x) if is_loose(x) else _numpy_scalar_dtype(x)
         shape = x.tile.shape if is_tile(x) else ()
-        return f"Tile[{d},({','.join(map(str, shape))})]"
+        return f"Tile[{dtype_name(d)},({','.join(map(str, shape))})]"
     if is_array(x):
         dims = ",".join("?" * x.type.ndim)
-        return f"Array[{x.type.dtype},({dims}):({dims})]"
+        return f"Array[{dtype_name(x.type.dtype)},({dims}):({dims})]"
     if isinstance(x, tuple):
         return "Tuple[" + ",".join(map(type_name, x)) + "]"
     if isinstance(x, enum.Enum):

@@ -20,7 +20,7 @@ from ..ir import CompareFn, Value, ops
 from . import records
 from .builtins import attribute, divmod_
 from .raw_memory import RawMemory
-from .semantics import is_array, is_tile
+from .semantics import dtype_name, is_array, is_tile
 from .values import BoundMethod, LocalFunction
 from .views import TiledView
 
@@ -64,7 +64,7 @@ class Symbol:
         if is_array(v):
             static = self._ev.fc.ctx.static_dims.get(v.id, {})
             dims = ", ".join(str(static.get((ops.ArrayShape, a), "?")) for a in range(v.type.ndim))
-            return f"<array[{v.type.dtype}, ({dims})]>"
+            return f"<array[{dtype_name(v.type.dtype)}, ({dims})]>"
         return f"<{v.type}>" if isinstance(v, Value) else f"<{type(v).__name__}>"
 
 
@@ -92,7 +92,7 @@ class SymbolicTile(Symbol):
         return len(self._value.type.shape)
 
     def __repr__(self) -> str:
-        return f"<tile[{self.dtype}, {self.shape}]>"
+        return f"<tile[{dtype_name(self.dtype)}, {self.shape}]>"
 
     def _binop(self, op: ast.operator, a: Any, b: Any) -> Any:
         ev = self._ev

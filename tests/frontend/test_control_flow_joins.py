@@ -1,0 +1,200 @@
+"""Where control flow joins, values follow cuTile's rules: both paths must give one type (a
+Python number counts as its default dtype), a conditional expression is a real branch, a
+`while True:` loop's results come from its breaks (constants survive, variables first assigned
+at every break are defined), closures of one definition merge, and a nested loop's break or
+continue does not leak into the loop around it. Results are checked against plain Python."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+
+
+def marked_line(fn, marker: str = "# ERR") -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return next(first + i for i, text in enumerate(lines) if marker in text)
+
+
+@ct.kernel
+def ifexp_kernel(counter, out):
+    b = ct.bid(0)
+    # only the taken branch runs: the atomic add happens for odd blocks only
+    v = ct.atomic_add(counter, 0, 1) * 0 + 100 if b % 2 == 1 else b * 2
+    ct.scatter(out, b, v)
+
+
+def test_conditional_expression_runs_one_branch(dev) -> None:
+    counter = dev.put(np.zeros(1, np.int32))
+    out = dev.poison((7,), np.int32)
+    dev.launch((7,), ifexp_kernel, (counter, out))
+    assert dev.get(counter).tolist() == [3]
+    assert dev.get(out).tolist() == [100 if b % 2 else 2 * b for b in range(7)]
+
+
+@ct.kernel
+def nested_exits(out, n, m):
+    total = 0
+    for i in range(n):
+        j = 0
+        while j < m:
+            j += 1
+            if j == 2:
+                continue
+            if j * i > 6:
+                break
+            total += j
+        for k in range(m):
+            if k == 1:
+                break
+        if i == 4:
+            continue
+        total += 100
+    ct.scatter(out, 0, total)
+
+
+def _nested_exits_ref(n: int, m: int) -> int:
+    total = 0
+    for i in range(n):
+        j = 0
+        while j < m:
+            j += 1
+            if j == 2:
+                continue
+            if j * i > 6:
+                break
+            total += j
+        for k in range(m):
+            if k == 1:
+                break
+        if i == 4:
+            continue
+        total += 100
+    return total
+
+
+@pytest.mark.parametrize("n, m", [(0, 3), (3, 5), (7, 4), (9, 9)])
+def test_inner_loop_exits_stay_inner(dev, n: int, m: int) -> None:
+    out = dev.poison((1,), np.int32)
+    dev.launch((1,), nested_exits, (out, n, m))
+    assert dev.get(out).tolist() == [_nested_exits_ref(n, m)]
+
+
+@ct.kernel
+def break_results(x, out):
+    size = 0
+    while True:
+        if ct.bid(0) >= 0:
+            size = 4
+            first = ct.load(x, (0,), (4,))
+            pair = (first, first * 2)
+            break
+        size = 4
+        first = ct.load(x, (1,), (4,))
+        pair = (first, first + 1)
+        break
+    t = ct.full((size,), 1, ct.int32)          # `size` is the constant 4 after the loop
+    ct.store(out, (0,), pair[1] + t + first)
+
+
+def test_while_true_results_come_from_breaks(dev) -> None:
+    x = np.arange(8, dtype=np.int32) * 3
+    out = dev.poison((4,), np.int32)
+    dev.launch((1,), break_results, (dev.put(x), out))
+    np.testing.assert_array_equal(dev.get(out), x[:4] * 3 + 1)
+
+
+@ct.kernel
+def break_types_differ(out):
+    i = 0
+    while True:
+        i += 1
+        if i > 3:
+            r = 1.5
+            break
+        if i == ct.bid(0):
+            r = 7
+            break
+    ct.scatter(out, 0, r)  # ERR
+
+
+@ct.kernel
+def branch_types_differ(out):
+    if ct.bid(0) == 0:
+        r = 1
+    else:
+        r = 0.5
+    ct.scatter(out, 0, r)  # ERR
+
+
+@ct.kernel
+def ifexp_types_differ(out):
+    t = ct.full((4,), 1.0, ct.float32)
+    r = t if ct.bid(0) == 0 else ct.bid(0) > 1  # ERR
+
+
+@ct.kernel
+def enum_differs(out):
+    if ct.bid(0) == 0:
+        mode = ct.PaddingMode.ZERO
+    else:
+        mode = ct.PaddingMode.NAN
+    ct.store(out, (0,), ct.load(out, (0,), (4,), padding_mode=mode))  # ERR
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (break_types_differ, "Type of `r` depends on path taken: Tile[int32,()] (line {2}) vs. Tile[float32,()] "
+                         "(line {1})"),
+    (branch_types_differ, "Type of `r` depends on path taken: Tile[float32,()] (line {2}) vs. Tile[int32,()] "
+                          "(line {1})"),
+    (ifexp_types_differ, "Type of the conditional expression depends on path taken: Tile[bool,()] (line {0}) "
+                         "vs. Tile[float32,(4)] (line {0})"),
+    (enum_differs, "Type of `mode` depends on path taken: <enum constant PaddingMode.NAN> (line {2}) vs. "
+                   "<enum constant PaddingMode.ZERO> (line {1})"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_path_dependent_types(kernel, message: str) -> None:
+    lines, first = inspect.getsourcelines(kernel.fn)
+    assigned = [first + i for i, text in enumerate(lines) if re.match(r"\s+(r|mode) = ", text)]
+    with pytest.raises(ct.TileTypeError, match=re.escape(message.format(marked_line(kernel.fn), *assigned))) as ei:
+        ct.launch(None, (1,), kernel, (np.zeros(4, np.float32),))
+    assert ei.value.loc.line == marked_line(kernel.fn)
+
+
+def _make_offset(k):
+    def add(t, extra=k * 10):
+        return t + k + extra
+    return add
+
+
+@ct.kernel
+def closure_join(x, out):
+    b = ct.bid(0)
+    if b == 0:
+        f = _make_offset(1)
+    else:
+        f = _make_offset(b + 2)
+    ct.scatter(out, b, f(ct.gather(x, b)))
+
+
+def test_closures_of_one_definition_merge(dev) -> None:
+    x = np.array([5, 6, 7], np.int32)
+    out = dev.poison((3,), np.int32)
+    dev.launch((3,), closure_join, (dev.put(x), out))
+    assert dev.get(out).tolist() == [5 + 1 + 10, 6 + 3 + 30, 7 + 4 + 40]
+
+
+@ct.kernel
+def constant_fills(out):
+    a = ct.full((4,), 2.75, ct.int16)            # a constant converts as a cast would
+    b = ct.full((4,), ct.float32("-inf"), ct.float32)
+    ct.store(out, (0,), ct.where(b < 0, a.astype(ct.float32), 0.0))
+
+
+def test_full_converts_constants(dev) -> None:
+    out = dev.poison((4,), np.float32)
+    dev.launch((1,), constant_fills, (out,))
+    assert dev.get(out).tolist() == [2.0] * 4
