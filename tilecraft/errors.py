@@ -23,11 +23,20 @@ class Location:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"
 
-    def render(self) -> str:
-        """`file:line:col`, the source line, and a caret; then each caller, innermost first."""
+    def render(self, max_frames: int = 24) -> str:
+        """`file:line:col`, the source line, and a caret; then each caller, innermost first (the
+        first `max_frames`, then how many more: deep recursion has a long chain)."""
         parts = []
         loc: Location | None = self
+        shown = 0
         while loc is not None:
+            if shown == max_frames:
+                more = 0
+                while loc is not None:
+                    more, loc = more + 1, loc.caller
+                parts.append(f"  ... and {more} more calls")
+                break
+            shown += 1
             text = linecache.getline(loc.file, loc.line).rstrip("\n")
             where = f'  File "{loc.file}", line {loc.line}, column {loc.col + 1}'
             if loc.function:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 import operator
+import sys
 import textwrap
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..errors import Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError, TileValueError
 from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value, ops
@@ -23,8 +25,8 @@ from .builtins import attribute, call, matmul, subscript
 from .comprehension import tuple_comprehension
 from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
-from .merge import dynamic_leaves, pair_leaves, same, same_static
-from .rewrite import BREAK, CONTINUE, RETVAL, EnterWith, ExitWith, rewrite_function
+from .merge import IFEXP, LINE, dynamic_leaves, merge_branches, path_msg, same_static
+from .rewrite import BREAK, CONTINUE, LOOPRET, RETVAL, EnterWith, ExitWith, rewrite_function
 from .records import has_runtime, special_method
 from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
 from . import loop_exits
@@ -32,7 +34,23 @@ from .tuples import contains, tuple_compare
 from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
 
-MAX_INLINE_DEPTH = 64
+MAX_INLINE_DEPTH = 1000
+"""Helper calls nest at most this deep (cuTile's limit): recursion ends by constant arguments."""
+
+_FRAMES_PER_INLINE = 40
+"""Python frames one level of inlining may use (compilation recurses through the AST)."""
+
+
+@contextlib.contextmanager
+def deep_recursion() -> Iterator[None]:
+    """Python's recursion limit raised (for the duration) to what MAX_INLINE_DEPTH levels of
+    inlining need."""
+    saved = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(saved, MAX_INLINE_DEPTH * _FRAMES_PER_INLINE))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(saved)
 
 
 _PARSE_CACHE: dict[Any, ParsedFunction] = {}
@@ -47,14 +65,14 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
     if cached is not None:
         return cached
     try:
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = inspect.getsourcelines(code)  # the code's own source: not a `__wrapped__` function's
     except (OSError, TypeError) as exc:
         raise TileSyntaxError(f"Cannot read the source of {fn.__qualname__}: tile code must be defined in a "
                               f"file ({exc})") from None
     src = "".join(lines)
     dedented = textwrap.dedent(src)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    filename = inspect.getsourcefile(fn) or code.co_filename
+    filename = inspect.getsourcefile(code) or code.co_filename
     where = Location(filename, first, indent, fn.__name__)
     try:
         tree = ast.parse(dedented)
@@ -203,7 +221,7 @@ class FunctionCompiler:
             if target.id == BREAK and value is True:
                 loop_exits.record_break(self)
             self.scope[target.id] = value
-            self.scope[_LINE + target.id] = target.lineno
+            self.scope[LINE + target.id] = target.lineno
         elif isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, tuple):
                 raise self.type_error(f"Cannot unpack {describe(value)}", target)
@@ -235,7 +253,7 @@ class FunctionCompiler:
         if self.caller is None and value is not None:
             raise self.type_error("Tile kernels cannot return values", node)
         self.scope[RETVAL] = value
-        self.scope[_LINE + RETVAL] = node.lineno
+        self.scope[LINE + RETVAL] = node.lineno
         close_withs(self)
 
     def stmt_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -272,63 +290,7 @@ class FunctionCompiler:
                 branches.append((blk, self.scope))
         self.scope = dict(before)
         self.b.loc = self.loc(node)
-        self.merge_branches(cond_v, branches)
-
-    def merge_branches(self, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
-        """Emit an If with the values that differ between the branches as results."""
-        (tblk, tscope), (eblk, escope) = branches
-        names = sorted(n for n in set(tscope) | set(escope) if not n.startswith(_LINE)
-                       and not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
-        for n in set(tscope) - set(names):  # the same on both paths (possibly not as before the `if`)
-            self.scope[n] = tscope[n]
-        yields: tuple[list[Value], list[Value]] = ([], [])
-        rebuilds: list[tuple[str, Callable[[list[Value]], Any], int]] = []
-        for n in names:
-            tv, ev = tscope.get(n, _MISSING), escope.get(n, _MISSING)
-            if _MISSING in (tv, ev) or isinstance(tv, Undefined) or isinstance(ev, Undefined):
-                why = f"`{n}` is possibly undefined: it is not assigned on every path"
-                self.scope[n] = tv if isinstance(tv, Undefined) else ev if isinstance(ev, Undefined) else Undefined(why)
-                continue
-            pairs = pair_leaves(tv, ev)
-            if pairs is None:
-                self.scope[n] = Undefined(_path_msg(n, (ev, escope.get(_LINE + n)), (tv, tscope.get(_LINE + n))))
-                continue
-            dyn, rebuild = pairs
-            try:
-                tvals = self._materialize_pairs(dyn, tblk, eblk)
-            except _Mismatch:
-                self.scope[n] = Undefined(_path_msg(n, (ev, escope.get(_LINE + n)), (tv, tscope.get(_LINE + n))))
-                continue
-            yields[0].extend(t for t, _ in tvals)
-            yields[1].extend(e for _, e in tvals)
-            rebuilds.append((n, rebuild, len(tvals)))
-        for blk, ys in zip((tblk, eblk), yields):
-            with self.b.inside(blk):
-                self.b.emit(ops.Yield, values=tuple(ys))
-        op = self.b.emit(ops.If, cond=cond, then=tblk, orelse=eblk)
-        pos = 0
-        for n, rebuild, count in rebuilds:
-            self.scope[n] = rebuild(op.results[pos:pos + count])
-            pos += count
-
-    def _materialize_pairs(self, pairs: list[tuple[Any, Any]], tblk: Block, eblk: Block) -> list[tuple[Value, Value]]:
-        """The IR values the two branches yield for each pair of differing leaves. As in cuTile
-        the types must be equal, a Python number counting as a scalar of its default dtype
-        (1 is int32, 2.0 float32): an int in one branch and a float in the other is an error."""
-        out = []
-        for tv, ev in pairs:
-            types = [v.type if isinstance(v, Value) else TileType(self.sema.loose_dtype(v), ()) for v in (tv, ev)]
-            if types[0] != types[1]:
-                raise _Mismatch
-            pair = []
-            for v, blk in ((tv, tblk), (ev, eblk)):
-                if isinstance(v, Value):
-                    pair.append(v)
-                    continue
-                with self.b.inside(blk):
-                    pair.append(self.sema.const(v, types[0].dtype))
-            out.append((pair[0], pair[1]))
-        return out
+        merge_branches(self, cond_v, branches)
 
     # ---- loops -------------------------------------------------------------------------------------------
     def stmt_For(self, node: ast.For) -> None:
@@ -424,18 +386,20 @@ class FunctionCompiler:
         assigned = assigned_names(node.body)
         only_break = loop_exits.exits_only_by_break(node)
         unsettled: dict[str, Any] = {}
-        if only_break:  # variables first assigned in the loop may be defined after it
-            new = {n for n in assigned - {BREAK, CONTINUE} if isinstance(self.scope.get(n, _UNDEF), Undefined)}
-            if new:
-                found = loop_exits.prepare(self, new, lambda: self.emit_loop([], [], assigned, run, node, cond),
-                                           lambda n: _LINE + n, _path_msg)
-                unsettled = {n: v for n, v in found.items() if isinstance(v, Undefined)}
-                self.scope.update({n: v for n, v in found.items() if not isinstance(v, Undefined)})
+        # variables first assigned in the loop may be defined after it: all of them when only
+        # breaks end it, the value of a `return` inside it in any case (read only if it returned)
+        candidates = assigned - {BREAK, CONTINUE} if only_break else assigned & {LOOPRET}
+        new = {n for n in candidates if isinstance(self.scope.get(n, _UNDEF), Undefined)}
+        if new:
+            found = loop_exits.prepare(self, new, lambda: self.emit_loop([], [], assigned, run, node, cond),
+                                       lambda n: LINE + n, path_msg, partial={LOOPRET})
+            unsettled = {n: v for n, v in found.items() if isinstance(v, Undefined)}
+            self.scope.update({n: v for n, v in found.items() if not isinstance(v, Undefined)})
         with loop_exits.collecting(self) as exits:
             self.emit_loop([], [], assigned, run, node, cond)
         if only_break:
             loop_exits.settle(self, exits, assigned - {BREAK, CONTINUE})
-            self.scope.update(unsettled)
+        self.scope.update(unsettled)
         self._restore_exit_flags(saved_flags)
 
     def emit_loop(self, bounds: list[Value], extra_arg_types: list[TileType],
@@ -688,13 +652,13 @@ class FunctionCompiler:
             blk = Block()
             with self.b.inside(blk):
                 self.scope = dict(before)
-                self.scope[_IFEXP] = self.expr(e)
-                self.scope[_LINE + _IFEXP] = e.lineno
+                self.scope[IFEXP] = self.expr(e)
+                self.scope[LINE + IFEXP] = e.lineno
                 branches.append((blk, self.scope))
         self.scope = dict(before)
-        self.merge_branches(cond_v, branches)
-        result = self.lookup(_IFEXP, node)
-        del self.scope[_IFEXP]
+        merge_branches(self, cond_v, branches)
+        result = self.lookup(IFEXP, node)
+        del self.scope[IFEXP]
         return result
 
     def expr_Lambda(self, node: ast.Lambda) -> Any:
@@ -746,7 +710,7 @@ class FunctionCompiler:
         else:
             parsed = parse_function(fn)
             scope, globals_, name = closure_vars(fn), fn.__globals__, fn.__name__
-            sig = inspect.signature(fn)
+            sig = inspect.signature(fn, follow_wrapped=False)  # the code compiled is this function's own
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as exc:
@@ -785,27 +749,8 @@ class FunctionCompiler:
         exit_with(self, node.node)
 
 
-class _Mismatch(Exception):
-    pass
-
-
 _MISSING = object()
 _UNDEF = Undefined("not assigned before the loop")
-
-
-_LINE = "$line:"
-"""Scope keys `$line:x` hold the line where `x` was last assigned (for mismatch messages)."""
-
-_IFEXP = "$ifexp"
-"""The result of `a if cond else b`, merged like a variable both branches assign."""
-
-
-def _path_msg(name: str, *values: tuple[Any, int | None]) -> str:
-    """cuTile's message for a variable whose type differs between paths: each (value, line of
-    its assignment), the later path first."""
-    what = {RETVAL: "return value", _IFEXP: "the conditional expression"}.get(name, f"`{name}`")
-    text = " vs. ".join(f"{type_name(v)}" + (f" (line {line})" if line is not None else "") for v, line in values)
-    return f"Type of {what} depends on path taken" + (f": {text}" if values else "")
 
 
 def _signature_of_ast(fdef: ast.FunctionDef | ast.Lambda, defaults: list[Any],

@@ -8,7 +8,7 @@ from typing import Any, Callable, Sequence
 from ..errors import Location, TileSyntaxError, TileTypeError
 from ..ir import ArrayType, Block, Function, ListType, TileType, Value, ops, verify
 from ..ir.types import IRType
-from .compiler import Context, FunctionCompiler, closure_vars, parse_function
+from .compiler import Context, FunctionCompiler, closure_vars, deep_recursion, parse_function
 from .signature import ArgSpec, ArraySpec, ConstSpec, ListSpec, TupleSpec
 
 
@@ -63,6 +63,6 @@ def compile_kernel(fn: Callable[..., Any], specs: Sequence[ArgSpec], options: di
     for name, spec in zip(arg_names, specs):
         scope[name] = _bind(spec, name, params, names, ctx)
     body = Block()
-    with ctx.builder.inside(body):
+    with ctx.builder.inside(body), deep_recursion():
         FunctionCompiler(ctx, parsed, fn.__globals__, scope, None, fdef.name).run_body(fdef.body)
     return verify(Function(fdef.name, params, names, body, loc, dict(options)))

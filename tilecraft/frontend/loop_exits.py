@@ -50,9 +50,10 @@ def record_break(fc: Any) -> None:
 
 
 def prepare(fc: Any, new: set[str], compile_loop: Callable[[], None], line_key: Callable[[str], str],
-            mismatch: Callable[..., str]) -> dict[str, Any]:
+            mismatch: Callable[..., str], partial: set[str] = frozenset()) -> dict[str, Any]:
     """For the variables `new` first assigned in the loop: the placeholder to carry each one
-    every break defines with one type, or an Undefined saying why it differs between breaks."""
+    every break defines with one type, or an Undefined saying why it differs between breaks
+    (a name in `partial` needs only the breaks that define it: it is read only after those)."""
     saved = fc.scope
     try:
         with fc.b.inside(Block()), collecting(fc) as exits:
@@ -63,6 +64,8 @@ def prepare(fc: Any, new: set[str], compile_loop: Callable[[], None], line_key: 
     out: dict[str, Any] = {}
     for n in sorted(new):
         seen = [(s.get(n), s.get(line_key(n))) for s in exits]
+        if n in partial:
+            seen = [(v, line) for v, line in seen if v is not None and not isinstance(v, Undefined)]
         if not seen or any(v is None or isinstance(v, Undefined) for v, _ in seen):
             continue
         first, first_line = seen[0]

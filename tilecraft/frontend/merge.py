@@ -1,4 +1,5 @@
-"""How front-end values meet where control flow joins (after an `if`, around a loop).
+"""How front-end values meet where control flow joins (after an `if`, around a loop), and the
+If that joins two branches (`merge_branches`).
 
 Tuples, frozen-dataclass records and closures (nested defs and lambdas: what they captured and
 their default values) are structures of leaves; tiles and loose numbers are the leaves that may
@@ -12,9 +13,10 @@ import dataclasses
 import inspect
 from typing import Any, Callable
 
-from ..ir import Value
+from ..ir import Block, TileType, Value, ops
 from . import records
-from .semantics import is_loose, is_tile
+from .rewrite import RETVAL
+from .semantics import is_loose, is_tile, type_name
 from .values import LocalFunction, Undefined
 
 
@@ -142,3 +144,84 @@ def pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[V
     if (is_tile(a) or is_loose(a)) and (is_tile(b) or is_loose(b)):
         return [(a, b)], lambda vals: vals[0]
     return None
+
+
+LINE = "$line:"
+"""Scope keys `$line:x` hold the line where `x` was last assigned (for mismatch messages)."""
+
+IFEXP = "$ifexp"
+"""The result of `a if cond else b`, merged like a variable both branches assign."""
+
+_MISSING = object()
+
+
+def path_msg(name: str, *values: tuple[Any, int | None]) -> str:
+    """cuTile's message for a variable whose type differs between paths: each (value, line of
+    its assignment), the later path first."""
+    what = {RETVAL: "return value", IFEXP: "the conditional expression"}.get(name, f"`{name}`")
+    text = " vs. ".join(f"{type_name(v)}" + (f" (line {line})" if line is not None else "") for v, line in values)
+    return f"Type of {what} depends on path taken" + (f": {text}" if values else "")
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def merge_branches(fc: Any, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
+    """Emit an If with the values that differ between the branches (then, else: each a block
+    and the scope at its end) as results, and bind them in `fc.scope`."""
+    (tblk, tscope), (eblk, escope) = branches
+    names = sorted(n for n in set(tscope) | set(escope) if not n.startswith(LINE)
+                   and not same(tscope.get(n, _MISSING), escope.get(n, _MISSING)))
+    for n in set(tscope) - set(names):  # the same on both paths (possibly not as before the `if`)
+        fc.scope[n] = tscope[n]
+    yields: tuple[list[Value], list[Value]] = ([], [])
+    rebuilds: list[tuple[str, Callable[[list[Value]], Any], int]] = []
+    for n in names:
+        tv, ev = tscope.get(n, _MISSING), escope.get(n, _MISSING)
+        if _MISSING in (tv, ev) or isinstance(tv, Undefined) or isinstance(ev, Undefined):
+            why = f"`{n}` is possibly undefined: it is not assigned on every path"
+            fc.scope[n] = tv if isinstance(tv, Undefined) else ev if isinstance(ev, Undefined) else Undefined(why)
+            continue
+        mismatch = Undefined(path_msg(n, (ev, escope.get(LINE + n)), (tv, tscope.get(LINE + n))))
+        pairs = pair_leaves(tv, ev)
+        if pairs is None:
+            fc.scope[n] = mismatch
+            continue
+        dyn, rebuild = pairs
+        try:
+            tvals = _materialize_pairs(fc, dyn, tblk, eblk)
+        except _Mismatch:
+            fc.scope[n] = mismatch
+            continue
+        yields[0].extend(t for t, _ in tvals)
+        yields[1].extend(e for _, e in tvals)
+        rebuilds.append((n, rebuild, len(tvals)))
+    for blk, ys in zip((tblk, eblk), yields):
+        with fc.b.inside(blk):
+            fc.b.emit(ops.Yield, values=tuple(ys))
+    op = fc.b.emit(ops.If, cond=cond, then=tblk, orelse=eblk)
+    pos = 0
+    for n, rebuild, count in rebuilds:
+        fc.scope[n] = rebuild(op.results[pos:pos + count])
+        pos += count
+
+
+def _materialize_pairs(fc: Any, pairs: list[tuple[Any, Any]], tblk: Block, eblk: Block) -> list[tuple[Value, Value]]:
+    """The IR values the two branches yield for each pair of differing leaves. As in cuTile the
+    types must be equal, a Python number counting as a scalar of its default dtype (1 is int32,
+    2.0 float32): an int in one branch and a float in the other is an error."""
+    out = []
+    for tv, ev in pairs:
+        types = [v.type if isinstance(v, Value) else TileType(fc.sema.loose_dtype(v), ()) for v in (tv, ev)]
+        if types[0] != types[1]:
+            raise _Mismatch
+        pair = []
+        for v, blk in ((tv, tblk), (ev, eblk)):
+            if isinstance(v, Value):
+                pair.append(v)
+                continue
+            with fc.b.inside(blk):
+                pair.append(fc.sema.const(v, types[0].dtype))
+        out.append((pair[0], pair[1]))
+    return out

@@ -6,6 +6,9 @@
   statements after one that may set a flag run under `if not ($break or $continue)`, a `for` body
   runs under `if not $break`, and a `while` test becomes `not $break and <test>`; a `with` body
   is treated like an `if` body (its cleanup runs however the body ends).
+- `return` inside a `while` loop (cuTile allows it there, not in a `for` loop): it stores its
+  value in `$loopret`, sets `$returning` and breaks; after the loop, `if $returning: return
+  $loopret` (so a `return` in nested `while` loops breaks out of each).
 - `return` inside a `with`: the statements after the `with` move to the end of its body behind
   an `ExitWith` (leaving the `with`), so each path runs the cleanup once: at its `return`, or at
   the `ExitWith`.
@@ -20,6 +23,8 @@ from ..errors import Location, TileSyntaxError
 BREAK = "$break"
 CONTINUE = "$continue"
 RETVAL = "$retval"
+LOOPRET = "$loopret"
+RETURNING = "$returning"
 
 
 class WithStep(ast.stmt):
@@ -83,6 +88,19 @@ def _find(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> ast.stmt | None:
     return None
 
 
+def _returns_inside(stmts: list[ast.stmt]) -> bool:
+    """Whether a `return` of this function occurs in `stmts` outside `for` loops and `with`
+    bodies (which keep their own rules); nested definitions do not count."""
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            return True
+        if isinstance(s, ast.If) and (_returns_inside(s.body) or _returns_inside(s.orelse)):
+            return True
+        if isinstance(s, ast.While) and _returns_inside(s.body):
+            return True
+    return False
+
+
 def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
     """Whether a statement of `kinds` occurs at this loop level (not inside nested loops/defs)."""
     return _find(stmts, kinds) is not None
@@ -104,6 +122,8 @@ class Rewriter:
             if isinstance(s, ast.Return):
                 out.append(s)
                 return out  # anything after a return is dead
+            if isinstance(s, ast.While) and _returns_inside(s.body):
+                return out + self.returns(self._lift_returns(s) + stmts[i + 1:])
             if isinstance(s, (ast.For, ast.While)):
                 self._reject_return_in_loop(s)
                 s.body = self.loop_body(s)
@@ -134,6 +154,30 @@ class Rewriter:
             if isinstance(s, ast.With):
                 s.body = self.returns(s.body)
             out.append(s)
+        return out
+
+    def _lift_returns(self, loop: ast.While) -> list[ast.stmt]:
+        """`loop` with each `return` in it turned into a break that records the value, between
+        the initialization of `$returning` and the `return` it triggers after the loop."""
+        loop.body = self._returns_to_breaks(loop.body)
+        check = ast.If(test=_name(RETURNING, ast.Load(), loop), body=[
+            ast.copy_location(ast.Return(value=_name(LOOPRET, ast.Load(), loop)), loop)], orelse=[])
+        return [_assign(RETURNING, False, loop), loop, ast.copy_location(check, loop)]
+
+    def _returns_to_breaks(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                value = s.value if s.value is not None else ast.copy_location(ast.Constant(None), s)
+                store = ast.copy_location(ast.Assign(targets=[_name(LOOPRET, ast.Store(), s)], value=value), s)
+                out += [store, _assign(RETURNING, True, s), ast.copy_location(ast.Break(), s)]
+            elif isinstance(s, ast.While) and _returns_inside(s.body):
+                out += self._returns_to_breaks(self._lift_returns(s))
+            elif isinstance(s, ast.If):
+                s.body, s.orelse = self._returns_to_breaks(s.body), self._returns_to_breaks(s.orelse)
+                out.append(s)
+            else:
+                out.append(s)
         return out
 
     def _may_return(self, s: ast.If | ast.With) -> bool:
