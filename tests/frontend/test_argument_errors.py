@@ -203,6 +203,17 @@ class Handle:
 
 
 @ct.kernel
+def identity_of_tiles(a):
+    t = ct.load(a, (0, 0), (2, 2))
+    same = t is not t + 1  # ERR
+
+
+@ct.kernel
+def runtime_ensure_constant(a):
+    n = ct.ensure_constant(ct.num_blocks(0))  # ERR
+
+
+@ct.kernel
 def instance_of_class(a):
     h = Handle()  # ERR
 
@@ -215,6 +226,9 @@ def instance_of_class(a):
     (array_aug_assign, ct.TileTypeError, "Arrays are not directly subscriptable"),
     (str_item_assign, ct.TileTypeError, "'str' object does not support item assignment"),
     (huge_constant, ct.TileValueError, "Constant 36893488147419103232 is out of range of any supported integer type"),
+    (identity_of_tiles, ct.TileTypeError, "Operator 'is not' expects one of the operands to be None"),
+    (runtime_ensure_constant, ct.TileStaticAssertionError,
+     "Argument of ensure_constant() is not a compile-time constant"),
     (instance_of_class, TileUnsupportedCallError,
      'Creating instances of type "Handle" is not supported in device code'),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)

@@ -594,7 +594,8 @@ def grid_dependency_control_launch_dependents(fc: Any) -> None:
 @handles(L.ensure_constant)
 def ensure_constant(fc: Any, value: Any, /) -> Any:
     if isinstance(value, Value):
-        raise TileStaticAssertionError(f"Expected a compile-time constant, got {describe(value)}", fc.b.loc)
+        raise TileStaticAssertionError(f"Argument of ensure_constant() is not a compile-time constant "
+                                       f"({type_name(value)})", fc.b.loc)
     return value
 
 

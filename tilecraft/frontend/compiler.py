@@ -636,6 +636,9 @@ class FunctionCompiler:
             return self.host(pyop, (left, right), node)
         if fn is None:
             if isinstance(op, (ast.Is, ast.IsNot)):
+                if left is not None and right is not None:
+                    word = "is" if isinstance(op, ast.Is) else "is not"
+                    raise self.type_error(f"Operator '{word}' expects one of the operands to be None", node)
                 return pyop(left, right)
             raise self.type_error(f"`in` needs a tuple on its right, got {type_name(right)}", node)
         return self.sema.compare(fn, left, right)
