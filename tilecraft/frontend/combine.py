@@ -2,8 +2,9 @@
 
 The function is compiled once on 0-d arguments (a_1..a_N, b_1..b_N) into the block of a
 ReduceWith / ScanWith op; backends apply that block along the axis. As in cuTile the body may
-only compute on its scalar arguments and constants: no control flow, memory access, printing or
-nested reductions, and no tiles from outside.
+only compute on its scalar arguments and constants: no control flow (the compiler refuses a
+branch or loop while `ctx.combine_body` names the body), memory access, printing or nested
+reductions, and no tiles from outside.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from ..ir import Block, Op, TileType, Value, ops
 from ..language import ops as L
 from .builtins import call, norm_axis, tile_of
 from .registry import handles
-from .semantics import broadcast_shapes, describe
+from .semantics import broadcast_shapes, describe, type_name
 
 _BODY_OPS: tuple[type[Op], ...] = (ops.Const, ops.Cast, ops.Bitcast, ops.Unary, ops.Binary, ops.Compare,
                                     ops.Where, ops.Reshape, ops.Broadcast)
@@ -29,7 +30,8 @@ def _operands(fc: Any, x: Any, name: str) -> list[Value]:
         raise fc.sema.type_error(f"{name}() needs at least one tile")
     for t in tiles:
         if t.tile.dtype.is_restricted:
-            raise fc.sema.type_error(f"{name}() does not support the restricted type {t.tile.dtype}")
+            body = "reduction" if name == "reduce" else name
+            raise fc.sema.type_error(f"Non-arithmetic dtype {t.tile.dtype} is unsupported for {body}")
     shape: tuple[int, ...] | None = tiles[0].tile.shape
     for t in tiles[1:]:
         shape = broadcast_shapes(shape, t.tile.shape) if shape is not None else None
@@ -63,8 +65,14 @@ def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
     dtypes = [t.tile.dtype for t in tiles]
     args = [fc.b.new_value(TileType(d), f"{side}{i}") for side in "ab" for i, d in enumerate(dtypes)]
     block = Block(args)
+    saved = fc.ctx.combine_body
+    fc.ctx.combine_body = "reduction" if name == "reduce" else "scan"
+    try:
+        with fc.b.inside(block):
+            out = call(fc, func, list(args), {}, None)
+    finally:
+        fc.ctx.combine_body = saved
     with fc.b.inside(block):
-        out = call(fc, func, list(args), {}, None)
         _check_body(block, args, name)
         outs = list(out) if isinstance(out, tuple) else [out]
         if len(outs) != len(dtypes):
@@ -76,12 +84,19 @@ def _combine_block(fc: Any, func: Any, tiles: list[Value], name: str) -> Block:
     return block
 
 
+_MEMORY_OPS: tuple[type[Op], ...] = (ops.Load, ops.Store, ops.Gather, ops.Scatter, ops.AtomicRMW, ops.AtomicCAS)
+_NESTED_OPS: tuple[type[Op], ...] = (ops.Reduce, ops.Scan, ops.ReduceWith, ops.ScanWith)
+
+
 def _check_body(block: Block, args: list[Value], name: str) -> None:
     known = {a.id for a in args}
+    body = "reduction" if name == "reduce" else "scan"
     for op in block.ops:
-        if type(op).effects:
-            raise TileSyntaxError(f"Operations with memory effects are not supported inside reduction body "
+        if type(op).effects or isinstance(op, _MEMORY_OPS):
+            raise TileSyntaxError(f"Operations with memory effects are not supported inside {body} body "
                                   f"({name}() function)", op.loc)
+        if isinstance(op, _NESTED_OPS):
+            raise TileSyntaxError("Nested scan/reduction is not supported", op.loc)
         if not isinstance(op, _BODY_OPS):
             raise TileSyntaxError(f"{name}() function may only compute on its scalar arguments (no control "
                                   f"flow, memory access, printing or nested reductions)", op.loc)
@@ -99,7 +114,8 @@ def _results(op: Op) -> Value | tuple[Value, ...]:
 def reduce(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, keepdims: Any = False) -> Any:
     tiles = _operands(fc, x, "reduce")
     if not isinstance(axis, int) or isinstance(axis, bool):
-        raise fc.sema.type_error(f"reduce() axis must be a constant int, got {describe(axis)}")
+        raise fc.sema.arg_error(f"Expected an integer constant, but given value has type {type_name(axis)}",
+                                param="axis")
     keepdims = fc.sema.const_bool(keepdims, "keepdims")
     a = norm_axis(fc, axis, tiles[0].tile.ndim)
     ids = _identities(fc, identity, tiles, "reduce")
@@ -112,7 +128,8 @@ def reduce(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, keepdims:
 def scan(fc: Any, x: Any, /, axis: Any, func: Any, identity: Any, *, reverse: Any = False) -> Any:
     tiles = _operands(fc, x, "scan")
     if not isinstance(axis, int) or isinstance(axis, bool):
-        raise fc.sema.type_error(f"scan() axis must be a constant int, got {describe(axis)}")
+        raise fc.sema.arg_error(f"Expected an integer constant, but given value has type {type_name(axis)}",
+                                param="axis")
     reverse = fc.sema.const_bool(reverse, "reverse")
     a = norm_axis(fc, axis, tiles[0].tile.ndim)
     ids = _identities(fc, identity, tiles, "scan")

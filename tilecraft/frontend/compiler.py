@@ -152,6 +152,8 @@ class Context:
         self.builder = Builder()
         self.sema = Sema(self.builder)
         self.depth = 0
+        # "reduction" / "scan" while a combine function compiles (it may not branch or loop)
+        self.combine_body: str | None = None
         # array parameter id -> {(ops.ArrayShape or ops.ArrayStride, axis): value} compiled in
         self.static_dims: dict[int, dict[tuple[type[Op], int], int]] = {}
 
@@ -279,6 +281,7 @@ class FunctionCompiler:
         if static is not None:
             self.run_body(node.body if static else node.orelse)
             return
+        self.refuse_in_combine("Branching", node)
         cond_v = self.sema.to_bool(cond)
         before = self.scope
         branches = []
@@ -315,7 +318,14 @@ class FunctionCompiler:
             self.assign(node.target, item)
             self.run_body(node.body)
 
+    def refuse_in_combine(self, what: str, node: ast.AST) -> None:
+        """A reduce/scan combine function may not branch or loop (cuTile's rule and wording)."""
+        if self.ctx.combine_body is not None:
+            verb = "is" if what == "Branching" else "are"
+            raise self.syntax_error(f"{what} inside {self.ctx.combine_body} body {verb} not supported", node)
+
     def range_for(self, node: ast.For, args: list[Any]) -> None:
+        self.refuse_in_combine("Loops", node)
         if not 1 <= len(args) <= 3:
             raise self.type_error("range() takes 1 to 3 arguments", node.iter)
         for i, v in enumerate(args, 1):
@@ -366,6 +376,7 @@ class FunctionCompiler:
                 self.scope[k] = v
 
     def stmt_While(self, node: ast.While) -> None:
+        self.refuse_in_combine("Loops", node)
         test: ast.expr = node.test
         saved_flags = self._exit_flags()
         if getattr(node, "tc_break", False):
@@ -648,6 +659,7 @@ class FunctionCompiler:
         static = self.static_truth(cond)
         if static is not None:
             return self.expr(node.body if static else node.orelse)
+        self.refuse_in_combine("Branching", node)
         cond_v = self.sema.to_bool(cond)
         before = self.scope
         branches = []

@@ -78,7 +78,7 @@ def _reduce(fc: Any, fn: ReduceFn, name: str, x: Any, axis: Any, keepdims: Any, 
     propagate_nan = fc.sema.const_bool(propagate_nan, "propagate_nan")
     t = tile_of(fc, x)
     if t.tile.dtype.is_restricted:
-        raise fc.sema.type_error(f"{name}() does not support the restricted type {t.tile.dtype}")
+        raise fc.sema.type_error(f"Non-arithmetic dtype {t.tile.dtype} is unsupported for reduction")
     if t.tile.dtype is dt.bool_:
         t = fc.sema.cast(t, dt.int32)
     fc.sema.check_float_options(fp, t.tile.dtype)
@@ -95,7 +95,8 @@ def _reduce(fc: Any, fn: ReduceFn, name: str, x: Any, axis: Any, keepdims: Any, 
     axes = tuple(range(ndim)) if axis is None else axis if isinstance(axis, tuple) else (axis,)
     norm = sorted({norm_axis(fc, a, ndim) for a in axes}, reverse=True)
     if len(norm) != len(axes):
-        raise fc.sema.type_error(f"Repeated axis in {axes}")
+        repeated = next(a for a in axes if sum(norm_axis(fc, b, ndim) == norm_axis(fc, a, ndim) for b in axes) > 1)
+        raise fc.sema.type_error(f"Repeated reduction axis {repeated}")
     return _reduce_axes(fc, t, fn, norm, keepdims, fp, nan_wins)
 
 
@@ -137,9 +138,9 @@ def _scan(fn: ScanFn, stub: Any) -> None:
         reverse = fc.sema.const_bool(reverse, "reverse")
         t = tile_of(fc, x)
         if axis is None:
-            raise fc.sema.type_error(f"{name}() needs an integer axis")
+            raise fc.sema.arg_error("Expected an integer constant, but given value has type None", param="axis")
         if t.tile.dtype.is_restricted:
-            raise fc.sema.type_error(f"{name}() does not support {t.tile.dtype}")
+            raise fc.sema.type_error(f"Non-arithmetic dtype {t.tile.dtype} is unsupported for scan")
         if t.tile.dtype is dt.bool_:
             t = fc.sema.cast(t, dt.int32)
         fc.sema.check_float_options(fp, t.tile.dtype)
