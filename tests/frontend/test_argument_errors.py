@@ -209,6 +209,11 @@ def identity_of_tiles(a):
 
 
 @ct.kernel
+def bad_enum_value(a):
+    mode = ct.PaddingMode("sideways")  # ERR
+
+
+@ct.kernel
 def runtime_ensure_constant(a):
     n = ct.ensure_constant(ct.num_blocks(0))  # ERR
 
@@ -226,6 +231,7 @@ def instance_of_class(a):
     (array_aug_assign, ct.TileTypeError, "Arrays are not directly subscriptable"),
     (str_item_assign, ct.TileTypeError, "'str' object does not support item assignment"),
     (huge_constant, ct.TileValueError, "Constant 36893488147419103232 is out of range of any supported integer type"),
+    (bad_enum_value, ct.TileValueError, "'sideways' is not a valid PaddingMode"),
     (identity_of_tiles, ct.TileTypeError, "Operator 'is not' expects one of the operands to be None"),
     (runtime_ensure_constant, ct.TileStaticAssertionError,
      "Argument of ensure_constant() is not a compile-time constant"),

@@ -13,7 +13,7 @@ import operator
 import types
 from typing import Any
 
-from ..errors import TileStaticAssertionError, TileUnsupportedCallError
+from ..errors import TileStaticAssertionError, TileUnsupportedCallError, TileValueError
 from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
 from ..ir.kinds import DIRECTED, UNARY_RULES, GridDependency
 from ..language import dtypes as dt
@@ -73,7 +73,19 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     if not callable(fn) or records.is_record(fn):
         raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
     _check_host_callable(fc, fn, node)
+    if isinstance(fn, type) and issubclass(fn, enum.Enum):
+        return _enum_member(fc, fn, args, kwargs, node)
     return fc.host(lambda: fn(*args, **kwargs), (), node)
+
+
+def _enum_member(fc: Any, cls: type[enum.Enum], args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+    """`Color(2)`: the member of that value (cuTile's checks and wording)."""
+    if len(args) != 1 or kwargs:
+        raise fc.type_error("Enum constructor takes exactly one positional argument", node)
+    try:
+        return cls(args[0])
+    except ValueError:
+        raise TileValueError(f"{args[0]!r} is not a valid {cls.__name__}", fc.loc(node)) from None
 
 
 _NOT_IN_DEVICE_CODE = {py.eval, py.exec, py.compile, py.open, py.input, py.breakpoint, py.globals, py.locals,
