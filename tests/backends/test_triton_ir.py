@@ -1059,9 +1059,9 @@ def test_fp8_fast_accumulation():
     """Without use_fast_acc an fp8 dot accumulates at the tensor cores' precision within itself
     and is promoted to the fp32 accumulator after it (max_num_imprecise_acc=K): on the H200
     that is bit for bit what torch._scaled_mm (cuBLAS) gives, which cuTile's BatchMatMul sample
-    checks to 1e-5 (.work probe, 2026-12-01; promoting every 32 was 0.031 off, fp16 operands
-    exact but 0.031 off too). use_fast_acc keeps Triton's sm_90 default: the accumulator stays
-    imprecise across dots."""
+    checks to 1e-5 (benchmarks/results/fp8-accumulation-probe-h200-2026-12-01.txt: promoting
+    every 32 was 0.031 off, exact fp16 operands too). use_fast_acc keeps Triton's sm_90
+    default: the accumulator stays imprecise across dots."""
     def kernel(fast):
         k = K("fp8_mma")
         a, b, c = k.array("A", D.float8_e4m3fn, 2), k.array("B", D.float8_e4m3fn, 2), k.array("C", D.float32, 2)
