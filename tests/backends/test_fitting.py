@@ -127,3 +127,4 @@ def test_a_num_ctas_hint_triton_cannot_build_is_not_followed():
     info = inspect_kernel(attention.replace_hints(num_ctas=2), (q, q, q, q, 64, 64, 64), capability=90)
     assert info.fallbacks[0][0] == "one CTA per block (the num_ctas hint not followed)"
     assert "makes Triton's compiler fail" in info.fallbacks[0][1]
+

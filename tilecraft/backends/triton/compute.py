@@ -326,6 +326,14 @@ _MATH = {UnaryFn.EXP: "exp", UnaryFn.EXP2: "exp2", UnaryFn.LOG: "log", UnaryFn.L
 _LIBDEVICE = {UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH}
 
 
+def _flushes_itself(w: KernelWriter, fn: UnaryFn, compute: DType) -> bool:
+    """Whether the GPU's own instruction for float32 `fn` flushes subnormal inputs and results:
+    tl.exp2 is PTX ex2.approx.ftz.f32 (sm_90 PTX, Triton 3.6), so exp2 with flush_to_zero needs
+    no flushing around it (the flush helpers cost a dozen integer ops an element, in the hot loop
+    of attention). Not under Triton's CPU interpreter, whose exp2 keeps subnormals."""
+    return fn is UnaryFn.EXP2 and compute is D.float32 and not w.target.interpret
+
+
 def _math(w: KernelWriter, op: ops.Unary) -> None:
     """Float math; float16/bfloat16 compute in float32 (SQRT rounds correctly in float32)."""
     dtype = op.x.tile.dtype
@@ -338,6 +346,9 @@ def _math(w: KernelWriter, op: ops.Unary) -> None:
     else:
         compute = _math_dtype(dtype)
         v = _as(w, op.x, compute) if compute is not dtype else w.tensor(op.x)
+        if op.flush_to_zero and _flushes_itself(w, op.fn, compute):
+            _result(w, op, f"tl.{_MATH[op.fn]}({v})", compute)
+            return
         if op.flush_to_zero:
             v = _flush(w, v)
         if op.fn is UnaryFn.SQRT:
@@ -384,13 +395,21 @@ def _mod(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[s
     return (f"{w.need_helper('_tc_mod_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} % {b}"), dtype
 
 
+def _nan_ignoring(w: KernelWriter, name: str) -> str:
+    """The helper taking the min or max (`name`) of two values, a NaN operand ignored. On the
+    GPU, PTX min/max (what tl.minimum/tl.maximum become) already ignore a NaN operand (IEEE
+    minNum/maxNum): the plain one, a single instruction, is the same function; Triton's CPU
+    interpreter computes them with NumPy, which propagates NaN, so it gets the NaN checks."""
+    return w.need_helper(f"_tc_{name}num" if w.target.interpret else f"_tc_{name}")
+
+
 def _extreme(name: str, nan_wins: bool) -> BinaryText:
     """min/max: integers plain; floats ignore a NaN operand (helper) or propagate it."""
     def text(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
         if not is_float(dtype):
             return f"tl.{name}imum({a}, {b})", dtype
         if not nan_wins:
-            return f"{w.need_helper(f'_tc_{name}num')}({a}, {b})", dtype
+            return f"{_nan_ignoring(w, name)}({a}, {b})", dtype
         return f"tl.{name}imum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)", dtype
     return text
 
@@ -469,8 +488,9 @@ def _widened(w: KernelWriter, x: Value) -> tuple[str, DType]:
 
 
 _REDUCE_COMBINE = covers(ReduceFn, {
-    ReduceFn.SUM: "_tc_add", ReduceFn.PROD: "_tc_mul", ReduceFn.MAX: "_tc_maxnum", ReduceFn.MIN: "_tc_minnum",
-    ReduceFn.ARGMAX: "_tc_maxnum", ReduceFn.ARGMIN: "_tc_minnum"})
+    ReduceFn.SUM: "_tc_add", ReduceFn.PROD: "_tc_mul", ReduceFn.MAX: "max", ReduceFn.MIN: "min",
+    ReduceFn.ARGMAX: "max", ReduceFn.ARGMIN: "min"})
+"""Each reduction's combine helper; "max"/"min": the NaN-ignoring one (`_nan_ignoring`)."""
 _SCAN_COMBINE = covers(ScanFn, {ScanFn.CUMSUM: "_tc_add", ScanFn.CUMPROD: "_tc_mul"})
 
 
@@ -479,7 +499,8 @@ def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     fn, x = op.fn, op.x
     v, compute = _widened(w, x)
     axis, keep = op.axis, op.keepdims
-    combine = w.need_helper(_REDUCE_COMBINE[fn])
+    name = _REDUCE_COMBINE[fn]
+    combine = _nan_ignoring(w, name) if name in ("max", "min") else w.need_helper(name)
     if fn not in (ReduceFn.ARGMAX, ReduceFn.ARGMIN):
         _result(w, op, f"tl.reduce({v}, {axis}, {combine}, keep_dims={keep})", compute, fn.value)
         return
@@ -495,7 +516,7 @@ def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     best = w.fresh("best")
     w.emit(f"{best} = tl.reduce({v}, {axis}, {combine}, keep_dims=True)")
     index = broadcast_index(f"tl.arange(0, {n})", axis, len(shape_of(x)))
-    first = w.need_helper("_tc_minnum")
+    first = _nan_ignoring(w, "min")
     text = f"tl.reduce(tl.where({v} == {best}, {index}, {n}), {axis}, {first}, keep_dims={keep}) % {n}"
     _result(w, op, text, D.int32, "arg")
 

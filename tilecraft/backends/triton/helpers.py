@@ -54,6 +54,16 @@ define_helper("_tc_maxnum", '''(x, y):
     return tl.where(x != x, y, tl.where(y != y, x, tl.maximum(x, y)))
 ''')
 
+define_helper("_tc_min", '''(x, y):
+    """tl.minimum: on NVIDIA GPUs (PTX min) it already ignores a NaN operand (see _tc_minnum)."""
+    return tl.minimum(x, y)
+''')
+
+define_helper("_tc_max", '''(x, y):
+    """tl.maximum: on NVIDIA GPUs (PTX max) it already ignores a NaN operand (see _tc_maxnum)."""
+    return tl.maximum(x, y)
+''')
+
 define_helper("_tc_add", '''(a, b):
     """Combine function of sums and cumulative sums."""
     return a + b
