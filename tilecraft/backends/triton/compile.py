@@ -224,7 +224,10 @@ def _sm_slots(compiled: Any) -> int:
     """How many programs of `compiled` the current GPU runs at once: SMs times the blocks per SM
     that its shared memory, registers and threads allow."""
     props = driver.active.utils.get_device_properties(torch.cuda.current_device())
-    compiled.run  # noqa: B018 - loading the module fills in n_regs
+    # loading the module fills in n_regs; _init_handles (not the `run` property) raises
+    # OutOfResources again for a kernel an earlier load found too big (Triton caches that
+    # CompiledKernel and its `run` then returns a raiser, leaving n_regs unset)
+    compiled._init_handles()
     threads = 32 * compiled.metadata.num_warps
     per_sm = min(props["max_shared_mem"] // max(compiled.metadata.shared, 1),
                  props["max_num_regs"] // max(compiled.n_regs * threads, 1),
