@@ -23,6 +23,7 @@ from ..language.enums import RoundingMode
 from . import memory  # noqa: F401  (registers load/store/gather/scatter/atomics)
 from . import advanced_indexing  # noqa: F401  (registers ct.Slice, load/store_advanced_indexing)
 from . import records
+from .array_choice import ArrayChoice, dispatch
 from . import scaled  # noqa: F401  (registers mma_scaled)
 from .contexts import context_manager_call
 from .casts import FLOATS, cast_rounding_modes
@@ -39,6 +40,10 @@ from .values import BoundMethod, LocalFunction
 def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
     """Compile `fn(*args, **kwargs)` found in tile code."""
     handler = HANDLERS.get(fn) if _hashable(fn) else None
+    if handler is not None or isinstance(fn, BoundMethod):
+        chosen = _per_chosen_array(fc, fn, args, kwargs, node)
+        if chosen is not _NO_CHOICE:
+            return chosen
     if handler is not None:
         return _invoke(fc, handler, (fc, *args), kwargs, getattr(fn, "__name__", "call"))
     if isinstance(fn, BoundMethod):
@@ -105,6 +110,23 @@ def _check_host_callable(fc: Any, fn: Any, node: ast.AST) -> None:
             and fn.__module__.partition(".")[0] not in _CONSTRUCTIBLE_MODULES:
         raise TileUnsupportedCallError(f'Creating instances of type "{fn.__name__}" is not supported in device code',
                                        fc.loc(node))
+
+
+_NO_CHOICE: Any = object()
+
+
+def _per_chosen_array(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
+    """A tile operation on an array chosen at run time (array_choice.py), compiled once per
+    array it may be; _NO_CHOICE if no argument is such a choice."""
+    if isinstance(fn, BoundMethod) and isinstance(fn.receiver, ArrayChoice):
+        return dispatch(fc, fn.receiver, lambda a: call(fc, BoundMethod(fn.handler, a), args, kwargs, node))
+    for i, a in enumerate(args):
+        if isinstance(a, ArrayChoice):
+            return dispatch(fc, a, lambda o: call(fc, fn, [*args[:i], o, *args[i + 1:]], kwargs, node))
+    for k, a in kwargs.items():
+        if isinstance(a, ArrayChoice):
+            return dispatch(fc, a, lambda o: call(fc, fn, args, {**kwargs, k: o}, node))
+    return _NO_CHOICE
 
 
 def _hashable(x: Any) -> bool:
@@ -641,6 +663,11 @@ def _array_dims(fc: Any, arr: Value, query: type[ops.ArrayShape | ops.ArrayStrid
 
 
 def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
+    if isinstance(obj, ArrayChoice):  # one array of several, chosen at run time
+        if name in ("shape", "strides"):
+            return dispatch(fc, obj, lambda a: attribute(fc, a, name, node))
+        first = attribute(fc, obj.options[0], name, node)  # dtype, ndim: the same for every option
+        return BoundMethod(first.handler, obj) if isinstance(first, BoundMethod) else first
     if is_tile(obj):
         t = obj.tile
         if name == "dtype":
@@ -696,7 +723,7 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
 
 
 def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
-    if is_array(obj):
+    if is_array(obj) or isinstance(obj, ArrayChoice):
         raise fc.type_error("Arrays are not directly subscriptable. Use load() or gather()", node)
     if is_list(obj):
         key = fc.expr(index_node)

@@ -18,18 +18,19 @@ import textwrap
 from typing import Any, Callable, Iterator
 
 from ..errors import Location, TileError, TileRecursionError, TileSyntaxError, TileTypeError, TileValueError
-from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value, ops
+from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value
 from ..language import ops as L
 from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
 from .builtins import attribute, call, matmul, subscript
 from .comprehension import tuple_comprehension
 from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
-from .merge import IFEXP, LINE, dynamic_leaves, merge_branches, path_msg, same_static
+from .merge import IFEXP, LINE, merge_branches, path_msg
 from .rewrite import BREAK, CONTINUE, LOOPRET, RETVAL, EnterWith, ExitWith, rewrite_function
 from .records import has_runtime, special_method
 from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
 from . import loop_exits
+from .loops import emit_loop
 from .tuples import contains, tuple_compare
 from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
@@ -359,7 +360,7 @@ class FunctionCompiler:
             self.scope = scope
             self.run_body(body)
 
-        self.emit_loop(bounds, [TileType(idx_dtype)], assigned_names(body) - {target}, run, node)
+        emit_loop(self, bounds, [TileType(idx_dtype)], assigned_names(body) - {target}, run, node)
         self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
         self._restore_exit_flags(saved_flags)
 
@@ -402,96 +403,16 @@ class FunctionCompiler:
         candidates = assigned - {BREAK, CONTINUE} if only_break else assigned & {LOOPRET}
         new = {n for n in candidates if isinstance(self.scope.get(n, _UNDEF), Undefined)}
         if new:
-            found = loop_exits.prepare(self, new, lambda: self.emit_loop([], [], assigned, run, node, cond),
+            found = loop_exits.prepare(self, new, lambda: emit_loop(self, [], [], assigned, run, node, cond),
                                        lambda n: LINE + n, path_msg, partial={LOOPRET})
             unsettled = {n: v for n, v in found.items() if isinstance(v, Undefined)}
             self.scope.update({n: v for n, v in found.items() if not isinstance(v, Undefined)})
         with loop_exits.collecting(self) as exits:
-            self.emit_loop([], [], assigned, run, node, cond)
+            emit_loop(self, [], [], assigned, run, node, cond)
         if only_break:
             loop_exits.settle(self, exits, assigned - {BREAK, CONTINUE})
         self.scope.update(unsettled)
         self._restore_exit_flags(saved_flags)
-
-    def emit_loop(self, bounds: list[Value], extra_arg_types: list[TileType],
-                  assigned: set[str], run_body: Callable[[dict[str, Any], list[Value]], None],
-                  node: ast.stmt, cond: Callable[[dict[str, Any]], Value] | None = None) -> None:
-        """Emit a For (given `cond` None: `bounds` are lower, upper, step; the body's first
-        argument is the counter, of `extra_arg_types`) or a While (`cond` compiles its test),
-        with every name the body may rebind as a loop-carried value."""
-        before = self.scope
-        carried: list[tuple[str, list[Value], Callable[[list[Value]], Any], Any]] = []
-        inits: list[Value] = []
-        for n in sorted(assigned):
-            v = before.get(n, _MISSING)
-            if v is _MISSING or isinstance(v, Undefined):
-                continue
-            leaves, rebuild = dynamic_leaves(v)
-            vals = [self.sema.to_tile(x) for x in leaves]
-            inits.extend(vals)
-            carried.append((n, vals, rebuild, v))
-
-        def bind(args: list[Value]) -> dict[str, Any]:
-            scope = dict(before)
-            pos = 0
-            for n, vals, rebuild, _ in carried:
-                scope[n] = rebuild(args[pos:pos + len(vals)])
-                pos += len(vals)
-            return scope
-
-        def new_values(scope: dict[str, Any]) -> list[Value]:
-            out: list[Value] = []
-            for n, vals, _, orig in carried:
-                new = scope.get(n, _MISSING)
-                if isinstance(new, Undefined) or new is _MISSING:
-                    raise self.type_error(f"`{n}` is possibly undefined at the end of the loop body", node)
-                leaves, _ = dynamic_leaves(new)
-                if len(leaves) != len(vals) or not same_static(orig, new):
-                    raise self.type_error(f"Type of `{n}` depends on path taken: it changes inside the loop", node)
-                for leaf, init in zip(leaves, vals):
-                    if isinstance(leaf, Value):
-                        if leaf.type != init.type:
-                            raise self.type_error(
-                                f"Type of `{n}` depends on path taken: {init.type} before the loop, "
-                                f"{leaf.type} after; loop-carried values keep their type", node)
-                        out.append(leaf)
-                    elif is_loose(leaf) and self.sema._loose_fits(leaf, init.tile.dtype):
-                        out.append(self.sema.const(leaf, init.tile.dtype))
-                    else:
-                        raise self.type_error(f"Type of `{n}` depends on path taken: it changes in the loop", node)
-            return out
-
-        def block_of(types: list[TileType]) -> Block:
-            return Block([self.b.new_value(t) for t in types])
-
-        carried_types = [v.type for v in inits]
-        before_blk = None
-        if cond is not None:
-            before_blk = block_of(carried_types)
-            with self.b.inside(before_blk):
-                c = cond(bind(before_blk.args))
-                self.b.loc = self.loc(node)
-                self.b.emit(ops.Condition, cond=c, values=tuple(before_blk.args))
-        body = block_of(extra_arg_types + carried_types)
-        with self.b.inside(body):
-            scope = bind(body.args[len(extra_arg_types):])
-            run_body(scope, body.args)
-            self.b.loc = self.loc(node)
-            self.b.emit(ops.Yield, values=tuple(new_values(self.scope)))
-        self.b.loc = self.loc(node)
-        if before_blk is not None:
-            op: Op = self.b.emit(ops.While, init=tuple(inits), before=before_blk, after=body)
-        else:
-            lower, upper, step = bounds
-            op = self.b.emit(ops.For, lower=lower, upper=upper, step=step, init=tuple(inits), body=body)
-        self.scope = dict(before)
-        for n in assigned:
-            if n not in before or isinstance(before[n], Undefined):
-                self.scope[n] = Undefined(f"`{n}` is possibly undefined: it is first assigned inside a loop")
-        pos = 0
-        for n, vals, rebuild, _ in carried:
-            self.scope[n] = rebuild(op.results[pos:pos + len(vals)])
-            pos += len(vals)
 
     # ---- expressions ---------------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> Any:
@@ -660,20 +581,28 @@ class FunctionCompiler:
         if static is not None:
             return self.expr(node.body if static else node.orelse)
         self.refuse_in_combine("Branching", node)
-        cond_v = self.sema.to_bool(cond)
+        return self.branch_value(self.sema.to_bool(cond), lambda: self.expr(node.body),
+                                 lambda: self.expr(node.orelse), node)
+
+    def branch_value(self, cond: Value, then: Callable[[], Any], orelse: Callable[[], Any],
+                     node: ast.AST | None = None) -> Any:
+        """`then()` if `cond` holds, else `orelse()`: each compiled in its branch of an If (an
+        if/else whose branches assign the result, joined by cuTile's rules)."""
         before = self.scope
         branches = []
-        for e in (node.body, node.orelse):  # an if/else whose branches assign the result
+        for compute in (then, orelse):
             blk = Block()
             with self.b.inside(blk):
                 self.scope = dict(before)
-                self.scope[IFEXP] = self.expr(e)
-                self.scope[LINE + IFEXP] = e.lineno
+                self.scope[IFEXP] = compute()
+                self.scope[LINE + IFEXP] = self.b.loc.line
                 branches.append((blk, self.scope))
         self.scope = dict(before)
-        merge_branches(self, cond_v, branches)
-        result = self.lookup(IFEXP, node)
-        del self.scope[IFEXP]
+        merge_branches(self, cond, branches)
+        result = self.scope.pop(IFEXP)
+        self.scope.pop(LINE + IFEXP, None)
+        if isinstance(result, Undefined):
+            raise TileTypeError(result.reason, self.loc(node) if node is not None else self.b.loc)
         return result
 
     def expr_Lambda(self, node: ast.Lambda) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..ir import Block, TileType, Value, ops
 from . import records
 from .rewrite import RETVAL
+from .array_choice import chosen, compatible, is_array_like, selector_in, union
 from .semantics import is_loose, is_tile, type_name
 from .values import LocalFunction, Undefined
 
@@ -57,6 +58,12 @@ def _rebuild_closure(template: LocalFunction, parts: tuple[Any, ...]) -> LocalFu
                                home=None)
 
 
+def is_leaf(v: Any) -> bool:
+    """A value that may differ between paths: a tile, a Python number, or an array (carried as
+    the choice among the arrays it may be, array_choice.py)."""
+    return is_tile(v) or is_loose(v) or is_array_like(v)
+
+
 def same(a: Any, b: Any) -> bool:
     if a is b:
         return True
@@ -95,7 +102,7 @@ def dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
                 pos += c
             return tuple(out)
         return [leaf for p in parts for leaf in p[0]], rebuild
-    if is_tile(v) or is_loose(v):
+    if is_leaf(v):
         return [v], lambda vals: vals[0]
     return [], lambda vals: v
 
@@ -109,8 +116,8 @@ def same_static(a: Any, b: Any) -> bool:
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
             same_static(x, y) for x, y in zip(a, b))
-    dyn_a = is_tile(a) or is_loose(a)
-    dyn_b = is_tile(b) or is_loose(b)
+    dyn_a = is_leaf(a)
+    dyn_b = is_leaf(b)
     if dyn_a or dyn_b:
         return dyn_a and dyn_b
     return same(a, b)
@@ -141,7 +148,7 @@ def pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[V
                 pos += c
             return tuple(out)
         return [pair for p in parts for pair in p[0]], rebuild  # type: ignore[index]
-    if (is_tile(a) or is_loose(a)) and (is_tile(b) or is_loose(b)):
+    if is_leaf(a) and is_leaf(b):
         return [(a, b)], lambda vals: vals[0]
     return None
 
@@ -165,6 +172,10 @@ def path_msg(name: str, *values: tuple[Any, int | None]) -> str:
 
 class _Mismatch(Exception):
     pass
+
+
+class _InnerArray(Exception):
+    """An array made inside a branch cannot be chosen after it (array_choice.py)."""
 
 
 def merge_branches(fc: Any, cond: Value, branches: list[tuple[Block, dict[str, Any]]]) -> None:
@@ -194,9 +205,15 @@ def merge_branches(fc: Any, cond: Value, branches: list[tuple[Block, dict[str, A
         except _Mismatch:
             fc.scope[n] = mismatch
             continue
-        yields[0].extend(t for t, _ in tvals)
-        yields[1].extend(e for _, e in tvals)
-        rebuilds.append((n, rebuild, len(tvals)))
+        except _InnerArray:
+            what = "the result" if n == IFEXP else f"`{n}`"
+            fc.scope[n] = Undefined(f"{what} may be an array made inside a branch: tilecraft chooses at run time "
+                                    f"only among arrays that exist before the `if`")
+            continue
+        yields[0].extend(t for t, _, _ in tvals)
+        yields[1].extend(e for _, e, _ in tvals)
+        rebuilds.append((n, lambda vals, rebuild=rebuild, decode=[d for _, _, d in tvals]:
+                         rebuild([f(v) for f, v in zip(decode, vals)]), len(tvals)))
     for blk, ys in zip((tblk, eblk), yields):
         with fc.b.inside(blk):
             fc.b.emit(ops.Yield, values=tuple(ys))
@@ -207,12 +224,27 @@ def merge_branches(fc: Any, cond: Value, branches: list[tuple[Block, dict[str, A
         pos += count
 
 
-def _materialize_pairs(fc: Any, pairs: list[tuple[Any, Any]], tblk: Block, eblk: Block) -> list[tuple[Value, Value]]:
-    """The IR values the two branches yield for each pair of differing leaves. As in cuTile the
-    types must be equal, a Python number counting as a scalar of its default dtype (1 is int32,
-    2.0 float32): an int in one branch and a float in the other is an error."""
-    out = []
+def _materialize_pairs(fc: Any, pairs: list[tuple[Any, Any]], tblk: Block,
+                       eblk: Block) -> list[tuple[Value, Value, Callable[[Value], Any]]]:
+    """The IR values the two branches yield for each pair of differing leaves, and how to read
+    the If's result for it. As in cuTile the types must be equal, a Python number counting as a
+    scalar of its default dtype (1 is int32, 2.0 float32): an int in one branch and a float in
+    the other is an error. Two arrays yield which of them (array_choice.py)."""
+    out: list[tuple[Value, Value, Callable[[Value], Any]]] = []
     for tv, ev in pairs:
+        if is_array_like(tv) or is_array_like(ev):
+            options = union(tv, ev)
+            if not (is_array_like(tv) and is_array_like(ev) and compatible(options)):
+                raise _Mismatch
+            inner = {r.id for blk in (tblk, eblk) for op in blk.ops for r in op.results}
+            if any(o.id in inner for o in options):
+                raise _InnerArray
+            sels = []
+            for v, blk in ((tv, tblk), (ev, eblk)):
+                with fc.b.inside(blk):
+                    sels.append(selector_in(fc, v, options))
+            out.append((sels[0], sels[1], lambda r, options=options: chosen(r, options)))
+            continue
         types = [v.type if isinstance(v, Value) else TileType(fc.sema.loose_dtype(v), ()) for v in (tv, ev)]
         if types[0] != types[1]:
             raise _Mismatch
@@ -223,5 +255,5 @@ def _materialize_pairs(fc: Any, pairs: list[tuple[Any, Any]], tblk: Block, eblk:
                 continue
             with fc.b.inside(blk):
                 pair.append(fc.sema.const(v, types[0].dtype))
-        out.append((pair[0], pair[1]))
+        out.append((pair[0], pair[1], lambda r: r))
     return out

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..ir import Value
 from ..language import ops as L
+from .array_choice import ArrayChoice
 
 
 def is_record(x: Any) -> bool:
@@ -25,7 +26,7 @@ def is_record(x: Any) -> bool:
 
 def has_runtime(x: Any) -> bool:
     """Whether `x` holds a runtime value (a tile or array), directly or in tuples / records."""
-    if isinstance(x, Value):
+    if isinstance(x, (Value, ArrayChoice)):
         return True
     if isinstance(x, tuple):
         return any(has_runtime(v) for v in x)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..errors import TileError, TileStaticEvalError
 from ..ir import CompareFn, Value, ops
 from . import records
+from .array_choice import ArrayChoice
 from .builtins import attribute, divmod_
 from .raw_memory import RawMemory
 from .semantics import dtype_name, is_array, is_tile
@@ -160,7 +161,7 @@ def wrap(v: Any, ev: Evaluation) -> Any:
     """A front-end value as Python evaluation sees it."""
     if isinstance(v, Value):
         return SymbolicTile(v, ev) if is_tile(v) else Symbol(v, ev)
-    if isinstance(v, (TiledView, RawMemory)):
+    if isinstance(v, (TiledView, RawMemory, ArrayChoice)):
         return Symbol(v, ev)
     if isinstance(v, tuple):
         return tuple(wrap(x, ev) for x in v)
