@@ -209,6 +209,44 @@ def identity_of_tiles(a):
 
 
 @ct.kernel
+def cat_three(a):
+    t = ct.load(a, (0, 0), (2, 2))
+    u = ct.cat((t, t, t), 0)  # ERR
+
+
+@ct.kernel
+def cat_dtypes(a):
+    t = ct.load(a, (0, 0), (2, 2))
+    u = ct.cat((t, t.astype(ct.int8)), 1)  # ERR
+
+
+@ct.kernel
+def cat_ranks(a):
+    t = ct.load(a, (0, 0), (2, 2))
+    u = ct.cat((t, t.reshape((2, 2, 1))), 0)  # ERR
+
+
+@ct.kernel
+def cat_sides(a):
+    t = ct.load(a, (0, 0), (2, 2))
+    u = ct.cat((t, ct.load(a, (0, 0), (2, 4))), 0)  # ERR
+
+
+@ct.kernel
+def arange_runtime(a, n):
+    t = ct.arange(n, dtype=ct.int32)  # ERR
+
+
+GLOBAL_SIZE = 4
+
+
+@ct.kernel
+def global_shadowed(a):
+    t = ct.full((GLOBAL_SIZE,), 0, ct.int32)  # ERR
+    GLOBAL_SIZE = 8
+
+
+@ct.kernel
 def bad_enum_value(a):
     mode = ct.PaddingMode("sideways")  # ERR
 
@@ -232,6 +270,12 @@ def instance_of_class(a):
     (str_item_assign, ct.TileTypeError, "'str' object does not support item assignment"),
     (huge_constant, ct.TileValueError, "Constant 36893488147419103232 is out of range of any supported integer type"),
     (bad_enum_value, ct.TileValueError, "'sideways' is not a valid PaddingMode"),
+    (cat_three, ct.TileTypeError, "cat() supports at most 2 tiles, got 3"),
+    (cat_dtypes, ct.TileTypeError, "Expected tiles to have the same dtype, got float32 and int8"),
+    (cat_ranks, ct.TileTypeError, "Expected tiles to have the same rank, got 2 and 3"),
+    (cat_sides, ct.TileTypeError, "Expected tiles to have the same shape for non axis dimensions"),
+    (global_shadowed, ct.TileSyntaxError, "Undefined variable: local variable `GLOBAL_SIZE` is read before it is "
+                                          "assigned"),
     (identity_of_tiles, ct.TileTypeError, "Operator 'is not' expects one of the operands to be None"),
     (runtime_ensure_constant, ct.TileStaticAssertionError,
      "Argument of ensure_constant() is not a compile-time constant"),
@@ -240,6 +284,13 @@ def instance_of_class(a):
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_rejected_programs(kernel, cls, message: str) -> None:
     expect(kernel, (A2,), cls, message)
+
+
+def test_non_constant_arange_size() -> None:
+    message = 'Invalid argument #1 of arange(): Expected an integer constant, but given value is not constant'
+    with pytest.raises(ct.TileTypeError, match=re.escape(message)) as ei:
+        ct.launch(None, (1,), arange_runtime, (A2, 4))
+    assert ei.value.loc.line == marked_line(arange_runtime.fn)
 
 
 def test_impure_builtin_in_helper() -> None:

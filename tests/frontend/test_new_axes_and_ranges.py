@@ -114,3 +114,15 @@ def test_errors(kernel, extra, cls, message: str) -> None:
     with pytest.raises(cls, match=re.escape(message)) as ei:
         ct.launch(None, (1,), kernel, (np.zeros((2, 4), np.int32), *extra))
     assert ei.value.loc.line == marked_line(kernel.fn)
+
+
+@ct.kernel
+def count_tiles(x, out):
+    ct.scatter(out, 0, ct.num_tiles(x, axis=1, shape=()))      # (): one element per tile
+    ct.scatter(out, 1, ct.num_tiles(x, axis=0, shape=(4, 2)))
+
+
+def test_num_tiles_of_single_elements(dev) -> None:
+    out = dev.poison((2,), np.int32)
+    dev.launch((1,), count_tiles, (dev.put(np.zeros((9, 5), np.float32)), out))
+    assert dev.get(out).tolist() == [5, 3]

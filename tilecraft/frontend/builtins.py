@@ -165,14 +165,17 @@ def as_dtype(fc: Any, d: Any) -> DType:
     return out
 
 
-def const_int(fc: Any, v: Any, what: str) -> int:
+def const_int(fc: Any, v: Any) -> int:
+    """An argument that must be a constant int (cuTile's wording, naming the argument)."""
+    if isinstance(v, Value):
+        raise fc.sema.arg_error("Expected an integer constant, but given value is not constant", value=v)
     if not isinstance(v, int) or isinstance(v, bool):
-        raise fc.sema.type_error(f"{what} must be an integer constant, got {describe(v)}")
+        raise fc.sema.arg_error(f"Expected an integer constant, but given value has type {type_name(v)}", value=v)
     return v
 
 
 def norm_axis(fc: Any, axis: Any, ndim: int) -> int:
-    a = const_int(fc, axis, "Axis")
+    a = const_int(fc, axis)
     if not -ndim <= a < ndim:
         raise fc.sema.type_error(f"Axis {a} is out of range for rank {ndim}")
     return a % ndim
@@ -228,7 +231,7 @@ def bitcast(fc: Any, x: Any, /, dtype: Any) -> Value:
 
 # ---- grid ------------------------------------------------------------------------------------------
 def _grid_axis(fc: Any, axis: Any) -> int:
-    a = const_int(fc, axis, "Axis")
+    a = const_int(fc, axis)
     if a not in (0, 1, 2):
         raise fc.sema.type_error(f"Axis {a} is out of range: the grid has axes 0, 1 and 2")
     return a
@@ -254,7 +257,7 @@ def cdiv(fc: Any, x: Any, y: Any, /) -> Any:
 
 @handles(L.assume_divisible_by)
 def assume_divisible_by(fc: Any, x: Any, divisor: Any) -> Any:
-    if const_int(fc, divisor, "divisor") < 1:
+    if const_int(fc, divisor) < 1:
         raise fc.sema.type_error("assume_divisible_by() needs a divisor >= 1")
     return x
 
@@ -288,7 +291,7 @@ def ones(fc: Any, shape: Any, dtype: Any) -> Value:
 
 @handles(L.arange)
 def arange(fc: Any, size: Any, /, *, dtype: Any, start: Any = 0, step: Any = 1) -> Value:
-    n = const_int(fc, size, "arange() size")
+    n = const_int(fc, size)
     fc.sema.check_result_shape((n,))
     d = as_dtype(fc, dtype)
     t = fc.b.value(ops.Arange, size=n)
@@ -590,16 +593,22 @@ def transpose(fc: Any, x: Any, /, axis0: Any = None, axis1: Any = None) -> Value
 
 @handles(L.cat)
 def cat(fc: Any, tiles: Any, /, axis: Any) -> Value:
-    if not isinstance(tiles, tuple) or not 1 <= len(tiles) <= 2:
+    if not isinstance(tiles, tuple) or not tiles:
         raise fc.sema.type_error("cat() takes a tuple of one or two tiles")
+    if len(tiles) > 2:
+        raise fc.sema.type_error(f"cat() supports at most 2 tiles, got {len(tiles)}")
     ts = [tile_of(fc, t) for t in tiles]
     if len(ts) == 1:
         return ts[0]
     a, b = ts
     ax = norm_axis(fc, axis, a.tile.ndim)
-    if a.tile.dtype is not b.tile.dtype or a.tile.ndim != b.tile.ndim or any(
-            i != ax and p != q for i, (p, q) in enumerate(zip(a.tile.shape, b.tile.shape))):
-        raise fc.sema.type_error(f"cat() tiles must share dtype and other dims: {a.type} and {b.type}")
+    if a.tile.dtype is not b.tile.dtype:
+        raise fc.sema.type_error(f"Expected tiles to have the same dtype, got {a.tile.dtype} and {b.tile.dtype}")
+    if a.tile.ndim != b.tile.ndim:
+        raise fc.sema.type_error(f"Expected tiles to have the same rank, got {a.tile.ndim} and {b.tile.ndim}")
+    if any(i != ax and p != q for i, (p, q) in enumerate(zip(a.tile.shape, b.tile.shape))):
+        raise fc.sema.type_error(f"Expected tiles to have the same shape for non axis dimensions, got "
+                                 f"{a.tile.shape} and {b.tile.shape}")
     shape = list(a.tile.shape)
     shape[ax] += b.tile.shape[ax]
     fc.sema.check_result_shape(tuple(shape))

@@ -109,13 +109,18 @@ def closure_vars(fn: Callable[..., Any]) -> dict[str, Any]:
 
 
 def assigned_names(stmts: list[ast.stmt]) -> set[str]:
-    """Names bound anywhere in `stmts` (nested blocks included, nested defs excluded)."""
+    """Names bound anywhere in `stmts` (nested blocks included; nested defs and the targets of
+    comprehensions, which have scopes of their own, excluded)."""
     out: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         if isinstance(node, (ast.FunctionDef, ast.Lambda)):
             if isinstance(node, ast.FunctionDef):
                 out.add(node.name)
+            return
+        if isinstance(node, (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            for gen in node.generators:
+                visit(gen.iter)
             return
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             out.add(node.id)
@@ -171,6 +176,8 @@ class FunctionCompiler:
         self.caller = caller
         self.name = name
         self.loop_exits: list[list[dict[str, Any]]] = []  # per enclosing loop: the scope at each break
+        body = parsed.fdef.body if isinstance(parsed.fdef, ast.FunctionDef) else []
+        self.local_names = assigned_names(body)  # names local to the function (Python's rule)
 
     # ---- locations and errors -----------------------------------------------------------------------
     def loc(self, node: ast.AST) -> Location:
@@ -438,6 +445,9 @@ class FunctionCompiler:
             if isinstance(v, Undefined):
                 raise (self.syntax_error if v.syntax else self.type_error)(v.reason, node)
             return v
+        if name in self.local_names:  # Python: assigned in the function, so never the global
+            raise self.syntax_error(f"Undefined variable: local variable `{name}` is read before it is assigned",
+                                    node)
         if name in self.globals:
             return self._global(name, self.globals[name], node)
         if hasattr(builtins, name):

@@ -92,7 +92,7 @@ def _memory_order(fc: Any, order: MemoryOrder, scope: MemoryScope, allowed: tupl
 def num_tiles(fc: Any, array: Any, /, axis: Any, shape: Any, order: Any = "C") -> Any:
     arr = _array(fc, array, "num_tiles")
     nd = arr.type.ndim
-    shape = fc.sema.check_shape(shape, rank=nd)
+    shape = fc.sema.check_shape(shape, rank=None if shape == () else nd) or (1,) * nd  # (): one element
     perm = _order(fc, order, nd)
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"Axis {axis} is out of range for rank {nd}")
