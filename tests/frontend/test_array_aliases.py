@@ -103,3 +103,38 @@ def test_unsupported_choices() -> None:
     with pytest.raises(ct.TileTypeError, match=re.escape("the result may be an array made inside a branch")) as ei:
         ct.launch(None, (1,), sliced_choice, (np.zeros(8, np.float32), np.zeros(8, np.float32)))
     assert ei.value.loc.line == marked_line(sliced_choice.fn)
+
+
+@ct.kernel
+def static_slices(x, out):
+    head = x.slice(0, 3, 11)                 # constant bounds: a constant extent (8)
+    ct.static_assert(head.shape[0] == 8)
+    pair = head.slice(0, 2, 4)
+    ct.store(out, (0,), ct.load(head, (0,), (head.shape[0],)) + ct.sum(ct.load(pair, (0,), (pair.shape[0],))))
+
+
+def test_constant_slice_bounds_give_constant_extents(dev) -> None:
+    x = np.arange(16, dtype=np.int32) * 3
+    out = dev.poison((8,), np.int32)
+    dev.launch((1,), static_slices, (dev.put(x), out))
+    np.testing.assert_array_equal(dev.get(out), x[3:11] + x[5:7].sum())
+
+
+@ct.kernel
+def slice_bound_types(x, which: ct.Constant[int], s):
+    if which == 0:
+        v = x.slice(0, 1.0, 4)  # ERR
+    else:
+        v = x.slice(0, 0, s.astype(ct.uint32))  # ERR
+
+
+@pytest.mark.parametrize("which, message", [
+    (0, 'Invalid argument "start" of slice(): Expected a signed integer scalar, but got Tile[float32,()]'),
+    (1, 'Invalid argument "stop" of slice(): Expected a signed integer scalar, but got Tile[uint32,()]'),
+])
+def test_slice_bound_types(which: int, message: str) -> None:
+    with pytest.raises(ct.TileTypeError, match=re.escape(message)) as ei:
+        ct.launch(None, (1,), slice_bound_types, (np.zeros(8, np.float32), which, 2))
+    lines, first = inspect.getsourcelines(slice_bound_types.fn)
+    marked = [first + i for i, text in enumerate(lines) if "# ERR" in text]
+    assert ei.value.loc.line == marked[which]

@@ -47,7 +47,7 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     if handler is not None:
         return _invoke(fc, handler, (fc, *args), kwargs, getattr(fn, "__name__", "call"))
     if isinstance(fn, BoundMethod):
-        return _invoke(fc, fn.handler, (fc, fn.receiver, *args), kwargs, fn.handler.__name__)
+        return _invoke(fc, fn.handler, (fc, fn.receiver, *args), kwargs, fn.name or fn.handler.__name__)
     if isinstance(fn, DType):
         return dtype_call(fc, fn, *args)
     if isinstance(fn, LocalFunction):
@@ -119,7 +119,7 @@ def _per_chosen_array(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any],
     """A tile operation on an array chosen at run time (array_choice.py), compiled once per
     array it may be; _NO_CHOICE if no argument is such a choice."""
     if isinstance(fn, BoundMethod) and isinstance(fn.receiver, ArrayChoice):
-        return dispatch(fc, fn.receiver, lambda a: call(fc, BoundMethod(fn.handler, a), args, kwargs, node))
+        return dispatch(fc, fn.receiver, lambda a: call(fc, BoundMethod(fn.handler, a, fn.name), args, kwargs, node))
     for i, a in enumerate(args):
         if isinstance(a, ArrayChoice):
             return dispatch(fc, a, lambda o: call(fc, fn, [*args[:i], o, *args[i + 1:]], kwargs, node))
@@ -676,7 +676,7 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name in ("shape", "strides"):
             return dispatch(fc, obj, lambda a: attribute(fc, a, name, node))
         first = attribute(fc, obj.options[0], name, node)  # dtype, ndim: the same for every option
-        return BoundMethod(first.handler, obj) if isinstance(first, BoundMethod) else first
+        return BoundMethod(first.handler, obj, first.name) if isinstance(first, BoundMethod) else first
     if is_tile(obj):
         t = obj.tile
         if name == "dtype":
@@ -686,7 +686,7 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name == "ndim":
             return t.ndim
         if name in _TILE_METHODS:
-            return BoundMethod(_TILE_METHODS[name], obj)
+            return BoundMethod(_TILE_METHODS[name], obj, name)
         raise fc.type_error(f"Tile has no attribute `{name}`", node)
     if is_array(obj):
         at: ArrayType = obj.type
@@ -699,27 +699,27 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
         if name == "strides":
             return _array_dims(fc, obj, ops.ArrayStride)
         if name == "slice":
-            return BoundMethod(array_slice, obj)
+            return BoundMethod(array_slice, obj, name)
         if name == "tiled_view":
-            return BoundMethod(tiled_view, obj)
+            return BoundMethod(tiled_view, obj, name)
         if name == "get_raw_memory":
-            return BoundMethod(get_raw_memory, obj)
+            return BoundMethod(get_raw_memory, obj, name)
         raise fc.type_error(f"Array has no attribute `{name}`", node)
     if isinstance(obj, RawMemory):
         if name in RAW_MEMORY_METHODS:
-            return BoundMethod(RAW_MEMORY_METHODS[name], obj)
+            return BoundMethod(RAW_MEMORY_METHODS[name], obj, name)
         if name == "dtype":
             return obj.dtype
         raise fc.type_error(f"RawArrayMemory has no attribute `{name}`", node)
     if isinstance(obj, TiledView):
         if name in VIEW_METHODS:
-            return BoundMethod(VIEW_METHODS[name], obj)
+            return BoundMethod(VIEW_METHODS[name], obj, name)
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
         raise fc.type_error(f"TiledView has no attribute `{name}`", node)
     if fc.sema.is_number(obj):  # a Python or NumPy number is a 0-d tile in tile code
         if name in _TILE_METHODS:
-            return BoundMethod(_TILE_METHODS[name], obj)
+            return BoundMethod(_TILE_METHODS[name], obj, name)
         if name == "dtype" and not is_loose(obj):
             return fc.sema.dtype_of(obj)
     prop = records.special_method(obj, name)

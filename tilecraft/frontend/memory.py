@@ -106,20 +106,32 @@ def num_tiles(fc: Any, array: Any, /, axis: Any, shape: Any, order: Any = "C") -
 
 def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Value:
     """`array.slice(axis, start, stop)`: a view of `array` restricted to [start, stop) along
-    `axis` (its base moves by start x stride; 0 <= start <= stop <= size is the caller's promise)."""
+    `axis` (its base moves by start x stride; 0 <= start <= stop <= size is the caller's promise).
+    Constant bounds make the view's extent along `axis` a compile-time constant, as in cuTile."""
     nd = array.type.ndim
     if not isinstance(axis, int) or isinstance(axis, bool):
         raise fc.sema.type_error(f"slice() axis must be a constant int, got {describe(axis)}")
     if not -nd <= axis < nd:
-        raise fc.sema.type_error(f"slice() axis {axis} is out of range for a rank-{nd} array")
+        raise fc.sema.type_error(f"Axis {axis} is out of range for rank {nd}")
     for name, bound in (("start", start), ("stop", stop)):
-        if isinstance(bound, int) and bound < 0:
-            raise fc.sema.type_error(f"slice() {name} must not be negative, got {bound}")
+        if is_loose(bound) and not isinstance(bound, float) and bound < 0:
+            raise fc.sema.type_error(f"Slice {name} must be non-negative, got {bound}")
+        d = fc.sema.dtype_of(bound) if is_tile(bound) or is_loose(bound) else None
+        if d is None or fc.sema.shape_of(bound) != () or not d.is_int or not d.signed:
+            raise fc.sema.arg_error(f"Expected a signed integer scalar, but got {type_name(bound)}", param=name)
     if isinstance(start, int) and isinstance(stop, int) and stop < start:
-        raise fc.sema.type_error(f"slice() stop ({stop}) must not be less than start ({start})")
+        raise fc.sema.type_error(f"Slice stop must be greater than or equal to start, got start={start} and "
+                                 f"stop={stop}")
     lo, hi = (fc.sema.cast(fc.sema.index_scalar(b, f"slice() {name}"), array.type.index_dtype)
               for name, b in (("start", start), ("stop", stop)))
-    return fc.b.value(ops.ArraySlice, array=array, start=lo, stop=hi, axis=axis % nd)
+    view = fc.b.value(ops.ArraySlice, array=array, start=lo, stop=hi, axis=axis % nd)
+    static = dict(fc.ctx.static_dims.get(array.id, {}))  # the other sizes and every stride stay
+    static.pop((ops.ArrayShape, axis % nd), None)
+    if isinstance(start, int) and isinstance(stop, int):
+        static[(ops.ArrayShape, axis % nd)] = stop - start
+    if static:
+        fc.ctx.static_dims[view.id] = static
+    return view
 
 
 def check_padding(fc: Any, padding_mode: Any, dtype: dt.DType) -> PaddingMode:

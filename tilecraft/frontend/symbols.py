@@ -168,7 +168,7 @@ def wrap(v: Any, ev: Evaluation) -> Any:
     if isinstance(v, LocalFunction):
         return SymbolicCallable(v, v.name, ev)
     if isinstance(v, BoundMethod):
-        return SymbolicCallable(v, v.handler.__name__, ev)
+        return SymbolicCallable(v, v.name or v.handler.__name__, ev)
     if records.is_record(v) and records.has_runtime(v):
         return records.rebuild(v, tuple(wrap(x, ev) for x in records.fields_of(v)))
     return v

@@ -46,9 +46,11 @@ class LocalFunction:
 
 @dataclass
 class BoundMethod:
-    """`tile.astype` and friends: a builtin handler with its receiver."""
+    """`tile.astype` and friends: a builtin handler with its receiver, and the method's public
+    name (for messages; the handler's own name when empty)."""
 
     handler: Callable[..., Any]
     receiver: Any
+    name: str = ""
 
 
