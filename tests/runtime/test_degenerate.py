@@ -255,9 +255,6 @@ def scale_by(x, out, s, T: ct.Constant[int]):
     ct.store(out, index=(0,), tile=(t * s).astype(out.dtype))
 
 
-@pytest.mark.xfail_backend("triton-interpret", params=[{"ir_type": "b1"}],
-                           reason="Triton 3.6's interpreter cannot take any bool scalar argument (Python bools "
-                                  "too): _implicit_cvt puts it in an int32 array typed int1")
 @pytest.mark.parametrize("scalar, ir_type", [
     (np.float32(2.5), "f32"), (np.float64(2.5), "f64"), (np.int32(3), "i32"), (np.int64(-3), "i64"),
     (np.int8(-2), "i8"), (np.uint8(200), "u8"), (np.float16(0.5), "f16"), (np.bool_(True), "b1")])
@@ -349,3 +346,18 @@ def test_constant_keys_compare_floats_bitwise():
     assert constant_key(float("nan")) != constant_key(nan2) != constant_key(-float("nan"))
     assert constant_key(np.float32(-0.0)) != constant_key(np.float32(0.0))
     assert len({constant_key(v) for v in (1, 1.0, True)}) == 3
+
+
+@ct.kernel
+def pick_sign(x, out, flip, T: ct.Constant[int]):
+    t = ct.load(x, index=(0,), shape=(T,))
+    ct.store(out, index=(0,), tile=ct.where(flip, -t, t))
+
+
+@pytest.mark.parametrize("flip", [True, False])
+def test_python_bool_scalars_reach_the_kernel(dev, flip):
+    """A run-time bool argument (Triton's CPU interpreter takes none: it travels as int32 there)."""
+    x = np.arange(1, 9, dtype=np.float32)
+    out = dev.poison(8, np.float32)
+    dev.launch((1,), pick_sign, (dev.put(x), out, flip, 8))
+    np.testing.assert_array_equal(dev.get(out), -x if flip else x)

@@ -187,9 +187,6 @@ def test_runtime_int64_scalar(run, n):
     np.testing.assert_array_equal(y.astype(object), x.astype(object) + n)
 
 
-@pytest.mark.xfail_backend("triton-interpret", reason="a bool scalar argument fails in Triton's interpreter "
-                           "(\"numpy data itemsize (32 bits) exceeds dtype primitive_bitwidth (1 bits)\"), with "
-                           "ct.launch too")
 @pytest.mark.parametrize("flag", [True, False])
 def test_runtime_bool_scalar(run, flag):
     x = _values(18)

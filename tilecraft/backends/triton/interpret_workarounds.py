@@ -139,6 +139,13 @@ def python_numbers(w: "KernelWriter") -> bool:
     return w.target.interpret
 
 
+def bools_as_ints(w: "KernelWriter") -> bool:
+    """Whether bool scalar parameters travel as int32 (then cast to bool in the kernel): the
+    interpreter cannot take a bool argument, Python's or NumPy's ("numpy data itemsize (32 bits)
+    exceeds dtype primitive_bitwidth (1 bits)": it puts the value in an int32 array typed int1)."""
+    return w.target.interpret
+
+
 @contextlib.contextmanager
 def device_asserts() -> Iterator[None]:
     """Run one launch with `tl.device_assert` live: the interpreter only checks device asserts

@@ -94,9 +94,10 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts
             continue
         if not isinstance(p.type, ArrayType):
             dtype = p.tile.dtype
-            add(name, D.int32 if dtype in _SIGNED_NARROW else dtype, f"a{i}")
+            as_int = dtype in _SIGNED_NARROW or (dtype is D.bool_ and workarounds.bools_as_ints(w))
+            add(name, D.int32 if as_int else dtype, f"int(a{i})" if dtype is D.bool_ and as_int else f"a{i}")
             w.alias(p, name)
-            if dtype in _SIGNED_NARROW or workarounds.python_numbers(w):
+            if as_int or workarounds.python_numbers(w):
                 w.loc = fn.loc
                 w.emit(f"{name} = tl.cast({name}, {tl_dtype(dtype)})")
                 w.loc = None
