@@ -851,3 +851,19 @@ def test_bfloat16_constants_round_to_nearest(dev):
     bf16 = ml_dtypes.bfloat16
     want = np.float32(np.array(3.14, dtype=bf16) + np.array(-1.0e-3, dtype=bf16))
     np.testing.assert_array_equal(dev.get(o), np.full(16, want, np.float32))
+
+
+@ct.kernel
+def _fp8_constants(o):
+    a = ct.full((16,), ct.float8_e5m2(3.14), dtype=ct.float8_e5m2).astype(ct.float32)
+    b = ct.full((16,), -0.3, dtype=ct.float8_e4m3fn).astype(ct.float32)
+    ct.store(o, index=(0,), tile=a + b)
+
+
+def test_float8_constants(dev):
+    """8-bit float constants, rounded to the dtype (Triton's CPU interpreter cannot build them:
+    they are made from their bits there)."""
+    o = dev.put(np.full(16, np.nan, np.float32))
+    dev.launch((1,), _fp8_constants, (o,))
+    want = np.float32(np.array(3.14, dtype=ml_dtypes.float8_e5m2)) + np.float32(np.array(-0.3, dtype=ml_dtypes.float8_e4m3fn))
+    np.testing.assert_array_equal(dev.get(o), np.full(16, want, np.float32))

@@ -196,6 +196,9 @@ class KernelWriter:
             return lit, True
         if dtype is D.bfloat16:
             return workarounds.bf16_constant(value), False
+        fp8 = workarounds.fp8_constant(value, dtype, self)
+        if fp8 is not None:
+            return fp8, False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False
 
     # ---- statements ------------------------------------------------------------------------
