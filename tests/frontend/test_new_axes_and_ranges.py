@@ -126,3 +126,29 @@ def test_num_tiles_of_single_elements(dev) -> None:
     out = dev.poison((2,), np.int32)
     dev.launch((1,), count_tiles, (dev.put(np.zeros((9, 5), np.float32)), out))
     assert dev.get(out).tolist() == [5, 3]
+
+
+@ct.kernel
+def astile_errors(out, which: ct.Constant[int]):
+    t = ct.full((2,), 1, ct.int32)
+    if which == 0:
+        v = ct.astile(((1, 2), (3, 4), (5, 6)), dtype=ct.int32)  # ERR
+    elif which == 1:
+        v = ct.astile(((1, 2), (3, t)), dtype=ct.int32)  # ERR
+    elif which == 2:
+        v = ct.astile(((1, 2), (3,), (4, 5), (6, 7)), dtype=ct.int32)  # ERR
+    else:
+        v = ct.astile(t, dtype=ct.int32)  # ERR
+
+
+@pytest.mark.parametrize("which, message", [
+    (0, "Tuple length 3 at value is not a power of 2"),
+    (1, "Expected scalar elements at value[1][1]; got a tile of shape (2,)"),
+    (2, "Tuple has non-uniform inner shapes at value"),
+    (3, "Expected a scalar or (possibly nested) tuple of scalars; got value of type Tile[int32,(2)]"),
+])
+def test_astile_errors(which: int, message: str) -> None:
+    with pytest.raises(ct.TileTypeError, match=re.escape(message)) as ei:
+        ct.launch(None, (1,), astile_errors, (np.zeros(4, np.int32), which))
+    lines, first = inspect.getsourcelines(astile_errors.fn)
+    assert ei.value.loc.line == [first + i for i, text in enumerate(lines) if "# ERR" in text][which]

@@ -32,8 +32,8 @@ from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .subtiles import extract, insert
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
-from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, is_array, is_list, is_loose, is_tile,
-                        type_name)
+from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, is_array, is_list, is_loose, is_pow2,
+                        is_tile, type_name)
 from .values import BoundMethod, LocalFunction
 
 
@@ -304,20 +304,29 @@ def arange(fc: Any, size: Any, /, *, dtype: Any, start: Any = 0, step: Any = 1) 
 
 @handles(L.astile)
 def astile(fc: Any, value: Any, /, *, dtype: Any) -> Value:
-    def shape_of(v: Any) -> tuple[int, ...]:
-        if isinstance(v, tuple):
-            if not v:
-                raise fc.sema.type_error("astile() of an empty tuple")
-            inner = {shape_of(x) for x in v}
-            if len(inner) != 1:
-                raise fc.sema.type_error("astile(): nested tuples must have uniform lengths")
-            return (len(v),) + inner.pop()
-        return ()
+    def shape_of(v: Any, path: str) -> tuple[int, ...]:
+        """The tile shape of nested tuple `v` (cuTile's checks and wording)."""
+        if not isinstance(v, tuple):
+            if not (is_tile(v) or fc.sema.is_number(v)):
+                raise fc.sema.type_error(f"Expected scalar elements at {path}; got element of type {type_name(v)}")
+            if fc.sema.shape_of(v) != ():
+                raise fc.sema.type_error(f"Expected scalar elements at {path}; got a tile of shape {v.tile.shape}")
+            return ()
+        if not is_pow2(len(v)):
+            raise fc.sema.type_error(f"Tuple length {len(v)} at {path} is not a power of 2")
+        inner = {shape_of(x, f"{path}[{i}]") for i, x in enumerate(v)}
+        if len(inner) != 1:
+            raise fc.sema.type_error(f"Tuple has non-uniform inner shapes at {path}")
+        return (len(v),) + inner.pop()
 
     def leaves(v: Any) -> list[Any]:
         return [y for x in v for y in leaves(x)] if isinstance(v, tuple) else [v]
 
-    shape = fc.sema.check_result_shape(shape_of(value))
+    scalar = (is_tile(value) or fc.sema.is_number(value)) and fc.sema.shape_of(value) == ()
+    if not isinstance(value, tuple) and not scalar:
+        raise fc.sema.type_error(f"Expected a scalar or (possibly nested) tuple of scalars; got value of type "
+                                 f"{type_name(value)}")
+    shape = shape_of(value, "value")
     flat = leaves(value)
     d = as_dtype(fc, dtype)
     if not shape:
