@@ -14,6 +14,10 @@ import pytest
 
 import tilecraft as ct
 
+torch = pytest.importorskip("torch")
+TORCH_F16 = torch.float16
+NP_I8 = np.int8
+
 
 def marked_line(fn, marker: str = "# ERR") -> int:
     lines, first = inspect.getsourcelines(fn)
@@ -198,3 +202,15 @@ def test_full_converts_constants(dev) -> None:
     out = dev.poison((4,), np.float32)
     dev.launch((1,), constant_fills, (out,))
     assert dev.get(out).tolist() == [2.0] * 4
+
+
+@ct.kernel
+def foreign_dtype_constants(out):
+    v = TORCH_F16(2.5) + NP_I8(3)       # dtype objects of torch / NumPy as constructors
+    ct.store(out, (0,), ct.full((4,), v, ct.float32))
+
+
+def test_foreign_dtypes_as_constructors(dev) -> None:
+    out = dev.poison((4,), np.float32)
+    dev.launch((1,), foreign_dtype_constants, (out,))
+    assert dev.get(out).tolist() == [5.5] * 4

@@ -50,6 +50,8 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         return _invoke(fc, fn.handler, (fc, fn.receiver, *args), kwargs, fn.name or fn.handler.__name__)
     if isinstance(fn, DType):
         return dtype_call(fc, fn, *args)
+    if not callable(fn) and not isinstance(fn, str) and to_dtype(fn) is not None:  # torch.float32(1.0)
+        return dtype_call(fc, to_dtype(fn), *args)
     if isinstance(fn, LocalFunction):
         return fc.inline(fn, args, kwargs, node)
     manager = context_manager_call(fn, args, kwargs)
