@@ -32,3 +32,15 @@ def test_the_gpu_instructions_already_ignore_nan_and_flush():
     source, ptx = info.stage("triton"), info.stage("ptx")
     assert "_tc_maxnum(" not in source and "_tcr_flush" not in source and "_tc_max(" in source
     assert "ex2.approx.ftz.f32" in ptx and "max.f32" in ptx
+
+
+@ct.kernel
+def fp8_constant(o):
+    ct.store(o, index=(0,), tile=ct.full((16,), ct.float8_e5m2(3.14), dtype=ct.float8_e5m2).astype(ct.float32))
+
+
+def test_fp8_constants_compile_for_the_gpu():
+    """Triton's GPU builder has no get_fp8e5 either (H200 run of 2026-12-01): the constant is
+    made from its bits."""
+    info = inspect_kernel(fp8_constant, (torch.empty(16, dtype=torch.float32),), capability=90)
+    assert "bitcast=True" in info.stage("triton") and info.stage("ptx")

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+import numpy as np
+
 from ...errors import Location, TileUnsupportedFeatureError
 from ...ir import Op, Value
 from ...ir.types import TileType
@@ -196,9 +198,10 @@ class KernelWriter:
             return lit, True
         if dtype is D.bfloat16:
             return workarounds.bf16_constant(value), False
-        fp8 = workarounds.fp8_constant(value, dtype, self)
-        if fp8 is not None:
-            return fp8, False
+        if dtype.is_restricted and dtype.bitwidth == 8:  # Triton's builders cannot make 8-bit
+            # float constants (no get_fp8e5 / get_fp8e4nv, GPU and CPU interpreter alike): bits
+            bits = int(np.array(value, dtype=dtype.np_dtype).view(np.uint8))
+            return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)", False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False
 
     # ---- statements ------------------------------------------------------------------------

@@ -76,15 +76,6 @@ def bf16_constant(value: float) -> str:
     return f"tl.cast(tl.full([], {py_literal(rounded, D.bfloat16)}, tl.float32), tl.bfloat16)"
 
 
-def fp8_constant(value: float, dtype: DType, w: "KernelWriter") -> str | None:
-    """An 8-bit float constant as its bit pattern: the interpreter's builder cannot make one
-    (no `get_fp8e5`/`get_fp8e4nv`). None for other dtypes and on the GPU."""
-    if not (w.target.interpret and dtype.is_restricted and dtype.bitwidth == 8):
-        return None
-    bits = int(np.array(value, dtype=dtype.np_dtype).view(np.uint8))
-    return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)"
-
-
 def fp8_padding(mode: PaddingMode, dtype: DType) -> str | None:
     """The `other=` of a masked load of an 8-bit float array padded with NaN, -0.0 or an
     infinity, as its exact bit pattern: the interpreter converts those values to 8-bit floats
