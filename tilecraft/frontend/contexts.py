@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Location, TileSyntaxError, TileTypeError
-from ..language import dtypes as dt
 from .rewrite import EnterWith, ExitWith
-from .semantics import describe, is_loose, is_tile
+from .semantics import type_name
 from .values import LocalFunction
 
 WITHS = "$withs"
@@ -46,16 +45,9 @@ _HELPER_CODE = _probe.__code__
 
 
 def cutile_type(x: Any) -> str:
-    """How cuTile names the type of a front-end value in messages (`Tile[int32,()]`)."""
-    if x is None:
-        return "None"
-    if is_tile(x):
-        return f"Tile[{x.tile.dtype},({','.join(map(str, x.tile.shape))})]"
-    if is_loose(x):
-        return f"Tile[{dt.loose_dtype(x)},()]"
-    if isinstance(x, tuple):
-        return "Tuple[" + ",".join(map(cutile_type, x)) + "]"
-    return str(x) if isinstance(x, GeneratorContextManager) else describe(x)
+    """How cuTile names the type of a front-end value in messages (`Tile[int32,()]`); a context
+    manager by its call."""
+    return str(x) if isinstance(x, GeneratorContextManager) else type_name(x)
 
 
 class GeneratorContextManager:
