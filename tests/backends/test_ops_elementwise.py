@@ -867,3 +867,21 @@ def test_float8_constants(dev):
     dev.launch((1,), _fp8_constants, (o,))
     want = np.float32(np.array(3.14, dtype=ml_dtypes.float8_e5m2)) + np.float32(np.array(-0.3, dtype=ml_dtypes.float8_e4m3fn))
     np.testing.assert_array_equal(dev.get(o), np.full(16, want, np.float32))
+
+
+def fn_cdiv(x, y): return ct.cdiv(x, y)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64"])
+def test_cdiv_is_the_ceiling_of_the_quotient(dev, dtype):
+    """ct.cdiv(x, y) = ceil(x / y) for either sign and without overflow in between: int8
+    cdiv(99, 100) went through 99 + 100 - 1, which does not fit (cuTile's test_array_div)."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(5)
+    x = rng.integers(info.min, info.max, size=(8, 24), endpoint=True).astype(dtype)
+    y = rng.integers(-100, 100, size=(8, 24)).astype(dtype)
+    y[y == 0] = 7
+    x.flat[:4] = [99, info.max, info.min + 1, -99]
+    y.flat[:4] = [100, 2, 3, -100]
+    want = np.array([-(-int(a) // int(b)) for a, b in zip(x.flat, y.flat)], dtype=np.int64).reshape(x.shape)
+    np.testing.assert_array_equal(run_binary(dev, fn_cdiv, x, y, dtype).astype(np.int64), want)

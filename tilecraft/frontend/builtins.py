@@ -253,8 +253,12 @@ def num_blocks(fc: Any, axis: Any) -> Value:
 def cdiv(fc: Any, x: Any, y: Any, /) -> Any:
     if not isinstance(x, Value) and not isinstance(y, Value):
         return L.cdiv(x, y)
+    # ceil(x / y) = floor(x / y) + 1 where the division leaves a remainder: (x + y - 1) // y
+    # overflowed narrow integers (int8 99 + 100) and was wrong for a negative divisor
     s = fc.sema
-    return s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.SUB, s.binary(BinaryFn.ADD, x, y), 1), y)
+    q = s.binary(BinaryFn.FLOORDIV, x, y)
+    inexact = s.compare(CompareFn.NE, s.binary(BinaryFn.SUB, x, s.binary(BinaryFn.MUL, q, y)), 0)
+    return s.where(inexact, s.binary(BinaryFn.ADD, q, 1), q)
 
 
 @handles(L.assume_divisible_by)
