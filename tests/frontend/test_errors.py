@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -52,7 +53,7 @@ def test_mma_shape_mismatch():
 
 
 def test_mma_dtype_mismatch():
-    with pytest.raises(ct.TileTypeError, match="one dtype, got float16 and float32") as ei:
+    with pytest.raises(ct.TileTypeError, match="x and y must have the same dtype, got float16 and float32") as ei:
         launch(mma_dtype_mismatch, (np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float32),
                                     np.zeros((16, 16), np.float32)))
     check_error(ei, mma_dtype_mismatch.fn, "# ERR")
@@ -66,7 +67,7 @@ def mma_acc_dtype(a, c):
 
 
 def test_mma_accumulator_dtype():
-    with pytest.raises(ct.TileTypeError, match="accumulator") as ei:
+    with pytest.raises(ct.TileTypeError, match="Unsupported acc dtype int32") as ei:
         launch(mma_acc_dtype, (np.zeros((16, 16), np.float16), np.zeros((16, 16), np.int32)))
     check_error(ei, mma_acc_dtype.fn, "# ERR")
 
@@ -424,3 +425,34 @@ def _shift_float(a):
 def test_bitwise_errors_use_cutile_wording(fn, message):
     with pytest.raises(ct.TileTypeError, match=message):
         ct.launch(None, (1,), ct.kernel(fn), (np.zeros(4, np.float32),))
+
+
+def test_transpose_and_mma_rejections_use_cutiles_wording():
+    @ct.kernel
+    def transpose_1d(a):
+        ct.store(a, index=(0,), tile=ct.transpose(ct.load(a, index=(0,), shape=(8,))))
+
+    @ct.kernel
+    def transpose_3d(a):
+        ct.transpose(ct.load(a, index=(0, 0, 0), shape=(2, 2, 2)))
+
+    @ct.kernel
+    def mixed_mma(a, b):
+        x = ct.load(a, index=(0, 0), shape=(16, 16))
+        y = ct.load(b, index=(0, 0), shape=(16, 16))
+        ct.mma(x, y, ct.zeros((16, 16), dtype=ct.float32))
+
+    @ct.kernel
+    def narrow_acc(a):
+        x = ct.load(a, index=(0, 0), shape=(16, 16))
+        ct.mma(x, x, ct.zeros((16, 16), dtype=ct.float16))
+
+    bf16, f16 = np.zeros((16, 16), ml_dtypes.bfloat16), np.zeros((16, 16), np.float16)
+    cases = [(transpose_1d, (np.zeros(8, np.float32),), "Cannot transpose a tile with fewer than 2 dimensions"),
+             (transpose_3d, (np.zeros((2, 2, 2), np.float32),),
+              "`axes` must be specified for tile with more than 2 dimensions"),
+             (mixed_mma, (bf16, f16), "x and y must have the same dtype"),
+             (narrow_acc, (bf16,), "Unsupported acc dtype float16")]
+    for kernel, args, message in cases:
+        with pytest.raises(ct.TileTypeError, match=message):
+            ct.launch(None, (1,), kernel, args)

@@ -498,13 +498,13 @@ def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> V
     da, db, dc = a.tile.dtype, b.tile.dtype, c.tile.dtype
     ints = {dt.int8, dt.uint8}
     if da is not db and not (da in ints and db in ints):
-        raise fc.sema.type_error(f"mma() operands must have one dtype, got {da} and {db}")
+        raise fc.sema.type_error(f"mma(): x and y must have the same dtype, got {da} and {db}")
     allowed = ops.MMA_ACCUMULATORS.get(da, ())
     if dc not in allowed:
         names = ", ".join(str(d) for d in allowed)
         if not names:
             raise fc.sema.type_error(f"Unsupported input dtype {da} for mma()")
-        raise fc.sema.type_error(f"mma() with {da} operands needs an accumulator of {names}, got {dc}")
+        raise fc.sema.type_error(f"Unsupported acc dtype {dc} for mma() with {da} operands (supported: {names})")
     if fast and da not in _FP8:
         raise fc.sema.type_error(f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, "
                                  f"float8_e5m2), got {da}")
@@ -533,7 +533,7 @@ def matmul(fc: Any, x: Any, y: Any, /) -> Value:
         b = fc.sema.reshape(b, b.tile.shape + (1,))
         squeeze.append(-1)
     if d not in ops.MMA_ACCUMULATORS:
-        raise fc.sema.type_error(f"matmul() does not support {d}")
+        raise fc.sema.type_error(f"Unsupported input dtype {d} for matmul()")
     acc_dtype = ops.MMA_ACCUMULATORS[d][0]
     sa, sb = a.tile.shape, b.tile.shape
     acc = full(fc, _batch_shape(fc, sa, sb) + (sa[-2], sb[-1]), 0, acc_dtype)
@@ -594,12 +594,14 @@ def permute(fc: Any, x: Any, /, axes: Any) -> Value:
 def transpose(fc: Any, x: Any, /, axis0: Any = None, axis1: Any = None) -> Value:
     t = tile_of(fc, x)
     n = t.tile.ndim
+    if n < 2:
+        raise fc.sema.type_error(f"Cannot transpose a tile with fewer than 2 dimensions (rank {n})")
     if axis0 is None and axis1 is None:
         if n != 2:
-            raise fc.sema.type_error(f"transpose() of a rank-{n} tile needs axis0 and axis1")
+            raise fc.sema.type_error(f"`axes` must be specified for tile with more than 2 dimensions (rank {n})")
         axis0, axis1 = 0, 1
     elif axis0 is None or axis1 is None:
-        raise fc.sema.type_error("transpose() needs both axis0 and axis1")
+        raise fc.sema.type_error("transpose axes must either both be specified or both be None")
     a0, a1 = norm_axis(fc, axis0, n), norm_axis(fc, axis1, n)
     axes = list(range(n))
     axes[a0], axes[a1] = axes[a1], axes[a0]
