@@ -456,3 +456,31 @@ def test_transpose_and_mma_rejections_use_cutiles_wording():
     for kernel, args, message in cases:
         with pytest.raises(ct.TileTypeError, match=message):
             ct.launch(None, (1,), kernel, args)
+
+
+def test_tiled_view_and_constant_rejections_use_cutiles_wording():
+    @ct.kernel
+    def wrong_store(a):
+        a.tiled_view(4).store(0, ct.zeros((8,), dtype=ct.float32))
+
+    @ct.kernel
+    def wrong_update(a):
+        a.tiled_view(4).atomic_store_add(0, ct.zeros((8,), dtype=ct.float32))
+
+    @ct.kernel
+    def wrong_steps(a):
+        a.tiled_view(4, traversal_steps=(2, 2))
+
+    @ct.kernel
+    def wide_padding(a, p: ct.Constant[int]):
+        ct.gather(a, ct.arange(8, dtype=ct.int32), padding_value=p)
+
+    f32, i8 = np.zeros(16, np.float32), np.zeros(16, np.int8)
+    cases = [(wrong_store, (f32,), ct.TileTypeError,
+              r"Tile shape \(8,\) is not broadcastable to the tiled view's tile shape \(4,\)"),
+             (wrong_update, (f32,), ct.TileTypeError, r"Update shape \(8,\) is not broadcastable"),
+             (wrong_steps, (f32,), ct.TileTypeError, "Expected traversal_steps length to be 1, got 2"),
+             (wide_padding, (i8, 128), ct.TileValueError, "Integer constant 128 is out of range of int8")]
+    for kernel, args, error, message in cases:
+        with pytest.raises(error, match=message):
+            ct.launch(None, (1,), kernel, args)

@@ -202,6 +202,8 @@ class Sema:
             if dtype is None:
                 dtype = self.loose_dtype(x)
             elif not self._loose_fits(x, dtype):
+                if type(x) is int and dtype.is_int:  # cuTile's wording for an integer out of range
+                    raise self.value_error(f"Integer constant {x} is out of range of {dtype}")
                 raise self.value_error(f"Constant {x!r} cannot be represented as {dtype}")
             return self.const(x, dtype)
         own = _numpy_scalar_dtype(x)

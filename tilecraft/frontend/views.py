@@ -15,7 +15,7 @@ from ..ir import AtomicFn, BinaryFn, Value, ops
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
 from .memory import ATOMIC_DTYPES, array_dim, array_slice, atomic_update, load, store
-from .semantics import describe
+from .semantics import broadcast_shapes, describe
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,9 @@ def tiled_view(fc: Any, array: Value, tile_shape: Any, *, padding_mode: PaddingM
     if not isinstance(padding_mode, PaddingMode):
         raise fc.sema.type_error(f"padding_mode must be a ct.PaddingMode, got {describe(padding_mode)}")
     steps = _ints(traversal_steps) if traversal_steps is not None else (shape or (1,) * nd)
-    if not isinstance(steps, tuple) or len(steps) != nd or \
-            not all(isinstance(s, int) and not isinstance(s, bool) for s in steps):
+    if isinstance(steps, tuple) and len(steps) != nd:
+        raise fc.sema.type_error(f"Expected traversal_steps length to be {nd}, got {len(steps)}")
+    if not isinstance(steps, tuple) or not all(isinstance(s, int) and not isinstance(s, bool) for s in steps):
         raise fc.sema.type_error(f"traversal_steps must be {nd} positive constant ints, got {traversal_steps!r}")
     for axis, s in enumerate(steps):
         if s <= 0:
@@ -87,9 +88,18 @@ def view_load(fc: Any, view: TiledView, index: Any, *, check_bounds: bool = True
 
 def view_store(fc: Any, view: TiledView, index: Any, tile: Any, *, check_bounds: bool = True,
                latency: Any = None, allow_tma: Any = None) -> None:
-    t = fc.sema.broadcast_to(fc.sema.cast_implicit(tile, view.dtype, "the stored tile"), view.extents)
+    t = fc.sema.cast_implicit(tile, view.dtype, "the stored tile")
+    _check_fits(fc, view, "Tile", t.tile.shape)
+    t = fc.sema.broadcast_to(t, view.extents)
     arr, idx = _origin(fc, view, index)
     store(fc, arr, idx, t, check_bounds=check_bounds, latency=latency, allow_tma=allow_tma)
+
+
+def _check_fits(fc: Any, view: TiledView, what: str, shape: tuple[int, ...]) -> None:
+    """A tile stored or combined into `view` must broadcast to its tiles (cuTile's wording)."""
+    if broadcast_shapes(shape, view.extents) != view.extents:
+        raise fc.sema.type_error(f"{what} shape {shape} is not broadcastable to the tiled view's tile shape "
+                                 f"{view.tile_shape}")
 
 
 def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Any:
@@ -112,6 +122,7 @@ def _atomic_store(fn: AtomicFn) -> Any:
         if view.array.type.dtype not in ATOMIC_DTYPES[fn]:
             raise fc.sema.type_error(f"Unsupported tiled view dtype {view.array.type.dtype} for "
                                      f"atomic_store_{fn.value}()")
+        _check_fits(fc, view, "Update", fc.sema.shape_of(update))
         nd = view.array.type.ndim
         s, lanes = fc.sema, []
         for axis, (i, step, extent) in enumerate(zip(_tile_index(fc, view, index), view.steps, view.extents)):
