@@ -244,7 +244,6 @@ copy_kernel = ct.kernel(copy_kernel_fn)
 
 
 @pytest.mark.parametrize("grid,exc,match", [
-    ((), ValueError, "grid is empty"),
     ((1, 1, 1, 1), ValueError, "at most 3"),
     ([1], TypeError, "grid must be a tuple"),
     ((-1,), ValueError, "is negative"),
@@ -484,3 +483,17 @@ def test_tiled_view_and_constant_rejections_use_cutiles_wording():
     for kernel, args, error, message in cases:
         with pytest.raises(error, match=message):
             ct.launch(None, (1,), kernel, args)
+
+
+def test_an_empty_grid_is_one_block_and_one_argument_is_singular():
+    """cuTile pads a grid with 1s, () included; its arity message says 'argument' for one."""
+    a = np.arange(8, dtype=np.float32)
+    b = np.full(8, -1.0, np.float32)
+    ct.launch(None, (), copy_kernel, (a, b))
+    np.testing.assert_array_equal(b, np.r_[a[:4], np.full(4, -1.0, np.float32)])
+
+    @ct.kernel
+    def one_arg(x):
+        pass
+    with pytest.raises(ct.TileArgumentError, match="Kernel expects 1 argument but 2 were given"):
+        ct.launch(None, (1,), one_arg, (a, b))

@@ -163,7 +163,7 @@ def test_from_kernel_args_states_what_tilecraft_specializes_on():
     with pytest.raises(ValueError, match="Static array shapes are not supported by calling convention "
                                          "cutile_python_v1"):
         KernelSignature.from_kernel_args(annotated, (m, w, [w], (1, 2.0)), V1)
-    with pytest.raises(ct.TileArgumentError, match="Kernel expects 4 arguments but 1 were given"):
+    with pytest.raises(ct.TileArgumentError, match="Kernel expects 4 arguments but 1 was given"):
         KernelSignature.from_kernel_args(copy16, (x,), V1)
 
 

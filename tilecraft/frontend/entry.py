@@ -55,7 +55,9 @@ def compile_kernel(fn: Callable[..., Any], specs: Sequence[ArgSpec], options: di
         raise TileSyntaxError("Tile kernels cannot have *args or **kwargs parameters", loc)
     arg_names = [a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs]
     if len(arg_names) != len(specs):
-        raise TileTypeError(f"Kernel expects {len(arg_names)} arguments but {len(specs)} were given", loc)
+        verb = "was" if len(specs) == 1 else "were"
+        plural = "" if len(arg_names) == 1 else "s"
+        raise TileTypeError(f"Kernel expects {len(arg_names)} argument{plural} but {len(specs)} {verb} given", loc)
     params: list[Value] = []
     names: list[str] = []
     scope = closure_vars(fn)

@@ -411,7 +411,9 @@ def describe_args(params: list[ParamInfo], args: tuple[Any, ...]) -> tuple[tuple
     if not isinstance(args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
     if len(args) != len(params):
-        raise ArgumentError(None, f"Kernel expects {len(params)} arguments but {len(args)} were given")
+        verb = "was" if len(args) == 1 else "were"
+        plural = "" if len(params) == 1 else "s"
+        raise ArgumentError(None, f"Kernel expects {len(params)} argument{plural} but {len(args)} {verb} given")
     arrays: list[ArrayArg | ListArg] = []
     flat: list[Any] = []
     specs = tuple(classify(v, p, p.name, arrays, flat) for v, p in zip(args, params))

@@ -22,12 +22,11 @@ _NO_STREAM = "Stream is required for CUDA launches (pass 0 for the default strea
 
 
 def check_grid(grid: Any) -> tuple[int, int, int]:
-    """`grid` as three block counts: TypeError for anything but a tuple of ints, ValueError for
-    an empty or 4-d grid and for counts below 0 or above the 24-bit limit."""
+    """`grid` as three block counts, missing ones 1 (so () is one block, as in cuTile):
+    TypeError for anything but a tuple of ints, ValueError for a 4-d grid and for counts below 0
+    or above the 24-bit limit."""
     if not isinstance(grid, tuple):
         raise TypeError(f"grid must be a tuple of 1 to 3 ints, got {type(grid).__name__}")
-    if not grid:
-        raise ValueError("grid is empty: give 1 to 3 block counts, e.g. (n,)")
     if len(grid) > 3:
         raise ValueError(f"grid has {len(grid)} dimensions; at most 3 are allowed")
     for i, g in enumerate(grid):
@@ -36,7 +35,8 @@ def check_grid(grid: Any) -> tuple[int, int, int]:
         if g < 0:
             raise ValueError(f"grid[{i}] = {g} is negative; block counts must be >= 0")
         if g > _GRID_LIMIT:
-            raise ValueError(f"grid[{i}] = {g} exceeds 24-bit limit ({_GRID_LIMIT})")
+            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: max={_GRID_LIMIT}, got={g}. "
+                             f"Use multiple kernel launches for larger workloads.")
     padded = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     return padded  # type: ignore[return-value]
 
