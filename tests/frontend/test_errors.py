@@ -497,3 +497,12 @@ def test_an_empty_grid_is_one_block_and_one_argument_is_singular():
         pass
     with pytest.raises(ct.TileArgumentError, match="Kernel expects 1 argument but 2 were given"):
         ct.launch(None, (1,), one_arg, (a, b))
+
+
+def test_a_gather_mask_must_be_boolean():
+    @ct.kernel
+    def int_mask(a, b):
+        i = ct.arange(8, dtype=ct.int32)
+        ct.scatter(b, i, ct.gather(a, i, mask=i))
+    with pytest.raises(ct.TileTypeError, match=r"gather\(\) mask must be a boolean \(bool\) tile, got int32"):
+        ct.launch(None, (1,), int_mask, (np.zeros(8, np.float32), np.zeros(8, np.float32)))

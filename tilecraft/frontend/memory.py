@@ -207,7 +207,7 @@ def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: 
     if mask is not None:
         m = fc.sema.to_tile(mask)
         if m.tile.dtype is not dt.bool_:
-            raise fc.sema.type_error(f"{fn}() mask must be a bool tile, got {m.tile.dtype}")
+            raise fc.sema.type_error(f"{fn}() mask must be a boolean (bool) tile, got {m.tile.dtype}")
         m = fc.sema.broadcast_to(m, shape)
     return tuple(fc.sema.broadcast_to(t, shape) for t in tiles), m, shape
 
