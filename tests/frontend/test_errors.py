@@ -506,3 +506,20 @@ def test_a_gather_mask_must_be_boolean():
         ct.scatter(b, i, ct.gather(a, i, mask=i))
     with pytest.raises(ct.TileTypeError, match=r"gather\(\) mask must be a boolean \(bool\) tile, got int32"):
         ct.launch(None, (1,), int_mask, (np.zeros(8, np.float32), np.zeros(8, np.float32)))
+
+
+def test_atomics_refuse_weak_ordering_and_a_missing_scope():
+    @ct.kernel
+    def weak_add(x):
+        ct.atomic_add(x, 0, 1, memory_order=ct.MemoryOrder.WEAK, memory_scope=ct.MemoryScope.DEVICE)
+
+    @ct.kernel
+    def unscoped_cas(x):
+        ct.atomic_cas(x, 0, 0, 1, memory_order=ct.MemoryOrder.ACQ_REL, memory_scope=ct.MemoryScope.NONE)
+
+    x = np.zeros(4, np.int32)
+    with pytest.raises(ct.TileTypeError, match="Invalid memory order for tile_atomic_rmw: WEAK"):
+        ct.launch(None, (1,), weak_add, (x,))
+    with pytest.raises(ct.TileTypeError, match="tile_atomic_cas with ACQ_REL memory ordering requires a memory scope"):
+        ct.launch(None, (1,), unscoped_cas, (x,))
+    assert (x == 0).all()

@@ -259,10 +259,13 @@ def _atomic_operands(fc: Any, name: str, array: Any, indices: Any, values: list[
     d = arr.type.dtype
     if d not in dtypes:
         raise fc.sema.type_error(f"Unsupported array dtype {d} for {name}()")
-    if memory_order == MemoryOrder.WEAK or memory_scope == MemoryScope.NONE:
-        op = "tile_atomic_cas" if name == "atomic_cas" else "tile_atomic_rmw"
+    op = "tile_atomic_cas" if name == "atomic_cas" else "tile_atomic_rmw"
+    if memory_order == MemoryOrder.WEAK:
+        raise fc.sema.type_error(f"Invalid memory order for {op}: WEAK ({name}() needs RELAXED, ACQUIRE, "
+                                 f"RELEASE or ACQ_REL)")
+    if memory_scope == MemoryScope.NONE:
         raise fc.sema.type_error(f"{op} with {memory_order.name} memory ordering requires a memory scope "
-                                 f"({name}() needs a non-WEAK memory_order and a memory_scope)")
+                                 f"({name}() needs a memory_scope)")
     for v in values:
         if exact and not is_loose(v) and fc.sema.dtype_of(v) is not d:
             raise fc.sema.type_error(f"Bitwise atomic read-modify-write operations require the update dtype "
