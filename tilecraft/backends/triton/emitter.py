@@ -22,8 +22,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-import numpy as np
-
 from ...errors import Location, TileUnsupportedFeatureError
 from ...ir import Op, Value
 from ...ir.types import TileType
@@ -32,7 +30,7 @@ from ...language.dtypes import DType
 from . import interpret_workarounds as workarounds
 from ..tables import KindTables
 from .helpers import HELPERS, NEEDS
-from .spelling import is_float, negative_zero, plain_literal_ok, py_literal, tl_dtype
+from .spelling import fp8_bits, is_float, negative_zero, plain_literal_ok, py_literal, tl_dtype
 
 if TYPE_CHECKING:
     from .plan import Descriptor, LoweringPlan
@@ -198,10 +196,8 @@ class KernelWriter:
             return lit, True
         if dtype is D.bfloat16:
             return workarounds.bf16_constant(value), False
-        if dtype.is_restricted and dtype.bitwidth == 8:  # Triton's builders cannot make 8-bit
-            # float constants (no get_fp8e5 / get_fp8e4nv, GPU and CPU interpreter alike): bits
-            bits = int(np.array(value, dtype=dtype.np_dtype).view(np.uint8))
-            return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)", False
+        if dtype.is_restricted and dtype.bitwidth == 8:
+            return fp8_bits(value, dtype), False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False
 
     # ---- statements ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import PADDING_VALUES, PaddingMode
 from .helpers import define_helper
-from .spelling import is_float, py_literal, tl_dtype
+from .spelling import fp8_bits, is_float, py_literal, tl_dtype
 
 if TYPE_CHECKING:
     from .emitter import KernelWriter
@@ -82,8 +82,7 @@ def fp8_padding(mode: PaddingMode, dtype: DType) -> str | None:
     wrongly. None for other dtypes and for zero padding (which converts correctly)."""
     if not (dtype.is_restricted and dtype.bitwidth == 8) or mode is PaddingMode.ZERO:
         return None
-    bits = int(np.array(PADDING_VALUES[mode]).astype(dtype.np_dtype).view(np.uint8))
-    return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)"
+    return fp8_bits(PADDING_VALUES[mode], dtype)
 
 
 # ---- arithmetic -------------------------------------------------------------------------------

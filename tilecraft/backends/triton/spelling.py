@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...language import dtypes as D
 from ...language.dtypes import DType
 
@@ -54,6 +56,15 @@ def py_literal(value: bool | int | float, dtype: DType) -> str:
     else:
         text = str(int(value))
     return f"({text})" if text.startswith("-") else text
+
+
+def fp8_bits(value: float, dtype: DType) -> str:
+    """An 8-bit float constant of `value` (rounded to `dtype`) made from its bit pattern:
+    Triton's builders cannot make 8-bit float constants (no get_fp8e5 / get_fp8e4nv, on the GPU
+    and in the CPU interpreter alike), and its interpreter converts NaN, -0.0 and infinities to
+    8-bit floats wrongly."""
+    bits = int(np.array(value, dtype=dtype.np_dtype).view(np.uint8))
+    return f"tl.cast(tl.full([], {bits}, tl.uint8), {tl_dtype(dtype)}, bitcast=True)"
 
 
 def negative_zero(dtype: DType) -> str:
