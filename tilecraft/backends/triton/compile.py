@@ -327,6 +327,16 @@ class TritonKernel:
         self._adopt(target, self._lower_for(target))
         return True
 
+    def _recover(self, exc: Exception, triton_errors: tuple[type[BaseException], ...]) -> None:
+        """After `exc` from building or launching: return to retry when the schedule was refitted
+        (see `_refit`); otherwise raise `exc` as a located tile error if it is one of Triton's
+        `triton_errors`, else as it is."""
+        if self._refit(exc):
+            return
+        if isinstance(exc, triton_errors):
+            raise self._translate(exc) from exc
+        raise exc
+
     def small_grid_kernel(self) -> "TritonKernel | None":
         """The one-program-per-block variant of a grid-loop kernel (see `_grid_loop_launch`;
         made on first use)."""
@@ -353,11 +363,7 @@ class TritonKernel:
             try:
                 return self._launch(grid, args, stream, dependent)
             except Exception as exc:
-                if self._refit(exc):
-                    continue
-                if isinstance(exc, (CompilationError, InterpreterError, OutOfResources)) or fitting.is_unfit(exc):
-                    raise self._translate(exc) from exc
-                raise
+                self._recover(exc, (CompilationError, InterpreterError, OutOfResources))
 
     def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any, dependent: bool) -> None:
         flat = self._flatten(*args)
@@ -495,11 +501,7 @@ class TritonKernel:
                     raise OutOfResources(binary.metadata.shared, limit, "shared memory")
                 return binary
             except Exception as exc:
-                if self._refit(exc):
-                    continue
-                if isinstance(exc, (CompilationError, OutOfResources)) or fitting.is_unfit(exc):
-                    raise self._translate(exc) from exc
-                raise
+                self._recover(exc, (CompilationError, OutOfResources))
 
     def _compile_for(self, capability: int, args: Sequence[Any] | None) -> Any:
         fn = self._fn if not self.interpret else _load(self.path, self.lowered, interpret=False)
