@@ -92,17 +92,9 @@ def run_cases(system: str, only: str | None) -> list[dict]:
                     return scaled_dot_product_attention(q, k_, v, is_causal=causal)
                 t_torch = _bench(theirs)
                 ref = theirs()
-            try:
-                err = _rel_err(ours(), ref)
-                ok = err < 1e-2
-                t = _bench(ours) if ok else None
-            except Exception as exc:
-                ok, err, t = False, None, None
-                print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            measured = _measure(name, ours, lambda out: _rel_err(out, ref), 1e-2)
             flop = 4 * b_ * h * s * s * d / (2 if causal else 1)
-            record(case=name, tiles=f"{tm}x{tn}", ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
-                   tflops=flop / t / 1e9 if t else None, torch_tflops=flop / t_torch / 1e9,
-                   ratio=t_torch / t if t else None)
+            _record_case(record, name, f"{tm}x{tn}", measured, t_torch, flop / 1e9, "tflops")
     if only in (None, "layernorm"):
         import LayerNorm
         for name, dtype, (m, n) in LAYERNORM:
@@ -115,20 +107,10 @@ def run_cases(system: str, only: str | None) -> list[dict]:
 
             def ours():
                 ct.launch(stream, (m,), LayerNorm.layer_norm_fwd, (x, w, bias, y, mean, rstd, 1e-5, 1024))
-            try:
-                ours()
-                ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bias.double(), 1e-5)
-                err = _rel_err(y, ref)
-                ok = err < 1e-2
-                t = _bench(ours) if ok else None
-            except Exception as exc:
-                ok, err, t = False, None, None
-                print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bias.double(), 1e-5)
+            measured = _measure(name, ours, lambda _: _rel_err(y, ref), 1e-2)
             t_torch = _bench(lambda: torch.nn.functional.layer_norm(x, (n,), w, bias, 1e-5))
-            moved = 2 * m * n * x.element_size()
-            record(case=name, tiles="1024", ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
-                   gbps=moved / t / 1e6 if t else None, torch_gbps=moved / t_torch / 1e6,
-                   ratio=t_torch / t if t else None)
+            _record_case(record, name, "1024", measured, t_torch, 2 * m * n * x.element_size() / 1e6, "gbps")
     return rows
 
 
@@ -142,19 +124,29 @@ def _matmul_row(ct, MatMul, stream, record, name: str, dtype: str, a, b, ref, ti
 
     def ours():
         ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk))
-    try:
-        ours()
-        err = _rel_err(c, ref)
-        ok = err < (2e-3 if dtype == "float32" else 1e-2)
-        t = _bench(ours) if ok else None
-    except Exception as exc:  # a system that cannot run a case is a row, not a crash
-        ok, err, t = False, None, None
-        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    measured = _measure(name, ours, lambda _: _rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2)
     t_torch = _bench(lambda: a @ b)
-    flop = 2 * m * n * k
-    record(case=name, tiles=f"{tm}x{tn}x{tk}", ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
-           tflops=flop / t / 1e9 if t else None, torch_tflops=flop / t_torch / 1e9,
-           ratio=t_torch / t if t else None)
+    _record_case(record, name, f"{tm}x{tn}x{tk}", measured, t_torch, 2 * m * n * k / 1e9, "tflops")
+
+
+def _measure(name: str, run, error, tol: float) -> tuple[bool, float | None, float | None]:
+    """(passed, relative error, ms) of one case: `run()` once, `error(its result)` against the
+    reference, and time it only if that is below `tol`. A system that cannot run a case gives
+    a failed row, not a crash."""
+    try:
+        err = error(run())
+        ok = err < tol
+        return ok, err, (_bench(run) if ok else None)
+    except Exception as exc:
+        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return False, None, None
+
+
+def _record_case(record, name: str, tiles: str, measured: tuple, t_torch: float, work: float, unit: str) -> None:
+    """One row: the measurement, torch's time, and both rates in `unit` (`work` per ms)."""
+    ok, err, t = measured
+    record(case=name, tiles=tiles, ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
+           **{unit: work / t if t else None, f"torch_{unit}": work / t_torch}, ratio=t_torch / t if t else None)
 
 
 def _child(system: str, only: str | None, timeout_s: float) -> list[dict]:
