@@ -251,14 +251,7 @@ def num_blocks(fc: Any, axis: Any) -> Value:
 
 @handles(L.cdiv)
 def cdiv(fc: Any, x: Any, y: Any, /) -> Any:
-    if not isinstance(x, Value) and not isinstance(y, Value):
-        return L.cdiv(x, y)
-    # ceil(x / y) = floor(x / y) + 1 where the division leaves a remainder: (x + y - 1) // y
-    # overflowed narrow integers (int8 99 + 100) and was wrong for a negative divisor
-    s = fc.sema
-    q = s.binary(BinaryFn.FLOORDIV, x, y)
-    inexact = s.compare(CompareFn.NE, s.binary(BinaryFn.SUB, x, s.binary(BinaryFn.MUL, q, y)), 0)
-    return s.where(inexact, s.binary(BinaryFn.ADD, q, 1), q)
+    return fc.sema.cdiv(x, y)
 
 
 @handles(L.assume_divisible_by)

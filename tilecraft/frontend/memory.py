@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import AtomicFn, BinaryFn, Value, ops
+from ..ir import AtomicFn, Value, ops
 from ..language import dtypes as dt
 from ..language import ops as L
 from ..language.enums import MemoryOrder, MemoryScope, PaddingMode
@@ -97,11 +97,7 @@ def num_tiles(fc: Any, array: Any, /, axis: Any, shape: Any, order: Any = "C") -
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"Axis {axis} is out of range for rank {nd}")
     axis %= nd
-    dim = array_dim(fc, arr, perm[axis])
-    if isinstance(dim, int):
-        return -(-dim // shape[axis])
-    s = fc.sema
-    return s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, dim, shape[axis] - 1), shape[axis])
+    return fc.sema.cdiv(array_dim(fc, arr, perm[axis]), shape[axis])
 
 
 def array_slice(fc: Any, array: Value, axis: Any, start: Any, stop: Any) -> Value:

@@ -20,6 +20,7 @@ from ..errors import TileTypeError, TileUnsupportedFeatureError, TileValueError
 from ..ir import ArrayType, BinaryFn, Block, Builder, CompareFn, ListType, TileType, UnaryFn, Value, ops
 from ..ir.kinds import UNARY_RULES, Operand
 from ..language import dtypes as dt
+from ..language import ops as L
 from ..language.dtypes import DType
 from ..language.enums import RoundingMode
 
@@ -398,6 +399,16 @@ class Sema:
                 raise self.type_error("Integer pow is not supported; use a float base")
             return dt.float32
         return dtype
+
+    def cdiv(self, x: Any, y: Any) -> Any:
+        """ceil(x / y): floor(x / y), plus 1 where the division leaves a remainder (right for
+        either sign, and nothing in between can overflow, as x + y - 1 could); a Python int
+        when both are."""
+        if not isinstance(x, Value) and not isinstance(y, Value):
+            return L.cdiv(x, y)
+        q = self.binary(BinaryFn.FLOORDIV, x, y)
+        inexact = self.compare(CompareFn.NE, self.binary(BinaryFn.SUB, x, self.binary(BinaryFn.MUL, q, y)), 0)
+        return self.where(inexact, self.binary(BinaryFn.ADD, q, 1), q)
 
     def compare(self, fn: CompareFn, x: Any, y: Any) -> Value:
         dtype = self.common_dtype(x, y)

@@ -107,12 +107,8 @@ def view_num_tiles(fc: Any, view: TiledView, axis: Any) -> Any:
     nd = view.array.type.ndim
     if not isinstance(axis, int) or not -nd <= axis < nd:
         raise fc.sema.type_error(f"num_tiles() axis must be a constant int in [-{nd}, {nd}), got {axis!r}")
-    size = array_dim(fc, view.array, axis % nd)
-    step = view.steps[axis % nd]
-    if isinstance(size, int):
-        return -(-size // step)
-    s = fc.sema
-    return s.cast(s.binary(BinaryFn.FLOORDIV, s.binary(BinaryFn.ADD, size, step - 1), step), dt.int32)
+    tiles = fc.sema.cdiv(array_dim(fc, view.array, axis % nd), view.steps[axis % nd])
+    return tiles if isinstance(tiles, int) else fc.sema.cast(tiles, dt.int32)
 
 
 def _atomic_store(fn: AtomicFn) -> Any:
