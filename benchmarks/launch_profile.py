@@ -1,9 +1,11 @@
 """Where a cached tilecraft launch spends its host time, layer by layer (GPU only).
 
-Times, per launch (median of rounds of 2000): the full `ct.launch`; the backend's
-`TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the generated kernel with the
-same flattened arguments and options; and a plain `@triton.jit` vector add launched directly.
-Then prints a cProfile of `ct.launch`, sorted by own time.
+Times, per launch (median of rounds of 2000): the full `ct.launch`; its parts (the fast-path
+key, the fast path's direct launcher, Triton's C launcher called with the baked arguments); the
+backend's `TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the generated kernel
+with the same flattened arguments and options; a plain `@triton.jit` vector add launched
+directly; and torch's own `torch.add(a, b, out=c)`. Then prints a cProfile of `ct.launch`,
+sorted by own time.
 
     PYTHONPATH=$PWD python benchmarks/launch_profile.py
 """
@@ -25,6 +27,7 @@ import triton_reference as tr  # noqa: E402
 
 import tilecraft as ct  # noqa: E402
 from matmul import vector_add_kernel  # noqa: E402
+from tilecraft.runtime.fastpath import fast_key  # noqa: E402
 
 
 def per_launch_us(fn: Callable[[], Any], launches: int = 2000, rounds: int = 5) -> float:
@@ -49,7 +52,15 @@ def main() -> None:
     ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n))
     compiled = next(iter(vector_add_kernel.variants.values())).compiled
     flat = compiled._flatten(a, b, c)
+    args = (a, b, c, n)
+    direct = next(iter(vector_add_kernel.fast.values()))[0]
+    handle = stream.cuda_stream
+    baked = direct._flatten(a, b, c)
     rows = {
+        "fast_key": lambda: fast_key(vector_add_kernel.plan, args),
+        "DirectLauncher.launch": lambda: direct.launch((1, 1, 1), (a, b, c), stream),
+        "C launcher, baked args": lambda: direct._call(1, 1, 1, handle, *direct._head, *baked),
+        "torch.add(out=)": lambda: torch.add(a, b, out=c),
         "ct.launch": lambda: ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n)),
         "ct.launch (stream None)": lambda: ct.launch(None, (1,), vector_add_kernel, (a, b, c, n)),
         "TritonKernel.launch": lambda: compiled.launch((1, 1, 1), (a, b, c), stream),

@@ -132,14 +132,14 @@ def test_array_facts_describe_alignment_and_tiling():
 def test_stream_handles_of_every_kind():
     """What the Triton backend accepts as a stream, and the error for anything else."""
     pytest.importorskip("triton")
-    from tilecraft.backends.triton.compile import _stream_handle
+    from tilecraft.backends.triton.launching import stream_handle
 
     class TorchLike:
         cuda_stream = 77
-    assert [_stream_handle(s) for s in (0, 1234, TorchLike(), CupyLikeStream(55), StreamProtocolOnly(99))] == \
+    assert [stream_handle(s) for s in (0, 1234, TorchLike(), CupyLikeStream(55), StreamProtocolOnly(99))] == \
         [0, 1234, 77, 55, 99]
     with pytest.raises(TypeError, match="Unsupported stream type str"):
-        _stream_handle("default")
+        stream_handle("default")
 
 
 def _annotated_copy(x: Annotated[ct.Array, ct.ArrayAnnotation(index_dtype=ct.int64)],

@@ -83,8 +83,8 @@ def torch_stream(stream: Any) -> Any:
         return torch.cuda.current_stream()
     if isinstance(stream, torch.cuda.Stream):
         return stream
-    from ..backends.triton.compile import _stream_handle
-    return torch.cuda.ExternalStream(_stream_handle(stream))
+    from ..backends.triton.launching import stream_handle
+    return torch.cuda.ExternalStream(stream_handle(stream))
 
 
 def clock_for(kernel: Kernel, args: Any, stream: Any, clocks: dict[Any, Clock]) -> Clock:

@@ -35,7 +35,6 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from triton.compiler.errors import CompilationError
-from triton.runtime import driver
 from triton.runtime.errors import InterpreterError, OutOfResources
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
@@ -45,13 +44,14 @@ from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import fitting
 from . import interpret_workarounds as workarounds
 from . import printing
+from .launching import (DirectLauncher, baked_flatten, current_stream, ensure_allocator, grid_loop_launch, sm_slots,
+                        stream_context, stream_handle)
 from .emitter import Target
 from .lower import LoweredKernel
 
 _lock = threading.Lock()
 _modules: dict[tuple[Path, bool], ModuleType] = {}
 _scratch_dir: list[Path] = []
-_thread = threading.local()
 
 
 def source_dir() -> Path:
@@ -176,105 +176,7 @@ def list_tables(arrays: Sequence[torch.Tensor], index64: bool) -> tuple[torch.Te
     return tuple(t.to(device) for t in (ptrs, shapes, strides))  # blocking: ready before the launch
 
 
-def _torch_alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
-    return torch.empty(size, dtype=torch.int8, device="cuda")
-
-
-def _ensure_allocator() -> None:
-    """Tensor descriptors built in a kernel need global scratch memory: give Triton a torch
-    allocator, once per thread (Triton keeps the allocator in a context variable)."""
-    if not getattr(_thread, "allocator", False):
-        triton.set_allocator(_torch_alloc)
-        _thread.allocator = True
-
-
-def _stream_handle(stream: Any) -> int:
-    """The raw CUDA handle of `stream`: a handle (0 = the default stream), a torch stream
-    (`.cuda_stream`), a CuPy stream (`.ptr`) or any object with the `__cuda_stream__` protocol."""
-    if isinstance(stream, int):
-        return stream
-    protocol = getattr(stream, "__cuda_stream__", None)
-    if protocol is not None:
-        return int((protocol() if callable(protocol) else protocol)[1])
-    for attr in ("cuda_stream", "ptr"):
-        handle = getattr(stream, attr, None)
-        if isinstance(handle, int):
-            return handle
-    raise TypeError(f"Unsupported stream type {type(stream).__name__}: pass a torch or CuPy stream, an object "
-                    f"with __cuda_stream__, a raw CUstream handle, or 0 for the default stream")
-
-
-def _current_stream() -> int:
-    """The stream Triton launches on (the current torch stream of the current device)."""
-    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
-
-
-def _stream_context(stream: Any):
-    """Make `stream` current for the duration of a `with`."""
-    if not isinstance(stream, torch.cuda.Stream):
-        stream = torch.cuda.ExternalStream(_stream_handle(stream))
-    return torch.cuda.stream(stream)
-
-
 INTERPRET_PROGRAMS = 3  # programs a grid-loop kernel runs on under the interpreter
-_MAX_THREADS_PER_SM = 2048
-
-
-def _sm_slots(compiled: Any) -> int:
-    """How many programs of `compiled` the current GPU runs at once: SMs times the blocks per SM
-    that its shared memory, registers and threads allow."""
-    props = driver.active.utils.get_device_properties(torch.cuda.current_device())
-    # loading the module fills in n_regs; _init_handles (not the `run` property) raises
-    # OutOfResources again for a kernel an earlier load found too big (Triton caches that
-    # CompiledKernel and its `run` then returns a raiser, leaving n_regs unset)
-    compiled._init_handles()
-    threads = 32 * compiled.metadata.num_warps
-    per_sm = min(props["max_shared_mem"] // max(compiled.metadata.shared, 1),
-                 props["max_num_regs"] // max(compiled.n_regs * threads, 1),
-                 _MAX_THREADS_PER_SM // threads)
-    return props["multiprocessor_count"] * max(per_sm, 1)
-
-
-def _grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple] | None:
-    """(launch grid, Triton args) of a grid-loop kernel asked to run `grid` blocks on a GPU that
-    runs `slots` programs at once; None when its one-program-per-block variant should run them
-    instead (all blocks fit at once anyway, or their count overflows the loop's int32)."""
-    blocks = grid[0] * grid[1] * grid[2]
-    if blocks <= slots or blocks >= 2**31:
-        return None
-    return (slots, 1, 1), (*flat, *grid)
-
-
-class _DirectLauncher:
-    """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher (see
-    `TritonKernel.specialize`). A grid-loop kernel's launcher has `slots` (the programs the GPU
-    runs at once) and `small_grid`, which makes the launcher of its one-program-per-block
-    variant (see `_grid_loop_launch`)."""
-
-    def __init__(self, compiled: Any, flatten: Any, descriptors: bool, slots: int | None = None,
-                 small_grid: Callable[[], Any] | None = None) -> None:
-        self._run = compiled.run  # loads the module on first access
-        self._function = compiled.function
-        self._packed = compiled.packed_metadata
-        self._flatten = flatten
-        self._descriptors = descriptors
-        self._slots = slots
-        self._small_grid = small_grid
-        self._small: Any = None
-
-    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
-        flat = self._flatten(*args)
-        if self._slots is not None:
-            looped = _grid_loop_launch(grid, flat, self._slots)
-            if looped is None:
-                if self._small is None:
-                    self._small = self._small_grid()
-                return self._small.launch(grid, args, stream)
-            grid, flat = looped
-        handle = _current_stream() if stream is None else _stream_handle(stream)
-        if self._descriptors:
-            _ensure_allocator()
-        self._run(grid[0], grid[1], grid[2], handle, self._function, self._packed, None, None, None, *flat)
 
 
 class TritonKernel:
@@ -338,7 +240,7 @@ class TritonKernel:
         raise exc
 
     def small_grid_kernel(self) -> "TritonKernel | None":
-        """The one-program-per-block variant of a grid-loop kernel (see `_grid_loop_launch`;
+        """The one-program-per-block variant of a grid-loop kernel (see `grid_loop_launch`;
         made on first use)."""
         if self._small is None and self.lowered.grid_loop:
             self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret)
@@ -351,7 +253,7 @@ class TritonKernel:
         device = torch.cuda.current_device()
         if device not in self._slots:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-            self._slots[device] = _sm_slots(compiled)
+            self._slots[device] = sm_slots(compiled)
         return self._slots[device]
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
@@ -379,7 +281,7 @@ class TritonKernel:
         too (on the GPU a failed kernel leaves nothing readable). Nothing may wait while a
         stream is captured into a CUDA graph, so such kernels cannot be captured."""
         gpu = not self.interpret
-        with _stream_context(stream) if gpu and stream is not None else contextlib.nullcontext():
+        with stream_context(stream) if gpu and stream is not None else contextlib.nullcontext():
             if gpu and torch.cuda.is_current_stream_capturing():
                 raise RuntimeError(f"Kernel `{self.lowered.name}` prints, which cannot be captured into a CUDA graph "
                                    f"(tilecraft prints on the host after the kernel has run)")
@@ -399,7 +301,7 @@ class TritonKernel:
         """Run with the Triton arguments `flat` (`args`: the same as the kernel's, for the
         one-program-per-block variant a grid-loop kernel may hand the launch to)."""
         if self.lowered.grid_loop:
-            looped = _grid_loop_launch(grid, flat, self._programs(flat + grid))
+            looped = grid_loop_launch(grid, flat, self._programs(flat + grid))
             if looped is None:
                 return self.small_grid_kernel().launch(grid, args, stream, dependent=dependent)
             grid, flat = looped
@@ -409,14 +311,14 @@ class TritonKernel:
                 self._fn.run(*flat, grid=grid, warmup=False)
             return
         if self._descriptors:
-            _ensure_allocator()
+            ensure_allocator()
         options = dict(self._options, launch_pdl=True) if dependent else self._options
         if self.lowered.asserts:
             return self._launch_checked(grid, flat, stream, options)
-        if stream is None or _stream_handle(stream) == _current_stream():
+        if stream is None or stream_handle(stream) == current_stream():
             self._fn.run(*flat, grid=grid, warmup=False, **options)
         else:
-            with _stream_context(stream):
+            with stream_context(stream):
                 self._fn.run(*flat, grid=grid, warmup=False, **options)
 
     def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any, options: dict[str, Any]) -> None:
@@ -431,7 +333,7 @@ class TritonKernel:
         fails; NVIDIA: the process must be terminated and relaunched). No API restores it in the
         process, so the error says so; blocks that finished before the trap may have stored
         their results, but the memory can no longer be read (see docs/testing.md)."""
-        with contextlib.nullcontext() if stream is None else _stream_context(stream):
+        with contextlib.nullcontext() if stream is None else stream_context(stream):
             current = torch.cuda.current_stream()
             capturing = torch.cuda.is_current_stream_capturing()
             if not capturing:
@@ -479,13 +381,14 @@ class TritonKernel:
         if self.interpret or hooked or self.lowered.has_assert or self.lowered.prints:
             return self  # launch hooks (profilers), device asserts and prints need Triton's full path
         flat = self._flatten(*args)
+        baked = baked_flatten(self.lowered, args, flat)
         if not self.lowered.grid_loop:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-            return _DirectLauncher(compiled, self._flatten, self._descriptors)
+            return DirectLauncher(compiled, baked, self._descriptors)
         flat = (*flat, 1, 1, 1)
         compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-        return _DirectLauncher(compiled, self._flatten, self._descriptors, self._programs(flat),
-                               lambda: self.small_grid_kernel().specialize(args))
+        return DirectLauncher(compiled, baked, self._descriptors, self._programs(flat),
+                              lambda: self.small_grid_kernel().specialize(args))
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a

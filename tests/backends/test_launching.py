@@ -1,0 +1,64 @@
+"""The GPU fast path's argument lambda (`launching.baked_flatten`), checked on the CPU: for one
+specialization it must give Triton exactly what the general lambda gives, with arrays as their
+addresses (the GPU launch itself is covered by the GPU suite)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tilecraft as ct
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+from tilecraft.backends.triton.launching import baked_flatten  # noqa: E402
+
+ConstInt = ct.Constant[int]
+
+
+@ct.kernel
+def scale_rows(X, Y, s, T: ConstInt):
+    t = ct.load(X, index=(ct.bid(0), 0), shape=(1, T))
+    ct.store(Y, index=(ct.bid(0), 0), tile=t * s)
+
+
+@ct.kernel
+def sum_list(xs, out, T: ConstInt):
+    acc = ct.load(xs[0], index=(0,), shape=(T,))
+    for i in range(1, len(xs)):
+        acc = acc + ct.load(xs[i], index=(0,), shape=(T,))
+    ct.store(out, index=(0,), tile=acc)
+
+
+def _triton_kernel(kernel, args):
+    """The triton-interpret backend's compiled kernel for `args` (and the arguments it takes)."""
+    ct.launch(None, (1,), kernel, args, backend="triton-interpret")
+    compiled = next(iter(kernel.variants.values())).compiled
+    return compiled, [a for a, p in zip(args, kernel.params) if not p.constant]
+
+
+def test_baked_arguments_equal_the_general_ones_with_addresses():
+    x = torch.randn(6, 40)[:, 3:35]  # strided, offset view: its address is not the storage's
+    y = torch.full((6, 32), float("nan"))
+    compiled, args = _triton_kernel(scale_rows, (x, y, 2.5, 32))
+    general = compiled._flatten(*args)
+    fn = baked_flatten(compiled.lowered, args, general)
+    expected = tuple(v.data_ptr() if isinstance(v, torch.Tensor) else v for v in general)
+    assert fn(*args) == expected and x.data_ptr() in expected and 2.5 in expected
+    # shapes and strides are constants: only the addresses are read at a launch
+    assert {"shape", "stride"} <= set(compiled._flatten.__code__.co_names)
+    assert set(fn.__code__.co_names) == {"data_ptr"}
+    # a new address with the same key: the lambda reads it at each call
+    x2, y2 = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    again = fn(x2, y2, 1.0)
+    assert x2.data_ptr() in again and y2.data_ptr() in again and 1.0 in again
+
+
+def test_list_arguments_keep_the_general_lambda():
+    xs = [torch.randn(16) for _ in range(3)]
+    out = torch.empty(16)
+    compiled, args = _triton_kernel(sum_list, (xs, out, 16))
+    torch.testing.assert_close(out, xs[0] + xs[1] + xs[2])
+    general = compiled._flatten(*args)
+    baked = baked_flatten(compiled.lowered, args, general)
+    assert baked.__code__.co_code == compiled._flatten.__code__.co_code

@@ -1,0 +1,156 @@
+"""GPU launch plumbing of the Triton backend: streams, scratch memory, how many programs a
+grid-loop kernel runs, and the direct launcher of the runtime's fast path.
+
+The direct launcher (`DirectLauncher`) is what a cached `ct.launch` calls. It is made for one
+argument specialization (the runtime's fast-path key fixes every array's dtype, device, shape,
+strides and alignment), so its argument list is a lambda with those shapes and strides written
+in as constants and each array passed as its address (`baked_flatten`): Triton's C launcher
+then neither calls `data_ptr()` nor asks the driver about each pointer. When the compiled kernel
+needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any, Callable, Sequence
+
+import torch
+from triton.runtime import driver
+
+from .lower import LoweredKernel
+
+_thread = threading.local()
+
+
+def _torch_alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def ensure_allocator() -> None:
+    """Tensor descriptors built in a kernel need global scratch memory: give Triton a torch
+    allocator, once per thread (Triton keeps the allocator in a context variable)."""
+    if not getattr(_thread, "allocator", False):
+        import triton
+        triton.set_allocator(_torch_alloc)
+        _thread.allocator = True
+
+
+def stream_handle(stream: Any) -> int:
+    """The raw CUDA handle of `stream`: a handle (0 = the default stream), a torch stream
+    (`.cuda_stream`), a CuPy stream (`.ptr`) or any object with the `__cuda_stream__` protocol."""
+    if type(stream) is torch.cuda.Stream:  # the common case first: one attribute read
+        return stream.cuda_stream
+    if isinstance(stream, int):
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int((protocol() if callable(protocol) else protocol)[1])
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise TypeError(f"Unsupported stream type {type(stream).__name__}: pass a torch or CuPy stream, an object "
+                    f"with __cuda_stream__, a raw CUstream handle, or 0 for the default stream")
+
+
+def current_stream() -> int:
+    """The stream Triton launches on (the current torch stream of the current device)."""
+    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
+
+
+def stream_context(stream: Any):
+    """Make `stream` current for the duration of a `with`."""
+    if not isinstance(stream, torch.cuda.Stream):
+        stream = torch.cuda.ExternalStream(stream_handle(stream))
+    return torch.cuda.stream(stream)
+
+
+_MAX_THREADS_PER_SM = 2048
+
+
+def sm_slots(compiled: Any) -> int:
+    """How many programs of `compiled` the current GPU runs at once: SMs times the blocks per SM
+    that its shared memory, registers and threads allow."""
+    props = driver.active.utils.get_device_properties(torch.cuda.current_device())
+    # loading the module fills in n_regs; _init_handles (not the `run` property) raises
+    # OutOfResources again for a kernel an earlier load found too big (Triton caches that
+    # CompiledKernel and its `run` then returns a raiser, leaving n_regs unset)
+    compiled._init_handles()
+    threads = 32 * compiled.metadata.num_warps
+    per_sm = min(props["max_shared_mem"] // max(compiled.metadata.shared, 1),
+                 props["max_num_regs"] // max(compiled.n_regs * threads, 1),
+                 _MAX_THREADS_PER_SM // threads)
+    return props["multiprocessor_count"] * max(per_sm, 1)
+
+
+def grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple] | None:
+    """(launch grid, Triton args) of a grid-loop kernel asked to run `grid` blocks on a GPU that
+    runs `slots` programs at once; None when its one-program-per-block variant should run them
+    instead (all blocks fit at once anyway, or their count overflows the loop's int32)."""
+    blocks = grid[0] * grid[1] * grid[2]
+    if blocks <= slots or blocks >= 2**31:
+        return None
+    return (slots, 1, 1), (*flat, *grid)
+
+
+_ARRAY = re.compile(r"a(\d+)(?:\.view\(torch\.uint8\))?")
+_SIZE = re.compile(r"a\d+\.(?:shape\[\d+\]|stride\(\d+\))")
+
+
+def baked_flatten(lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> Callable[..., tuple]:
+    """The launch-argument lambda of one specialization (`flat`: `args` flattened the general
+    way): arrays as their addresses, shapes and strides as the constants they are for every
+    call with the same key. The general lambda for kernels with list arguments (their tables
+    are made at each launch)."""
+    if not lowered.launch or any(expr.startswith("*") for expr in lowered.launch):
+        return eval(lowered.flatten)  # noqa: S307 - our own generated lambda
+    exprs = []
+    for expr, value in zip(lowered.launch, flat):
+        array = _ARRAY.fullmatch(expr)
+        if array and isinstance(args[int(array[1])], torch.Tensor):
+            exprs.append(f"a{array[1]}.data_ptr()")
+        elif _SIZE.fullmatch(expr) and type(value) is int:
+            exprs.append(repr(value))
+        else:
+            exprs.append(expr)
+    params = ", ".join(f"a{i}" for i in range(len(args)))
+    return eval(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")  # noqa: S307
+
+
+class DirectLauncher:
+    """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher, for one argument
+    specialization (see the module's docstring; made by `TritonKernel.specialize`). A grid-loop
+    kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
+    makes the launcher of its one-program-per-block variant (see `grid_loop_launch`)."""
+
+    def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
+                 small_grid: Callable[[], Any] | None = None) -> None:
+        launcher = compiled.run  # loads the module on first access
+        self._flatten = flatten
+        self._slots = slots
+        self._small_grid = small_grid
+        self._small: Any = None
+        if descriptors or launcher.global_scratch_size or launcher.profile_scratch_size:
+            self._descriptors = descriptors
+            self._call = launcher
+            self._head = (compiled.function, compiled.packed_metadata, None, None, None)
+        else:  # Triton's C launcher itself, with the arguments its Python wrapper would add
+            self._descriptors = False
+            self._call = launcher.launch
+            self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
+                          compiled.packed_metadata, None, None, None)
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
+        flat = self._flatten(*args)
+        if self._slots is not None:
+            looped = grid_loop_launch(grid, flat, self._slots)
+            if looped is None:
+                if self._small is None:
+                    self._small = self._small_grid()
+                return self._small.launch(grid, args, stream)
+            grid, flat = looped
+        handle = current_stream() if stream is None else stream_handle(stream)
+        if self._descriptors:
+            ensure_allocator()
+        self._call(grid[0], grid[1], grid[2], handle, *self._head, *flat)
