@@ -181,8 +181,9 @@ class CudaTimer:
         out = {}
         for name, ts in times.items():
             ts.sort()
-            out[name] = {"ms": statistics.median(ts), "ms_min": ts[0], "ms_p20": ts[len(ts) // 5],
-                         "ms_p80": ts[len(ts) * 4 // 5], "runs": len(ts)}
+            out[name] = {"ms": statistics.median(ts), "ms_min": ts[0], "ms_p10": ts[len(ts) // 10],
+                         "ms_p20": ts[len(ts) // 5], "ms_p80": ts[len(ts) * 4 // 5],
+                         "ms_p90": ts[len(ts) * 9 // 10], "runs": len(ts)}
         return out
 
 
@@ -192,20 +193,21 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms: int,
-                 seed: int) -> list[dict[str, Any]]:
-    """Check and time every implementation on one case; returns one record per implementation."""
+                 seed: int, impls: tuple[str, ...] = IMPLS) -> list[dict[str, Any]]:
+    """Check and time `impls` (tilecraft and torch among them) on one case; returns one record
+    per implementation."""
     gen = torch.Generator(device=device).manual_seed(seed)
     A = torch.randn(case.M, case.K, device=device, generator=gen).to(case.dtype)
     B = torch.randn(case.K, case.N, device=device, generator=gen).to(case.dtype)
     C = torch.empty(case.M, case.N, device=device, dtype=case.dtype)
     ref = A.double() @ B.double()
     records, runners = [], {}
-    for impl in IMPLS:
+    for impl in impls:
         rec: dict[str, Any] = {"case": case.label, "key": case.key, "impl": impl, "M": case.M, "N": case.N,
                                "K": case.K, "dtype": DTYPE_NAMES[case.dtype], "persistent": case.persistent,
                                "tiles": None if impl == "torch" else list(tiles_for(case.dtype))}
         records.append(rec)
-        with _recorded_failure(rec):
+        with recorded_failure(rec):
             run = make_runner(impl, case, A, B, C, sms)
             C.fill_(math.nan)
             start = time.perf_counter()
@@ -223,7 +225,7 @@ def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms:
     for rec in records:
         if rec["impl"] not in runners:
             continue
-        with _recorded_failure(rec):
+        with recorded_failure(rec):
             C.fill_(math.nan)  # check again after the timed runs: a moving error is a race
             runners[rec["impl"]]()
             rec["relerr_again"] = relative_error(C, ref)
@@ -232,7 +234,7 @@ def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms:
 
 
 @contextlib.contextmanager
-def _recorded_failure(rec: dict[str, Any]):
+def recorded_failure(rec: dict[str, Any]):
     """Record an exception in `rec` instead of raising: one failing implementation must not stop
     the others."""
     try:
@@ -245,7 +247,7 @@ def _recorded_failure(rec: dict[str, Any]):
 def add_derived(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Add the 'triton' row (faster of ptr/desc) and ratios: ratio_torch = torch ms / impl ms."""
     by_impl = {r["impl"]: r for r in records}
-    timed = [by_impl[i] for i in ("triton-ptr", "triton-desc") if "ms" in by_impl[i]]
+    timed = [by_impl[i] for i in ("triton-ptr", "triton-desc") if "ms" in by_impl.get(i, {})]
     if timed:
         best = min(timed, key=lambda r: r["ms"])
         records.append({**{k: v for k, v in best.items() if k not in ("traceback",)},
@@ -312,7 +314,8 @@ def meta(args: argparse.Namespace, device: torch.device, sms: int) -> dict[str, 
     }
 
 
-def _fmt(x: Any, width: int, precision: int) -> str:
+def fmt(x: Any, width: int, precision: int) -> str:
+    """`x` right-aligned in `width` columns, or "-" for None (a value that was not measured)."""
     return f"{'-':>{width}s}" if x is None else f"{x:{width}.{precision}f}"
 
 
@@ -326,8 +329,8 @@ def print_table(records: list[dict[str, Any]], header: bool = True) -> None:
             continue
         flag = "" if r.get("ok") else "  TOLERANCE EXCEEDED"
         impl = f"{r['impl']}({r['source'].removeprefix('triton-')})" if "source" in r else r["impl"]
-        print(f"{r['case']:36s} {impl:12s} {_fmt(r.get('ms'), 9, 4)} {_fmt(r.get('tflops'), 8, 1)} "
-              f"{_fmt(r.get('ratio_torch'), 8, 3)} {_fmt(r.get('ratio_triton'), 8, 3)} "
+        print(f"{r['case']:36s} {impl:12s} {fmt(r.get('ms'), 9, 4)} {fmt(r.get('tflops'), 8, 1)} "
+              f"{fmt(r.get('ratio_torch'), 8, 3)} {fmt(r.get('ratio_triton'), 8, 3)} "
               f"{max(r['relerr'], r['relerr_again']):9.2e} {r['first_call_s']:8.2f}{flag}")
 
 

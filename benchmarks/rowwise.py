@@ -19,7 +19,7 @@ import torch
 
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
 from _results import claim
-from matmul import CudaTimer, meta, relative_error
+from matmul import CudaTimer, fmt, meta, relative_error, synchronize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import tilecraft as ct  # noqa: E402
@@ -28,13 +28,14 @@ from softmax import next_pow2, softmax as softmax_kernel  # noqa: E402
 
 CASES = [(8192, 4096), (4096, 16384), (32768, 1024)]
 EPS = 1e-5
+TOLERANCE = 1e-5  # fp32 in, fp32 out: the committed run's errors are below 1e-7
 LAYERNORM_TILE = 1024
 
 
 def softmax_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[[], Any]], torch.Tensor]:
     """No-argument runners returning their output, and the float64 reference."""
     rows, cols = x.shape
-    stream = torch.cuda.current_stream()
+    stream = _stream(x)
     return {"tilecraft": lambda: ct.launch(stream, (rows,), softmax_kernel, (x, y, next_pow2(cols))) or y,
             "triton": lambda: tr.softmax(x, y) or y,
             "torch": lambda: torch.softmax(x, dim=1)}, torch.softmax(x.double(), dim=1)
@@ -42,14 +43,54 @@ def softmax_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[
 
 def layernorm_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[[], Any]], torch.Tensor]:
     rows, cols = x.shape
-    w, b = torch.randn(cols, device="cuda"), torch.randn(cols, device="cuda")
-    stream = torch.cuda.current_stream()
+    w, b = torch.randn(cols, device=x.device), torch.randn(cols, device=x.device)
+    stream = _stream(x)
     ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), EPS)
     return {"tilecraft": lambda: ct.launch(stream, (rows,), layernorm_kernel, (x, w, b, y, EPS, LAYERNORM_TILE)) or y,
             "torch": lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)}, ref
 
 
+def _stream(x: torch.Tensor) -> Any:
+    """The stream to launch on: the current CUDA stream, or None for CPU tensors (interpreters)."""
+    return torch.cuda.current_stream() if x.is_cuda else None
+
+
 KINDS = {"softmax": softmax_impls, "layernorm": layernorm_impls}
+
+
+def measure(kind: str, rows: int, cols: int, timer: CudaTimer | None) -> list[dict[str, Any]]:
+    """Check every implementation of `kind` on a rows x cols fp32 matrix against float64 (ours
+    write into a NaN-poisoned output), then time them together; one record per implementation.
+    Without a timer (CPU interpreters), only the check."""
+    device = torch.device("cuda" if timer is not None else "cpu")
+    x = torch.randn(rows, cols, device=device)
+    y = torch.empty_like(x)
+    runners, ref = KINDS[kind](x, y)
+    moved = 2 * x.numel() * x.element_size()  # the matrix read once and written once, at best
+    records = {}
+    for name, run in runners.items():  # each returns its output (torch allocates its own)
+        y.fill_(float("nan"))
+        out = run()
+        synchronize(device)
+        err = relative_error(out, ref)
+        records[name] = {"kind": kind, "case": f"{rows}x{cols} fp32", "impl": name, "rows": rows, "cols": cols,
+                         "bytes": moved, "relerr": err, "ok": err <= TOLERANCE}  # NaN fails
+    if timer is not None:
+        timings = timer.compare(runners)
+        for name, t in timings.items():
+            records[name].update(t, gbps=moved / (t["ms"] * 1e-3) / 1e9,
+                                 x_torch=timings["torch"]["ms"] / t["ms"])
+            if "triton" in timings:
+                records[name]["x_triton"] = timings["triton"]["ms"] / t["ms"]
+    return list(records.values())
+
+
+def format_row(rec: dict[str, Any]) -> str:
+    """One printed line for a record of `measure` ('-' where it was not timed)."""
+    us = rec["ms"] * 1e3 if "ms" in rec else None
+    return (f"{rec['kind']:9s} {rec['case']:17s} {rec['impl']:10s} {fmt(us, 8, 1)} us {fmt(rec.get('gbps'), 7, 0)} "
+            f"GB/s  x torch {fmt(rec.get('x_torch'), 5, 2)}  x triton {fmt(rec.get('x_triton'), 5, 2)}  "
+            f"relerr {rec['relerr']:.1e}{'' if rec['ok'] else '  TOLERANCE EXCEEDED'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,26 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"meta": meta(args, torch.device("cuda"), 0), "rows": []}
     for kind in args.kinds.split(","):
         for rows, cols in CASES:
-            x = torch.randn(rows, cols, device="cuda")
-            y = torch.empty_like(x)
-            runners, ref = KINDS[kind](x, y)
-            errors = {}
-            for name, run in runners.items():  # each returns its output (torch allocates its own)
-                y.fill_(float("nan"))
-                out = run()
-                torch.cuda.synchronize()
-                errors[name] = relative_error(out, ref)
-            timings = timer.compare(runners)
-            for name, t in timings.items():
-                rec = {"kind": kind, "case": f"{rows}x{cols} fp32", "impl": name, **t, "relerr": errors[name],
-                       "gbps": 2 * x.numel() * 4 / (t["ms"] * 1e-3) / 1e9,
-                       "x_torch": timings["torch"]["ms"] / t["ms"]}
-                if "triton" in timings:
-                    rec["x_triton"] = timings["triton"]["ms"] / t["ms"]
+            for rec in measure(kind, rows, cols, timer):
                 doc["rows"].append(rec)
-                print(f"{kind:9s} {rec['case']:17s} {name:10s} {t['ms'] * 1e3:8.1f} us {rec['gbps']:7.0f} GB/s  "
-                      f"x torch {rec['x_torch']:5.2f}  x triton {rec.get('x_triton', float('nan')):5.2f}  "
-                      f"relerr {rec['relerr']:.1e}", flush=True)
+                print(format_row(rec), flush=True)
             out.write_json(doc)
     return 0
 

@@ -1,0 +1,158 @@
+"""Size sweep: tilecraft against torch from small problems to large, for the plot of
+docs/performance.md (ratio to torch vs problem size; benchmarks/plot_sweep.py draws it).
+
+  matmul   the cuTile MatMul sample (tilecraft.library.matmul_kernel, the sample's tiles),
+           launched as a cuTile user launches it, vs torch.matmul (cuBLAS): square sizes 256 to
+           8192 and three odd shapes in fp16 and bf16, and fp32 (tf32 on both sides) at four sizes
+  rowwise  the softmax and LayerNorm samples of examples/ vs torch (and the Triton tutorial's
+           softmax) on 8192 fp32 rows of 256 to 32768 columns, memory bound
+
+Each case is checked against a float64 reference on a NaN-poisoned output before it is timed
+(and a matmul once more after), with the tolerances of benchmarks/matmul.py and rowwise.py;
+timing is theirs too (CudaTimer: medians of CUDA events, L2 flushed, implementations
+interleaved), with fewer runs so the sweep fits one device call. Cases left when --budget-s has
+passed are skipped and listed. ratio_torch (matmul) and x_torch (rowwise) = torch ms / tilecraft
+ms: above 1, faster than torch.
+
+    PYTHONPATH=$PWD python benchmarks/size_sweep.py --out $OUT/size-sweep.json [--budget-s 150]
+    PYTHONPATH=$PWD python benchmarks/size_sweep.py --cpu-smoke --out /tmp/sweep.json
+    python benchmarks/plot_sweep.py FILE.json            # the PNG: CPU, needs matplotlib
+
+--cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
+TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks them; no timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__" and "--cpu-smoke" in sys.argv:  # must precede `import triton`
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("TILECRAFT_BACKEND", "triton-interpret")
+
+import torch
+
+import rowwise  # benchmarks/ is sys.path[0] when this file is run
+from _results import claim
+from matmul import DTYPE_NAMES, SMOKE_SMS, Case, CudaTimer, meta, measure_case, print_table, recorded_failure
+
+IMPLS = ("tilecraft", "torch")
+HALF = (torch.float16, torch.bfloat16)
+SQUARE = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+ODD = ((1000, 500, 700), (4000, 3000, 2000), (3001, 3001, 3001))
+TF32 = (512, 1024, 2048, 4096)
+ROWS = 8192
+ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
+
+SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
+SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
+
+
+def matmul_case(m: int, n: int, k: int, dtype: torch.dtype) -> Case:
+    label = f"{m}x{n}x{k} {DTYPE_NAMES[dtype]}"
+    return Case(label.replace(" ", "-"), label, m, n, k, dtype)
+
+
+def matmul_cases(smoke: bool) -> list[Case]:
+    """fp16 and bf16 squares, then the odd shapes, then tf32; or the CPU smoke cases."""
+    if smoke:
+        return [matmul_case(*shape) for shape in SMOKE_MATMUL]
+    return ([matmul_case(s, s, s, d) for d in HALF for s in SQUARE]
+            + [matmul_case(*shape, d) for d in HALF for shape in ODD]
+            + [matmul_case(s, s, s, torch.float32) for s in TF32])
+
+
+def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
+    """(kind, rows, columns) for every row-wise kernel and row length."""
+    rows, lengths = (SMOKE_ROWS, SMOKE_ROW_LENGTHS) if smoke else (ROWS, ROW_LENGTHS)
+    return [(kind, rows, cols) for kind in rowwise.KINDS for cols in lengths]
+
+
+def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
+                 seed: int) -> list[dict[str, Any]]:
+    """The records of matmul.measure_case for tilecraft and torch, with the FLOPs and whether the
+    shape is one of the odd ones (plot_sweep.py draws those apart from the squares' line)."""
+    records = measure_case(case, device, timer, sms, seed, IMPLS)
+    odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
+    for rec in records:
+        rec.update(flops=case.flops, odd_shape=odd)
+    print_table(records, header=False)
+    return records
+
+
+def sweep_rowwise(kind: str, rows: int, cols: int, timer: CudaTimer | None) -> list[dict[str, Any]]:
+    """The records of rowwise.measure, or one error record if the case could not run."""
+    failed: dict[str, Any] = {"kind": kind, "case": f"{rows}x{cols} fp32", "impl": "tilecraft", "rows": rows,
+                              "cols": cols, "ok": False}
+    with recorded_failure(failed):
+        records = rowwise.measure(kind, rows, cols, timer)
+        for rec in records:
+            print(rowwise.format_row(rec), flush=True)
+        return records
+    print(f"{kind:9s} {failed['case']:17s} ERROR {failed['error'].splitlines()[0][:100]}", flush=True)
+    return [failed]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/size-sweep-<date>.json)")
+    p.add_argument("--only", choices=("matmul", "rowwise"), help="one of the two sweeps")
+    p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")
+    p.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left after this")
+    p.add_argument("--min-runs", type=int, default=50, help="timed runs per measurement, at least")
+    p.add_argument("--rep-ms", type=float, default=50.0, help="aim for this much timed work (more runs)")
+    p.add_argument("--warmup-ms", type=float, default=25.0)
+    p.add_argument("--cap-s", type=float, default=2.0, help="at most this long per measurement")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    date = datetime.date.today().isoformat()
+    default = Path(__file__).parent / "results" / f"size-sweep-{'cpu-smoke-' if args.cpu_smoke else ''}{date}.json"
+    out = claim(args.out or default)
+    if args.cpu_smoke and not os.environ.get("TRITON_INTERPRET"):
+        raise SystemExit("--cpu-smoke needs TRITON_INTERPRET=1 set before triton is imported")
+    if not args.cpu_smoke and not torch.cuda.is_available():
+        raise SystemExit("no CUDA device: run with --cpu-smoke for a CPU check")
+    torch.backends.cuda.matmul.allow_tf32 = True  # torch's fp32 matmul on tensor cores, like ours
+    device = torch.device("cpu" if args.cpu_smoke else "cuda")
+    sms = SMOKE_SMS if args.cpu_smoke else torch.cuda.get_device_properties(device).multi_processor_count
+    timer = None if args.cpu_smoke else CudaTimer(args.min_runs, args.rep_ms, args.warmup_ms, args.cap_s)
+    doc: dict[str, Any] = {"meta": {**meta(args, device, sms), "budget_s": args.budget_s, "seconds": 0.0},
+                           "matmul": [], "rowwise": [], "skipped": []}
+    print(f"{doc['meta']['device']}  tilecraft backend {doc['meta']['tilecraft_backend']}  "
+          f"budget {args.budget_s:.0f} s", flush=True)
+    jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke)]
+    jobs += [] if args.only == "matmul" else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]
+    if jobs and jobs[0][0] == "matmul":
+        print_table([])  # the matmul header
+    started = time.perf_counter()
+    for i, (sweep, case) in enumerate(jobs):
+        if time.perf_counter() - started > args.budget_s:
+            doc["skipped"].append(case.label if sweep == "matmul" else "{} {}x{}".format(*case))
+            continue
+        if sweep == "matmul":
+            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i)
+        else:
+            doc["rowwise"] += sweep_rowwise(*case, timer)
+        doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+        out.write_json(doc)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    if doc["skipped"]:
+        print(f"skipped (over --budget-s): {', '.join(doc['skipped'])}")
+    bad = [r for r in doc["matmul"] + doc["rowwise"] if "error" in r or not r.get("ok")]
+    print(f"{doc['meta']['seconds']} s, {len(bad)} failed or over tolerance; results: {out}")
+    return 1 if bad or doc["skipped"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
