@@ -3,8 +3,9 @@
 
 from ..ir import Function, verify
 from .dce import eliminate_dead_code
+from .squares import square_powers
 
-PIPELINE = (eliminate_dead_code,)
+PIPELINE = (square_powers, eliminate_dead_code)
 
 
 def optimize(fn: Function) -> Function:
