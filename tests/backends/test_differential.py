@@ -193,6 +193,25 @@ def test_tf32_mma_rounds_operands_to_nearest_even(dev, edges_in: str) -> None:
     assert_bits_equal(got + np.float32(0), want + np.float32(0), f"tf32 mma, edge cases in {edges_in}")
 
 
+@pytest.mark.parametrize("edges_in", ["A", "B"])
+def test_tf32_library_matmul_rounds_to_nearest_even(dev, edges_in: str) -> None:
+    """cuTile's MatMul sample on float32 at 128x128x32 tiles (on sm_90: wgmma, its operands
+    rounded by cvt.rn.tf32.f32 in the K loop), odd sizes on every edge and a partial last K
+    tile: every output is still one rounded edge-case operand times a power of two."""
+    from tilecraft.library import matmul_kernel
+    m, n, k = 200, 150, 70
+    g = np.random.default_rng(11 if edges_in == "A" else 12)
+    if edges_in == "A":
+        a, b = tf32_edge_values(g, (m, k)), tf32_selector(g, k, n, select_rows=False)
+    else:
+        a, b = tf32_selector(g, m, k, select_rows=True), tf32_edge_values(g, (k, n))
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = (round_tf32(a).astype(np.float64) @ round_tf32(b).astype(np.float64)).astype(np.float32)
+    out = dev.poison((m, n), np.float32, 12345.0)
+    dev.launch((-(-m // 128) * -(-n // 128), 1, 1), matmul_kernel, (dev.put(a), dev.put(b), out, 128, 128, 32))
+    assert_bits_equal(dev.get(out) + np.float32(0), want + np.float32(0), f"library tf32 matmul, edges in {edges_in}")
+
+
 def test_tf32_mma_random_operands(dev) -> None:
     """Random operands: the error is float32 accumulation only (truncating the operands instead
     of rounding them would be ~2**-12 of each product, far outside the bound)."""

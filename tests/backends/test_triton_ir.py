@@ -420,6 +420,39 @@ def test_grid_loop_only_for_one_mma_tile_per_block():
     assert GPU.compile(k.fn(), [None, None]).compile_for(90)
 
 
+def _tf32_source(target: Target, tk: int = 16, mode=None, store_rounded: bool = False) -> str:
+    """Source of a tf32 matmul step: A and B rounded to tfloat32 (in `mode`), one MMA, its
+    result stored; `store_rounded`: the rounded A is stored too (read by something else)."""
+    k = K("tf32_step")
+    a, b, c = k.array("A", D.float32, 2), k.array("B", D.float32, 2), k.array("C", D.float32, 2)
+    x = k.cast(k.load(a, [k.const(0), k.const(0)], (16, tk)), D.tfloat32, mode)
+    y = k.cast(k.load(b, [k.const(0), k.const(0)], (tk, 16)), D.tfloat32, mode)
+    k.store(c, [k.const(0), k.const(0)], k.mma(x, y, k.full((16, 16), 0.0, D.float32)))
+    if store_rounded:
+        k.store(a, [k.const(0), k.const(0)], k.cast(x, D.float32))
+    return lower(k.fn(), [None] * 3, target).source
+
+
+def test_tf32_mma_operands_round_with_one_cvt_on_hopper():
+    """On sm_90+ a round to nearest tfloat32 that only tensor-core MMAs read is one
+    cvt.rn.tf32.f32 (the bit sequence is seven instructions an element in the K loop); the
+    interpreter, older GPUs, other rounding modes, other readers and MMAs run as FMAs (K < 16)
+    keep the bit helper, whose low bits and NaNs any op may read."""
+    hopper = Target(interpret=False, descriptors=True, cvt_tf32=True)
+    src = _tf32_source(hopper)
+    assert src.count("= _tc_round_tf32_mma(") == 2 and "_tc_round_tf32(" not in src
+    for other in (_tf32_source(Target(interpret=False, descriptors=False)),
+                  _tf32_source(Target(interpret=True, descriptors=False, cvt_tf32=True)),
+                  _tf32_source(hopper, mode=RoundingMode.RZ), _tf32_source(hopper, tk=8)):
+        assert "_tc_round_tf32_mma" not in other and other.count("= _tc_round_tf32(") == 2
+    mixed = _tf32_source(hopper, store_rounded=True)
+    assert mixed.count("= _tc_round_tf32(") == 1 and mixed.count("= _tc_round_tf32_mma(") == 1
+    kernel = TritonBackend(BackendKind.TRITON, capability=90).compile(
+        _matmul(D.float32, D.float32, D.float32, tk=32, mma_dtype=D.tfloat32, tm=128, tn=128).fn(), [None] * 3)
+    ptx = kernel.compile_for(90).asm["ptx"]
+    assert "cvt.rn.tf32.f32" in ptx and "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in ptx
+
+
 def test_grid_loop_compiles_for_hopper():
     """The grid loop with tensor descriptors and a pipelined K loop compiles for sm_90."""
     facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True, contiguous=True)

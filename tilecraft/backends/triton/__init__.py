@@ -58,8 +58,13 @@ class TritonBackend:
         return self.kind is BackendKind.TRITON_INTERPRET
 
     def _descriptors_available(self) -> bool:
+        """Whether the GPU compiled for is sm_90+ (TMA, `cvt.rn.tf32.f32`): never under the
+        interpreter, nor where Triton finds no GPU driver (only `compile_for` works there)."""
         if self._available is None:
-            target = None if self.interpret else driver.active.get_current_target()
+            try:
+                target = None if self.interpret else driver.active.get_current_target()
+            except RuntimeError:  # "0 active drivers"
+                target = None
             self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
         return self._available
 
@@ -67,5 +72,5 @@ class TritonBackend:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
         descriptors = self._forced if self._forced is not None else self._descriptors_available()
         target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=self._forced is True,
-                        **self._schedule)
+                        cvt_tf32=self._descriptors_available(), **self._schedule)  # both: sm_90+
         return TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)

@@ -125,7 +125,10 @@ def _cast_tf32(w: KernelWriter, op: ops.Cast) -> None:
     the one rounding below is correct), then rounded on the bits by `_tc_round_tf32`, as the
     interpreter does. Every MMA operand is rounded here, so tl.dot's tf32 mode, which drops the
     low 13 bits (truncation on the tensor cores), finds them zero; 16-bit and 8-bit floats are
-    exact in tf32 and only widened."""
+    exact in tf32 and only widened. On sm_90+ a round to nearest even that only tensor-core
+    MMAs read is one `cvt.rn.tf32.f32` instead (`_tc_round_tf32_mma`): the same rounded
+    values, at a seventh of the instructions (in a tf32 matmul's K loop, rounding both tiles
+    with the bit sequence issued more instructions than the MMAs took cycles)."""
     x, src = op.x, op.x.tile.dtype
     if not is_float(src) and not src.is_restricted:
         raise w.unsupported(f"casts from {src.name} to tfloat32")
@@ -133,9 +136,19 @@ def _cast_tf32(w: KernelWriter, op: ops.Cast) -> None:
         value = f"tl.cast({w.need_helper('_tcr_to_odd32')}({w.tensor(x)}), tl.float32, bitcast=True)"
     else:
         value = w.tensor(x) if src is D.float32 else w.cast(w.tensor(x), src, D.float32)
-    if src.bitwidth >= 32:
+    if src.bitwidth >= 32 and _TF32_MODE[op.rounding] == 0 and _only_tensor_core_operand(w, op.result):
+        value = f"{w.need_helper('_tc_round_tf32_mma')}({value})"
+    elif src.bitwidth >= 32:
         value = f"{w.need_helper('_tc_round_tf32')}({value}, {_TF32_MODE[op.rounding]})"
     w.assign(op.result, value, "t")
+
+
+def _only_tensor_core_operand(w: KernelWriter, value: Value) -> bool:
+    """Whether `value` is read only as operand A or B of MMAs that run as a tl.dot, compiled
+    for a GPU with `cvt.rn.tf32.f32` (never under the interpreter)."""
+    users = w.plan.users.get(value.id, ())
+    return (w.target.cvt_tf32 and not w.target.interpret and bool(users)
+            and all(isinstance(u, ops.Mma) and value is not u.acc and _dot_mma(u) for u in users))
 
 
 @rule(ops.Bitcast)
@@ -556,9 +569,9 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
     a, b, acc = op.a, op.b, op.acc
     adt, cdt = a.tile.dtype, acc.tile.dtype
     k = a.tile.shape[-1]
-    if k < (32 if adt.bitwidth == 8 else 16) or adt is not b.tile.dtype or adt is D.float64:
-        _mma_fma(w, op)  # tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype; its
-        return           # float64 fails to compile (PassManager) where an operand is converted
+    if not _dot_mma(op):
+        _mma_fma(w, op)
+        return
     x, y = workarounds.dot_operands(w, w.tensor(a), w.tensor(b), adt)
     if adt is D.tfloat32:
         precision = ', input_precision="tf32"'
@@ -568,6 +581,14 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
         precision = ""
     fast = f", max_num_imprecise_acc={k}" if adt.bitwidth == 8 and not op.use_fast_acc else ""
     w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
+
+
+def _dot_mma(op: ops.Mma) -> bool:
+    """Whether `op` runs as a tl.dot (else as `_mma_fma`): tl.dot needs K >= 16 (32 for 8-bit
+    types) and one operand dtype; its float64 fails to compile (PassManager) where an operand is
+    converted."""
+    adt = op.a.tile.dtype
+    return op.a.tile.shape[-1] >= (32 if adt.bitwidth == 8 else 16) and adt is op.b.tile.dtype and adt is not D.float64
 
 
 _FMA_CHUNK_ELEMENTS = 4096

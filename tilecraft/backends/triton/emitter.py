@@ -52,6 +52,8 @@ class Target:
     max_stages: at most this many pipeline stages anywhere (None: as the heuristics choose);
     one_cta: ignore a `num_ctas` hint (one CTA per block). Both are set when the chosen schedule
       does not fit the GPU (see fitting.py).
+    cvt_tf32: the GPU rounds float32 to tfloat32 to nearest even in one instruction (PTX
+      `cvt.rn.tf32.f32`, sm_90+): MMA operands are rounded with it (compute.py `_cast_tf32`).
     """
 
     interpret: bool
@@ -61,6 +63,7 @@ class Target:
     flatten: bool = False
     max_stages: int | None = None
     one_cta: bool = False
+    cvt_tf32: bool = False
 
 
 @dataclass(frozen=True)

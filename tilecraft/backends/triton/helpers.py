@@ -93,6 +93,16 @@ define_helper("_tc_round_tf32", '''(x, MODE: tl.constexpr):
     return tl.cast(tl.where(x != x, nan, bits_up & 0xFFFFE000), tl.float32, bitcast=True)
 ''')
 
+define_helper("_tc_round_tf32_mma", '''(x):
+    """float32 rounded to nearest even tfloat32 for an MMA operand only: PTX cvt.rn.tf32.f32,
+    one instruction on sm_90+ (F2FP.TF32) where `_tc_round_tf32` takes seven. Its .b32 result
+    is tf32 data as PTX defines it (layout implementation-defined): what the tensor cores read
+    is the rounded value, but its low 13 bits and NaN payloads may differ from
+    `_tc_round_tf32`'s, so nothing but a tensor-core tl.dot may read it."""
+    return tl.inline_asm_elementwise("cvt.rn.tf32.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
+                                     is_pure=True, pack=1)
+''')
+
 
 for _name, _source in rounding.HELPERS.items():  # their names start with `_tcr_`, ours with `_tc_`
     assert _name not in HELPERS, f"two helpers named {_name}"
