@@ -8,11 +8,14 @@ writes is refused on the full path, so it must never find a fast entry); each Co
 `constant_key` (floats by their bits: 0.0 and -0.0 differ); each scalar's type. Anything the
 fast key cannot describe returns None and takes the full path, which also produces every error
 message.
+
+`typed_keyer` writes `fast_key` out for one list of argument types: the same key, without the
+per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -64,3 +67,40 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
     except TypeError:
         return None
     return k, flat
+
+
+Keyer = Callable[[Any], "tuple[tuple[Any, ...], list[Any]] | None"]
+
+
+def typed_keyer(plan: tuple[bool, ...], args: tuple) -> Keyer | None:
+    """`fast_key(plan, a)` as generated code for every `a` whose items have the types of `args`
+    (None for any other `a`); None when `args` itself takes the full path."""
+    if not args or fast_key(plan, args) is None:
+        return None
+    guards, parts, flat = [], [], []
+    env: dict[str, Any] = {"constant_key": constant_key, "BIG": _BIG}
+    for i, (v, constant) in enumerate(zip(args, plan)):
+        t, a = type(v), f"a{i}"
+        env[f"T{i}"] = t
+        guards.append(f"type({a}) is not T{i}")
+        if constant:
+            parts.append(f"(T{i}, {a})" if t is int or t is bool else f"constant_key({a})")
+            continue
+        flat.append(a)
+        if t.__module__ == "torch":
+            parts.append(f"({a}.dtype, {a}.get_device(), {a}.stride(), {a}.shape, {a}.data_ptr() & 15)")
+            continue
+        if t is np.ndarray:
+            parts.append(f"({a}.dtype, {a}.strides, {a}.shape, {a}.ctypes.data & 15, {a}.flags.writeable)")
+            continue
+        if t is int:
+            guards.append(f"not -BIG <= {a} < BIG")
+        parts.append(f"T{i}")
+    names = ", ".join(f"a{i}" for i in range(len(args)))
+    source = (f"def keyer(args):\n"
+              f"    if type(args) is not tuple or len(args) != {len(args)}:\n        return None\n"
+              f"    {names}{',' if len(args) == 1 else ''} = args\n"
+              f"    if {' or '.join(guards)}:\n        return None\n"
+              f"    return ({''.join(x + ', ' for x in parts)}), [{', '.join(flat)}]\n")
+    exec(source, env)  # noqa: S102 - our own generated code
+    return env["keyer"]

@@ -17,7 +17,7 @@ from ..ir import ArrayType, Function, ListType, format_function
 from ..passes import optimize
 from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, backend_args, describe_args, param_infos
 from .cache import default_cache, entry_key
-from .fastpath import fast_plan
+from .fastpath import Keyer, fast_key, fast_plan, typed_keyer
 from .timeout import check_compile_time
 from .writes import check_writable, written_params
 
@@ -107,6 +107,8 @@ class Kernel:
     plan: tuple[bool, ...] | None = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
     fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool]] = field(default_factory=dict, init=False)
+    keyer: Keyer | None = field(default=None, init=False)  # fast_key for the argument types seen last
+    keyers: dict[tuple[type, ...], Keyer | None] = field(default_factory=dict, init=False)  # by argument types
 
     def __post_init__(self) -> None:
         self.params = param_infos(self.fn)
@@ -169,6 +171,22 @@ class Kernel:
             ir = self.lower(key.specs, key.arch)
             cache.put(entry, ir)
         return ir
+
+    def fast_key(self, args: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
+        """`fastpath.fast_key` of `args`, through generated code for the argument types seen last."""
+        if self.keyer is not None:
+            found = self.keyer(args)
+            if found is not None:
+                return found
+        found = fast_key(self.plan, args)
+        if found is not None:
+            types = tuple(map(type, args))
+            if types not in self.keyers:
+                if len(self.keyers) >= _FAST_LIMIT:
+                    self.keyers.clear()
+                self.keyers[types] = typed_keyer(self.plan, args)
+            self.keyer = self.keyers[types]
+        return found
 
     def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool]) -> None:
         """Map a fast-path key to its compiled kernel, its backend and whether the backend takes

@@ -14,7 +14,6 @@ from ..backends import registry
 from ..backends.base import BackendKind
 from ..backends.registry import CPU, CUDA, BackendSpec
 from .args import ArrayArg, ListArg, backend_args
-from .fastpath import fast_key
 from .kernel import Kernel, VariantKey
 
 _GRID_LIMIT = 2**24 - 1
@@ -94,7 +93,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
     # a dependent launch takes the full path: the fast path's launchers are compiled without PDL
-    fast = None if programmatic_dependent_launch else fast_key(kernel.plan, kernel_args)
+    fast = None if programmatic_dependent_launch else kernel.fast_key(kernel_args)
     if fast is not None:
         fast_entry = (fast[0], backend, knobs.BACKEND.get())
         hit = kernel.fast.get(fast_entry)

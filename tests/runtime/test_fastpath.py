@@ -1,0 +1,43 @@
+"""The generated fast-path key (`fastpath.typed_keyer`) is `fast_key` written out for one list of
+argument types: equal keys and runtime arguments for those types, None (the caller falls back)
+for anything else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilecraft.runtime.fastpath import fast_key, typed_keyer
+
+torch = pytest.importorskip("torch")
+
+
+def _strided():
+    t = torch.randn(8, 6)[:, 1:]
+    return (t, t.T, 3, 64)
+
+
+CASES = [((False, False, False, True), _strided),
+         ((False, True, False, True, True), lambda: (np.zeros((3, 5), np.float32), -0.0, 2.5, True, (1, 2.0))),
+         ((False,), lambda: (torch.zeros(0, dtype=torch.int8),)),
+         ((True, False), lambda: (float("nan"), False))]
+
+
+@pytest.mark.parametrize("plan, make", CASES)
+def test_same_key_and_arguments_as_fast_key(plan, make):
+    args = make()
+    keyer = typed_keyer(plan, args)
+    assert keyer(args) == fast_key(plan, args)
+    twin = make()  # other objects of the same kinds: the same key, their own arguments
+    key, flat = keyer(twin)
+    assert key == fast_key(plan, args)[0] and all(x is y for x, y in zip(flat, fast_key(plan, twin)[1]))
+
+
+def test_other_types_and_out_of_range_ints_are_refused():
+    t = torch.randn(4)
+    keyer = typed_keyer((False, False, True), (t, 5, 7))
+    assert keyer((t, 5, 7)) is not None
+    for other in ((t, 5.0, 7), (t.numpy(), 5, 7), (t, 5, 7.0), (t, 2**40, 7), (t, 5), [t, 5, 7]):
+        assert keyer(other) is None
+    assert keyer((t, 5, 8)) != keyer((t, 5, 7))  # constants are part of the key
+    assert typed_keyer((False,), ([t],)) is None and typed_keyer((), ()) is None  # the full path's
