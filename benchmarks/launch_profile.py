@@ -1,7 +1,8 @@
 """Where a cached tilecraft launch spends its host time, layer by layer (GPU only).
 
 Times, per launch (median of rounds of 2000): the full `ct.launch`; its parts (the fast-path
-key, the fast path's direct launcher, Triton's C launcher called with the baked arguments); the
+key, the fast path's direct launcher, Triton's and tilecraft's C launchers called with the baked
+arguments); the
 backend's `TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the generated kernel
 with the same flattened arguments and options; a plain `@triton.jit` vector add launched
 directly; and torch's own `torch.add(a, b, out=c)`. Then prints a cProfile of `ct.launch`,
@@ -58,13 +59,14 @@ def main() -> None:
         c.fill_(float("nan"))
         ct.launch(stream, (1,), vector_add_kernel, (a, other, c, n))
         torch.testing.assert_close(c, a + other)
-    print("fast path:", type(direct).__name__, "- results checked")
+    print("fast path:", type(direct).__name__, "native launcher:", direct._native is not None, "- results checked")
     handle = stream.cuda_stream
     baked = direct._flatten(a, b, c)
     rows = {
         "fast_key": lambda: fast_key(vector_add_kernel.plan, args),
         "DirectLauncher.launch": lambda: direct.launch((1, 1, 1), (a, b, c), stream),
-        "C launcher, baked args": lambda: direct._call(1, 1, 1, handle, *direct._head, *baked),
+        "Triton's C launcher, baked args": lambda: direct._call(1, 1, 1, handle, *direct._head, *baked),
+        "tilecraft's C launcher, baked args": lambda: direct._native(1, 1, 1, handle, *direct._native_head, *baked),
         "torch.add(out=)": lambda: torch.add(a, b, out=c),
         "ct.launch": lambda: ct.launch(stream, (1,), vector_add_kernel, (a, b, c, n)),
         "TritonKernel.launch": lambda: compiled.launch((1, 1, 1), (a, b, c), stream),

@@ -62,3 +62,47 @@ def test_list_arguments_keep_the_general_lambda():
     general = compiled._flatten(*args)
     baked = baked_flatten(compiled.lowered, args, general)
     assert baked.__code__.co_code == compiled._flatten.__code__.co_code
+
+
+def test_the_native_launcher_compiles(tmp_path):
+    """tilecraft's C launcher is valid C against Triton's CUDA header (built and run on the GPU
+    only: linking needs libcuda)."""
+    import shutil
+    import subprocess
+    import sysconfig
+
+    from triton.backends.nvidia import driver
+
+    from tilecraft.backends.triton import native_launch
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source = tmp_path / "launch.c"
+    source.write_text(native_launch._SOURCE)
+    done = subprocess.run([cc, "-fsyntax-only", "-Wall", "-Werror", f"-I{driver.include_dirs[0]}",
+                           f"-I{sysconfig.get_paths()['include']}", str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+class _Meta:
+    num_ctas, launch_cooperative_grid, launch_pdl = 1, False, False
+    global_scratch_size = profile_scratch_size = 0
+    tensordesc_meta = None
+
+
+class _Src:
+    signature = {"x": "*fp32", "n": "i32", "one": "constexpr", "s": "fp32", "big": "i64"}
+
+
+class _Compiled:
+    metadata, src = _Meta(), _Src()
+
+
+def test_native_argument_types_and_what_it_leaves_to_triton():
+    from tilecraft.backends.triton.native_launch import argument_types
+    compiled = _Compiled()
+    assert argument_types(compiled) == b"pixfq"
+    compiled.src = type("S", (), {"signature": {"h": "fp16"}})()  # a half-precision scalar: Triton's
+    assert argument_types(compiled) is None
+    compiled.src, compiled.metadata = _Src(), type("M", (_Meta,), {"global_scratch_size": 128})()
+    assert argument_types(compiled) is None

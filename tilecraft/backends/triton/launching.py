@@ -6,7 +6,8 @@ argument specialization (the runtime's fast-path key fixes every array's dtype, 
 strides and alignment), so its argument list is a lambda with those shapes and strides written
 in as constants and each array passed as its address (`baked_flatten`): Triton's C launcher
 then neither calls `data_ptr()` nor asks the driver about each pointer. When the compiled kernel
-needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper.
+needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper, or
+where it can, tilecraft's own smaller one (native_launch.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Callable, Sequence
 import torch
 from triton.runtime import driver
 
+from . import native_launch
 from .lower import LoweredKernel
 
 _thread = threading.local()
@@ -140,6 +142,8 @@ class DirectLauncher:
             self._call = launcher.launch
             self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
                           compiled.packed_metadata, None, None, None)
+        native = None if self._descriptors else native_launch.launcher_for(compiled)
+        self._native, self._native_head = native if native is not None else (None, ())
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         flat = self._flatten(*args)
@@ -151,6 +155,8 @@ class DirectLauncher:
                 return self._small.launch(grid, args, stream)
             grid, flat = looped
         handle = current_stream() if stream is None else stream_handle(stream)
+        if self._native is not None and self._native(grid[0], grid[1], grid[2], handle, *self._native_head, *flat):
+            return
         if self._descriptors:
             ensure_allocator()
         self._call(grid[0], grid[1], grid[2], handle, *self._head, *flat)
