@@ -2,10 +2,9 @@
 
 Times, per launch (median of rounds of 2000): the full `ct.launch`; its parts (the fast-path
 key, the fast path's direct launcher, Triton's and tilecraft's C launchers called with the baked
-arguments); the
-backend's `TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the generated kernel
-with the same flattened arguments and options; a plain `@triton.jit` vector add launched
-directly; and torch's own `torch.add(a, b, out=c)`. Then prints a cProfile of `ct.launch`,
+arguments); the backend's `TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the
+generated kernel with the same flattened arguments and options; a plain `@triton.jit` vector add
+launched directly; and torch's own `torch.add(a, b, out=c)`. Then prints a cProfile of `ct.launch`,
 sorted by own time.
 
     PYTHONPATH=$PWD python benchmarks/launch_profile.py
