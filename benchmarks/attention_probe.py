@@ -1,0 +1,369 @@
+"""What can Triton 3.6 reach for cuTile's flash-attention sample on this GPU, and which Triton
+features close the gap to cuDNN? (GPU only; a probe for choosing what the compiler should do,
+not a product benchmark.)
+
+bf16 B4 H32 S4096 D128, non-causal, tiles 64x128 and 128x128. Rows, each checked against SDPA
+(relative error < 1e-2) and then timed (median of `triton.testing.do_bench`):
+
+- `sdpa cudnn`: torch SDPA with the cuDNN backend, the yardstick of every ratio;
+- `as generated`: the sample launched through tilecraft (`ct.launch`);
+- the Triton source tilecraft generated for it, edited one way at a time (see EDITS): K
+  reshaped to 2-D before its transpose (so Triton can keep the transpose a shared-memory view),
+  the tile-index clamps dropped, the K/V loop warp-specialized, the persistent grid loop
+  replaced by one program per block; then warps x pipeline stages for the promising edits;
+- `plain triton`: a flash-attention forward written directly in Triton (online softmax in
+  exp2, host tensor descriptors on 2-D views), with and without `warp_specialize`: the ceiling.
+
+A variant that does not build (compile error, out of shared memory) is a row with its error.
+Rows run in order of interest and stop at a time budget (BUDGET_S), so the run stays under two
+minutes; skipped rows are listed.
+
+    PYTHONPATH=$PWD python benchmarks/attention_probe.py --out $OUT/attention-probe.json
+    PYTHONPATH=$PWD python benchmarks/attention_probe.py --compile-only --out x.json  # no GPU:
+        # every variant compiled for sm_90 (shared memory, registers, spills, or the error)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import triton
+import triton.language as tl
+
+from _results import claim
+from row_probe import _variant as load_variant  # also puts the samples and the shim on sys.path
+
+B, H, S, D = 4, 32, 4096, 128
+TILES = ((64, 128), (128, 128))
+SCALE = 1.0 / math.sqrt(D)
+BUDGET_S = 95.0  # rows not started by then are skipped (compiles dominate: ~1-2 s each)
+WARPS, STAGES = (4, 8), (2, 3, 4)
+
+
+# ---- edits of the generated source --------------------------------------------------------------
+def _sub(pattern: str, repl: str | Callable, source: str, count: int | None = 1) -> str:
+    """`source` with `pattern` replaced; ValueError unless it matched `count` times (any, if None)."""
+    out, n = re.subn(pattern, repl, source)
+    if n == 0 or (count is not None and n != count):
+        raise ValueError(f"edit did not apply: {pattern!r} matched {n} times")
+    return out
+
+
+def k_reshape_then_trans(source: str) -> str:
+    """`permute(K, [0, 1, 3, 2])` then `reshape(.., [d, n])` becomes `trans(reshape(K, [n, d]))`:
+    the transpose of a 2-D tile can stay a view of the TMA-loaded shared memory."""
+    return _sub(r"(\w+) = tl\.permute\((\w+), \[0, 1, 3, 2\]\)[^\n]*\n(\s+)(\w+) = tl\.reshape\(\1, \[(\d+), (\d+)\]\)",
+                r"\4 = tl.trans(tl.reshape(\2, [\6, \5]))", source)
+
+
+def no_clamps(source: str) -> str:
+    """Tile starts used as they are, not clamped to the array's extent (all in bounds here)."""
+    return _sub(r"(\w+_start\d) = tl\.where\(\w+_inside\d, (.+?), \w+_shape\d\)", r"\1 = \2", source, None)
+
+
+def _kv_loop(source: str, change: Callable[[str], str]) -> str:
+    """`change` applied to the arguments of the K/V loop's `tl.range` (the one with num_stages)."""
+    return _sub(r"(for \w+ in tl\.range\()([^\n]*num_stages=[^\n]*)(\):)",
+                lambda m: m[1] + change(m[2]) + m[3], source)
+
+
+def warp_specialized(source: str) -> str:
+    return _kv_loop(source, lambda a: a + ", warp_specialize=True")
+
+
+def loop_stages(source: str, stages: int) -> str:
+    return _kv_loop(source, lambda a: re.sub(r"num_stages=\d+", f"num_stages={stages}", a))
+
+
+EDITS: dict[str, Callable[[str], str]] = {
+    "K reshape->trans": k_reshape_then_trans,
+    "no clamps": no_clamps,
+    "warp_specialize": warp_specialized,
+    "K reshape->trans + warp_specialize": lambda s: warp_specialized(k_reshape_then_trans(s)),
+    "K reshape->trans + no clamps": lambda s: no_clamps(k_reshape_then_trans(s)),
+}
+SWEPT = ("K reshape->trans", "K reshape->trans + warp_specialize")  # warps x stages for these
+
+
+# ---- plain Triton flash attention (the ceiling) -------------------------------------------------
+@triton.jit
+def plain_attention(q_desc, k_desc, v_desc, o_desc, scale, seq,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_D: tl.constexpr,
+                    STAGES: tl.constexpr, WS: tl.constexpr):
+    """One (batch*head, BLOCK_M rows) tile of softmax(Q K^T * scale) V. Q, K, V, O are 2-D
+    [batch*heads*seq, HEAD_D] views; seq is a multiple of BLOCK_M and BLOCK_N."""
+    row = tl.program_id(1) * seq
+    q = q_desc.load([row + tl.program_id(0) * BLOCK_M, 0])
+    log2_scale = scale * 1.4426950408889634
+    running_max = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    denominator = tl.zeros([BLOCK_M], tl.float32)
+    out = tl.zeros([BLOCK_M, HEAD_D], tl.float32)
+    for start in tl.range(row, row + seq, BLOCK_N, num_stages=STAGES, warp_specialize=WS):
+        scores = tl.dot(q, k_desc.load([start, 0]).T)
+        new_max = tl.maximum(running_max, tl.max(scores, 1) * log2_scale)
+        weights = tl.math.exp2(scores * log2_scale - new_max[:, None])
+        correction = tl.math.exp2(running_max - new_max)
+        denominator = denominator * correction + tl.sum(weights, 1)
+        out = tl.dot(weights.to(tl.bfloat16), v_desc.load([start, 0]), out * correction[:, None])
+        running_max = new_max
+    o_desc.store([row + tl.program_id(0) * BLOCK_M, 0], (out / denominator[:, None]).to(tl.bfloat16))
+
+
+def plain_configs() -> list[tuple[str, int, int, dict]]:
+    """(name, BLOCK_M, BLOCK_N, constexprs and options) of the plain kernel: first one schedule
+    per tile and warp_specialize setting, then the others."""
+    first = {64: (4, 2), 128: (8, 2)}  # with warp_specialize, 64x128 w4 s3 overflows shared memory
+    rows = []
+    for tm, tn in TILES:
+        for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3)):
+            for ws in (False, True):
+                rows.append((f"plain triton{' + warp_specialize' if ws else ''}", tm, tn,
+                             dict(STAGES=stages, WS=ws, num_warps=warps, num_stages=stages)))
+    return sorted(rows, key=lambda r: (r[3]["num_warps"], r[3]["num_stages"]) != first[r[1]])
+
+
+def plain_descriptors(q, k, v, o, tm: int, tn: int) -> tuple:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    flat = [t.reshape(-1, D) for t in (q, k, v, o)]
+    return tuple(TensorDescriptor.from_tensor(t, [bm, D]) for t, bm in zip(flat, (tm, tn, tn, tm)))
+
+
+def plain_launch(descs: tuple, tm: int, tn: int, config: dict) -> None:
+    plain_attention[(S // tm, B * H)](*descs, SCALE, S, BLOCK_M=tm, BLOCK_N=tn, HEAD_D=D, **config)
+
+
+# ---- variants of the generated kernel -----------------------------------------------------------
+@dataclass(frozen=True)
+class Variant:
+    """Triton source derived from `base` (a tilecraft TritonKernel): same parameters and launch."""
+
+    name: str
+    config: str
+    source: str | None  # None: the edit failed (see error)
+    options: dict
+    base: Any
+    error: str | None = None
+
+
+def variants(kernel: Any) -> list[Variant]:
+    """The generated source of `kernel` edited one way at a time, then warps x stages sweeps."""
+    src, opts = kernel.source, kernel._options
+    out = [Variant("reloaded (control)", _cfg(src, opts), src, opts, kernel)]
+
+    def add(name: str, make: Callable[[], str], options: dict, base: Any = kernel) -> None:
+        try:
+            made = make()
+        except ValueError as exc:
+            out.append(Variant(name, _cfg(None, options), None, options, base, str(exc)))
+            return
+        if not any(v.source == made and v.options == options for v in out):
+            out.append(Variant(name, _cfg(made, options), made, options, base))
+    for name, edit in EDITS.items():
+        add(name, lambda: edit(src), opts)
+    small = kernel.small_grid_kernel()
+    if small is not None:
+        add("one program per block", lambda: small.source, small._options, small)
+        add("one program per block + K reshape->trans", lambda: k_reshape_then_trans(small.source),
+            small._options, small)
+    for name in SWEPT:
+        for warps in WARPS:
+            for stages in STAGES:
+                add(name, lambda: loop_stages(EDITS[name](src), stages), dict(opts, num_warps=warps, num_stages=stages))
+    return out
+
+
+def _cfg(source: str | None, options: dict) -> str:
+    """Warps, the kernel's pipeline stages and the K/V loop's own (`tl.range(num_stages=)`)."""
+    loop = re.search(r"tl\.range\([^\n]*num_stages=(\d+)", source or "")
+    return f"w{options.get('num_warps')} s{options.get('num_stages')}" + (f" loop{loop[1]}" if loop else "")
+
+
+def _loaded(v: Variant, tmp: Path) -> Any:
+    """The variant's kernel, specialized as tilecraft's launch does (grid sizes not specialized)."""
+    fn = load_variant(v.source, v.base.lowered.name, tmp)
+    return triton.runtime.jit.JITFunction(fn.fn, do_not_specialize=list(v.base.lowered.grid_params))
+
+
+# ---- compile-only check (no GPU) ----------------------------------------------------------------
+def _cpu_kernel(tm: int, tn: int) -> Any:
+    """tilecraft's TritonKernel for the sample at (tm, tn), built for sm_90 as a launch would
+    (refitted to the GPU's shared memory), and the flat Triton arguments of a launch."""
+    import AttentionFMHA
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.ir import ArrayType, ListType
+    from tilecraft.runtime.args import backend_args
+    q = torch.empty(B, H, S, D, dtype=torch.bfloat16)
+    args = (q, q, q, q, SCALE, 0, D, H, tm, tn, 1, False, True)
+    kernel = AttentionFMHA.fmha_kernel
+    specs, arrays, flat = kernel.describe(args)
+    ir = kernel.lower(specs, "sm_90")
+    facts = iter(a.facts for a in arrays)
+    compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
+        ir, [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params])
+    targs = backend_args(flat, as_torch)
+    compiled.compile_for(90, targs)
+    return compiled, targs
+
+
+def _sm90(fn: Any, signature: dict, options: dict, attrs: dict | None = None, constexprs: dict | None = None) -> dict:
+    """Compile `fn` for sm_90 here: shared memory (and whether an sm_90 block may have that
+    much), warps (more than asked where warp-specialized), registers, spills."""
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.tools.inspection import _resources
+    binary = triton.compile(ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs),
+                            target=GPUTarget("cuda", 90, 32), options=options)
+    regs, spills = _resources(binary.asm["cubin"])
+    return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
+                warps=binary.metadata.num_warps, registers=regs, spills=spills)
+
+
+def compile_only(out) -> None:
+    from triton.runtime.jit import mangle_type
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    tmp, rows = Path(tempfile.mkdtemp()), []
+
+    def record(row: dict, build: Callable[[], dict]) -> None:
+        start = time.perf_counter()
+        try:
+            row.update(build())
+        except Exception as exc:  # noqa: BLE001 - a variant that does not build is a finding
+            row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"
+        row["compile_s"] = round(time.perf_counter() - start, 2)
+        rows.append(row)
+        print(row, flush=True)
+        out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
+
+    for tm, tn in TILES:
+        kernel, targs = _cpu_kernel(tm, tn)
+        for v in variants(kernel):
+            def build(v=v):
+                if v.source is None:
+                    raise ValueError(v.error)
+                flat = v.base._flatten(*targs)
+                aligned = set(v.base.lowered.aligned) | {
+                    i for i, (name, x) in enumerate(zip(v.base.lowered.signature, flat))
+                    if name not in v.base.lowered.grid_params and type(x) is int and x % 16 == 0}
+                return _sm90(_loaded(v, tmp), dict(v.base.lowered.signature), v.options,
+                             {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)})
+            record(dict(tiles=f"{tm}x{tn}", variant=v.name, config=v.config), build)
+    for name, tm, tn, config in plain_configs():
+        options = {k: config[k] for k in ("num_warps", "num_stages")}
+        constexprs = dict(BLOCK_M=tm, BLOCK_N=tn, HEAD_D=D, STAGES=config["STAGES"], WS=config["WS"])
+        x = torch.empty(B * H * S, D, dtype=torch.bfloat16)
+        sig = {p: mangle_type(TensorDescriptor.from_tensor(x, [bm, D]))
+               for p, bm in zip(("q_desc", "k_desc", "v_desc", "o_desc"), (tm, tn, tn, tm))}
+        sig.update(scale="fp32", seq="i32", **{k: "constexpr" for k in constexprs})
+        record(dict(tiles=f"{tm}x{tn}", variant=name, config=_cfg(None, options)),
+               lambda: _sm90(plain_attention, sig, options, {(5,): [["tt.divisibility", 16]]}, constexprs))
+
+
+# ---- the GPU run --------------------------------------------------------------------------------
+def _launcher(var: Variant, tm: int, tensors: tuple, tmp: Path) -> Callable[[], None]:
+    """A launch of `var` on `tensors` (q, k, v, o) with tilecraft's grid (and grid loop)."""
+    from tilecraft.backends.triton.launching import grid_loop_launch, sm_slots
+    if var.source is None:
+        raise ValueError(var.error)
+    fn, flat = _loaded(var, tmp), var.base._flatten(*tensors, SCALE, 0)
+    grid = (S // tm, B * H, 1)
+    if var.base.lowered.grid_loop:
+        compiled = fn.run(*flat, *grid, grid=(1, 1, 1), warmup=True, **var.options)
+        looped = grid_loop_launch(grid, flat, sm_slots(compiled))
+        if looped is None:
+            raise RuntimeError("all blocks fit at once: tilecraft would launch one program per block")
+        grid, flat = looped
+    return lambda: fn[grid](*flat, **var.options)
+
+
+def gpu_run(out) -> None:
+    import AttentionFMHA  # cuTile's sample; `cuda.tile` is tilecraft through the conformance shim
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+    from tilecraft.backends.triton.launching import ensure_allocator
+
+    start, tmp, rows, skipped = time.perf_counter(), Path(tempfile.mkdtemp()), [], []
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o = torch.empty_like(q)
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        ref = scaled_dot_product_attention(q, k, v).float()
+        t_ref = triton.testing.do_bench(lambda: scaled_dot_product_attention(q, k, v), rep=100, return_mode="median")
+    flop = 4 * B * H * S * S * D
+    doc = {"case": f"attention bf16 B{B} H{H} S{S} D{D} non-causal", "sdpa_cudnn_ms": t_ref,
+           "sdpa_cudnn_tflops": flop / t_ref / 1e9, "rows": rows, "skipped": skipped,
+           "torch": torch.__version__, "triton": triton.__version__, "gpu": torch.cuda.get_device_name()}
+
+    def record(tiles: str, name: str, config: str, build: Callable[[], Callable[[], Any]]) -> None:
+        """Build, check against SDPA, time; `build` returns the launch (which may return the output)."""
+        if time.perf_counter() - start > BUDGET_S:
+            skipped.append(f"{tiles} {name} {config}")
+            return
+        row = dict(tiles=tiles, variant=name, config=config)
+        t0 = time.perf_counter()
+        try:
+            fn = build()
+            o.fill_(float("nan"))
+            got = fn()
+            torch.cuda.synchronize()
+            row["rel_err"] = float(((o if got is None else got).float() - ref).norm() / ref.norm())
+            row["build_s"] = round(time.perf_counter() - t0, 2)
+            if row["rel_err"] < 1e-2:
+                t = triton.testing.do_bench(fn, rep=100, return_mode="median")
+                row.update(ms=t, ratio=t_ref / t, tflops=flop / t / 1e9)
+        except Exception as exc:  # noqa: BLE001 - a variant that fails is a row, not the end
+            lines = str(exc).strip().splitlines()
+            row["error"] = f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+        rows.append(row)
+        print(f"{tiles:8s} {name:44s} {config:7s} " + (f"{row['ratio']:.2f}x cuDNN  {row['tflops']:.0f} TFLOP/s"
+              if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+        out.write_json(doc)
+
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        record("", "sdpa cudnn", "", lambda: lambda: scaled_dot_product_attention(q, k, v))
+    kernels = {}
+    for tm, tn in TILES:
+        record(f"{tm}x{tn}", "as generated", "",
+               lambda tm=tm, tn=tn: lambda: AttentionFMHA.cutile_fmha(q, k, v, tile_m=tm, tile_n=tn))
+        if "ms" in rows[-1]:  # launched: its variant is the newest
+            kernels[tm] = list(AttentionFMHA.fmha_kernel.variants.values())[-1].compiled
+            rows[-1]["config"] = _cfg(kernels[tm].source, kernels[tm]._options)
+    ensure_allocator()
+    edited = [(tm, var) for tm in kernels for var in variants(kernels[tm])]
+    plain = plain_configs()
+    first = [(tm, var) for tm, var in edited if var.options is var.base._options]  # each edit as generated
+    jobs = first + plain[:2 * len(TILES)] + [job for job in edited if job not in first] + plain[2 * len(TILES):]
+    for job in jobs:
+        if len(job) == 2:
+            tm, var = job
+            tn = dict(TILES)[tm]
+            record(f"{tm}x{tn}", var.name, var.config, lambda: _launcher(var, tm, (q, k, v, o), tmp))
+        else:
+            name, tm, tn, config = job
+            descs = plain_descriptors(q, k, v, o, tm, tn)
+            record(f"{tm}x{tn}", name, f"w{config['num_warps']} s{config['num_stages']}",
+                   lambda: lambda: plain_launch(descs, tm, tn, config))
+    doc["seconds"] = round(time.perf_counter() - start, 1)
+    out.write_json(doc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--compile-only", action="store_true", help="no GPU: compile every variant for sm_90")
+    args = parser.parse_args()
+    out = claim(args.out)
+    (compile_only if args.compile_only else gpu_run)(out)
+
+
+if __name__ == "__main__":
+    main()
