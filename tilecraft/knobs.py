@@ -23,8 +23,11 @@ BACKEND = Knob("TILECRAFT_BACKEND", "",
 CACHE_DIR = Knob("TILECRAFT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tilecraft"),
                  "Directory of the on-disk compile cache; empty or 'off' disables it.")
 DUMP_IR = Knob("TILECRAFT_DUMP_IR", "", "Set to 1 to print each kernel's Tile IR to stderr when it is compiled.")
+SPLIT_K = Knob("TILECRAFT_SPLIT_K", "",
+                "Set to 0 to never split a matmul-like kernel's K loop across more blocks on a GPU whose SMs its grid "
+                "leaves mostly idle (read when a kernel is compiled).")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR)
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K)
 
 
 def cache_dir() -> Path | None:

@@ -85,6 +85,40 @@ def needs_index64(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return sum((d - 1) * abs(s) for d, s in zip(shape, strides)) >= INDEX32_LIMIT
 
 
+def array_facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int,
+                index64: bool) -> ArrayFacts:
+    """The facts of an array at address `ptr` of `shape` and `strides` (in elements) whose
+    elements are `itemsize` bytes; `index64` as `needs_index64` (or the parameter) decides."""
+    n = 1
+    dense = True
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        dense = dense and (size == 1 or stride == n)
+        n *= size
+    return ArrayFacts(
+        aligned16=ptr % 16 == 0,
+        unit_last=not strides or strides[-1] == 1 or shape[-1] == 1,
+        strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
+        index64=index64,
+        contiguous=dense,
+        divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
+        dim_pow2=tuple(_pow2(d) for d in shape),
+        empty=n == 0,
+    )
+
+
+def _pow2(size: int) -> int:
+    """The largest power of two in 16..256 dividing `size`, else 1; 0 for size 0 (an empty dim
+    has no tile inside it, so none may skip its bounds mask)."""
+    if size == 0:
+        return 0
+    p = 256
+    while p >= 16:
+        if size % p == 0:
+            return p
+        p //= 2
+    return 1
+
+
 class CompiledKernel(Protocol):
     def specialize(self, args: Sequence[Any]) -> "CompiledKernel":
         """A kernel for later launches whose arguments match `args` in dtype, device, shape,

@@ -21,9 +21,12 @@ O = TypeVar("O", bound=Op)
 
 
 class Builder:
-    def __init__(self) -> None:
+    """`first_id`: the id of the first value made; a pass adding values to an existing function
+    starts past its largest id (`Function.max_id`) so ids stay unique."""
+
+    def __init__(self, first_id: int = 0) -> None:
         self._blocks: list[Block] = []
-        self._ids = itertools.count()
+        self._ids = itertools.count(first_id)
         self.loc: Location | None = None
 
     @property

@@ -185,6 +185,18 @@ class Function:
     loc: Location | None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def max_id(self) -> int:
+        """The largest value id of the function (-1 when it has none)."""
+        ids = [p.id for p in self.params]
+        blocks = [self.body]
+        while blocks:
+            block = blocks.pop()
+            ids += [a.id for a in block.args]
+            for op in block.ops:
+                ids += [r.id for r in op.results]
+                blocks += op.blocks
+        return max(ids, default=-1)
+
     def walk(self):
         """Every op, depth first, in program order."""
         stack = [iter(self.body.ops)]

@@ -10,10 +10,11 @@ from __future__ import annotations
 from ..ir import Block, Function, Op
 
 
-def _has_effects(op: Op) -> bool:
+def has_effects(op: Op) -> bool:
+    """Whether `op` or an op in its regions (terminators aside) has effects."""
     if type(op).effects:
         return True
-    return any(_has_effects(o) and not type(o).terminator for blk in op.blocks for o in blk.ops)
+    return any(has_effects(o) and not type(o).terminator for blk in op.blocks for o in blk.ops)
 
 
 def _used_ids(block: Block, acc: set[int]) -> None:
@@ -27,7 +28,7 @@ def _sweep(block: Block, used: set[int]) -> bool:
     changed = False
     kept = []
     for op in reversed(block.ops):
-        if not _has_effects(op) and not any(r.id in used for r in op.results):
+        if not has_effects(op) and not any(r.id in used for r in op.results):
             changed = True
             continue
         kept.append(op)

@@ -15,11 +15,18 @@ from ..ir import Block, Function, Op, ops
 from ..ir.kinds import BinaryFn
 
 
-def _constant_two(op: Op | None, defs: dict[int, Op]) -> bool:
-    """Whether `op` makes the float constant 2, possibly broadcast or reshaped to a tile."""
+def splat_constant(op: Op | None, defs: dict[int, Op]) -> ops.Const | None:
+    """The Const that `op` makes, possibly broadcast or reshaped to a tile (`defs`: the defining
+    op of each value id seen so far), else None."""
     while isinstance(op, (ops.Broadcast, ops.Reshape)):
         op = defs.get(op.x.id)
-    return isinstance(op, ops.Const) and op.dtype.is_float and op.value == 2.0
+    return op if isinstance(op, ops.Const) else None
+
+
+def _constant_two(op: Op | None, defs: dict[int, Op]) -> bool:
+    """Whether `op` makes the float constant 2, possibly broadcast or reshaped to a tile."""
+    const = splat_constant(op, defs)
+    return const is not None and const.dtype.is_float and const.value == 2.0
 
 
 def _rewrite(block: Block, defs: dict[int, Op]) -> None:

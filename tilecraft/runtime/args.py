@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..backends.base import ArrayFacts, needs_index64
+from ..backends.base import ArrayFacts, array_facts, needs_index64
 from ..backends.registry import CPU, CUDA
 from ..frontend import ArgSpec, ArraySpec, ConstSpec, ListSpec, ScalarSpec, TupleSpec
 from ..language import dtypes as dt
@@ -115,38 +115,9 @@ def _array_arg(data: Any, device: str, name: str, dtype: dt.DType, ptr: int, sha
     `index64`: the parameter asks for 64-bit indexing (IndexedWithInt64)."""
     wide = index64 or needs_index64(shape, strides)
     spec = ArraySpec(dtype, len(shape), wide)
-    return ArrayArg(data, device, spec, _facts(ptr, shape, strides, itemsize, wide), name)
+    return ArrayArg(data, device, spec, array_facts(ptr, shape, strides, itemsize, wide), name)
 
 
-def _facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int, index64: bool) -> ArrayFacts:
-    n = 1
-    dense = True
-    for size, stride in zip(reversed(shape), reversed(strides)):
-        dense = dense and (size == 1 or stride == n)
-        n *= size
-    return ArrayFacts(
-        aligned16=ptr % 16 == 0,
-        unit_last=not strides or strides[-1] == 1 or shape[-1] == 1,
-        strides16=all(s * itemsize % 16 == 0 for s in strides[:-1]),
-        index64=index64,
-        contiguous=dense,
-        divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
-        dim_pow2=tuple(_pow2(d) for d in shape),
-        empty=n == 0,
-    )
-
-
-def _pow2(size: int) -> int:
-    """The largest power of two in 16..256 dividing `size`, else 1; 0 for size 0 (an empty dim
-    has no tile inside it, so none may skip its bounds mask)."""
-    if size == 0:
-        return 0
-    p = 256
-    while p >= 16:
-        if size % p == 0:
-            return p
-        p //= 2
-    return 1
 
 
 def _torch_array(t: Any, name: str, index64: bool) -> ArrayArg:

@@ -12,7 +12,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...ir import Function, TileType
+from ...passes.split_k import split_k as find_split
 from ..base import ArrayFacts, BackendKind
+from ..splitting import SplitKernel, check_split_option, forced_splits
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .numerics import scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
@@ -70,10 +72,23 @@ class InterpretedKernel:
 
 
 class InterpreterBackend:
-    """Runs kernels on the CPU with NumPy: the reference semantics of the language."""
+    """Runs kernels on the CPU with NumPy: the reference semantics of the language.
+
+    `split_k`: a count N runs every 1-D launch of a kernel `passes.split_k` qualifies as its
+    split-K kernels, N ways (tests of the split; never by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
 
-    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel:
+    def __init__(self, *, split_k: bool | int = False) -> None:
+        check_split_option(split_k)
+        self._split_k = None if isinstance(split_k, bool) else split_k
+
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel:
         """Compile `fn` into an `InterpretedKernel` (array facts do not matter here)."""
-        return InterpretedKernel(fn)
+        kernel = InterpretedKernel(fn)
+        split = find_split(fn) if self._split_k is not None else None
+        if split is None:
+            return kernel
+        forced = self._split_k
+        return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
+                           lambda shape, args, stream: np.empty(shape, split.acc.dtype.np_dtype))

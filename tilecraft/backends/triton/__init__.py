@@ -6,10 +6,12 @@
     kernel.launch((blocks_x, blocks_y, blocks_z), [tensor_a, tensor_b, 256], stream=None)
 
 Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
+A matmul-like kernel on a grid that leaves most SMs idle splits its K loop (`split_k`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Sequence
 
 from ...environment import TRITON_BACKENDS, require
@@ -19,9 +21,12 @@ require("torch", TRITON_BACKENDS)
 
 from triton.runtime import driver  # noqa: E402
 
+from ... import knobs  # noqa: E402
 from ...ir import Function  # noqa: E402
+from ...passes.split_k import split_k as find_split  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
-from . import interpret_workarounds  # noqa: E402
+from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
+from . import interpret_workarounds, split_launch  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
 from .emitter import Target  # noqa: E402
 from .lower import lower, missing_rules  # noqa: E402
@@ -40,12 +45,18 @@ class TritonBackend:
     the interpreter (where they work, but only slowly; tests turn them on to check the lowering).
     `grid_loop` and `flatten` choose how matmul-like kernels are scheduled (see `Target`);
     `capability` names the NVIDIA GPU to compile for when it is not the current device.
+    `split_k`: True splits the K loop of kernels `passes.split_k` qualifies when a launch's 1-D
+    grid fills at most half the GPU's SMs (never under the interpreter, nor with
+    TILECRAFT_SPLIT_K=0); False never; a count N splits every 1-D launch N ways (tests).
     """
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
-                 grid_loop: bool = True, flatten: bool = True, capability: int | None = None) -> None:
+                 grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
+                 split_k: bool | int = True) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
+        check_split_option(split_k)
+        self._split_k = split_k
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
         # whether the GPU has descriptors (TMA): from `capability` (compiling for a GPU that is
@@ -68,9 +79,24 @@ class TritonBackend:
             self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
         return self._available
 
-    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel:
-        """Lower `fn` to Triton source and load it; Triton compiles it at the first launch."""
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel:
+        """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
+        kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`)."""
         descriptors = self._forced if self._forced is not None else self._descriptors_available()
         target = Target(interpret=self.interpret, descriptors=descriptors, force_descriptors=self._forced is True,
                         cvt_tf32=self._descriptors_available(), **self._schedule)  # both: sm_90+
-        return TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
+        kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
+        automatic = self._split_k is True
+        if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() == "0")):
+            return kernel
+        split = find_split(fn)
+        if split is None:
+            return kernel
+        # the parts run only on grids the GPU holds at once: no grid loop
+        parts = replace(target, grid_loop=False)
+        forced = None if automatic else self._split_k
+        return SplitKernel(
+            kernel, split,
+            lambda part: TritonKernel(lambda t: lower(part, part_facts(fn, facts, split), t), parts, self.interpret),
+            lambda grid, args: split_launch.choose(grid, args, forced),
+            lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))

@@ -1,0 +1,220 @@
+"""Split-K (tilecraft/passes/split_k.py, backends/splitting.py): which kernels qualify, and the
+split kernels' results on every backend, the split forced N ways (a registered backend
+`<name>-split<N>`): float64 references on poisoned outputs, odd sizes, K not a multiple of the
+tile, more splits than K iterations (empty splits), bit-identical reruns (the fast path's
+launcher included), an epilogue reading prologue values. On the GPU also the automatic split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.backends import registry
+from tilecraft.backends.interpreter import InterpreterBackend
+from tilecraft.backends.splitting import SplitKernel, auto_splits
+from tilecraft.ir import verify
+from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
+from tilecraft.passes.ranges import nonnegative
+from tilecraft.passes.split_k import split_k
+
+ConstInt = ct.Constant[int]
+RNG = np.random.default_rng(11)
+
+
+def _ir(kernel, *args):
+    specs, _, _ = kernel.describe(args)
+    return kernel.lower(specs)
+
+
+def _mats(m: int, n: int, k: int, dtype=np.float32):
+    return RNG.standard_normal((m, k)).astype(dtype), RNG.standard_normal((k, n)).astype(dtype)
+
+
+# ---- which kernels qualify ------------------------------------------------------------------------
+@ct.kernel
+def store_in_loop(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc)
+        ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def two_loops(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def second_grid_axis(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, ct.bid(1)), shape=(t, t)),
+                     acc)
+    ct.store(C, index=(ct.bid(0), ct.bid(1)), tile=acc)
+
+
+@ct.kernel
+def nonzero_start(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 1, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def scaled_accumulator(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc * 0.5)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def store_before_loop(A, B, C, t: ConstInt):
+    ct.store(C, index=(ct.bid(0), 0), tile=ct.full((t, t), 0, dtype=ct.float32))
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t)), ct.load(B, index=(k, 0), shape=(t, t)), acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@pytest.mark.parametrize("kernel", [store_in_loop, two_loops, second_grid_axis, nonzero_start, scaled_accumulator,
+                                    store_before_loop, persistent_matmul_kernel])
+def test_kernels_that_do_not_qualify(kernel):
+    a, b = _mats(32, 16, 48)
+    c = np.zeros((32, 16), np.float32)
+    assert split_k(_ir(kernel, a, b, c, 16, 16, 16) if kernel is persistent_matmul_kernel
+                   else _ir(kernel, a, b, c, 16)) is None
+
+
+def test_matmul_sample_splits_into_two_verified_kernels():
+    a, b = _mats(100, 72, 300)
+    fn = _ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
+    split = split_k(fn)
+    assert split is not None and split.acc.shape == (32, 32)
+    for part in (split.partial, split.finish):
+        verify(part)
+        assert part.param_names[-2:] == ["splits", "workspace"] and len(part.params) == len(fn.params) + 2
+        ids = [p.id for p in part.params] + [r.id for op in part.walk() for r in op.results]
+        assert len(ids) == len(set(ids))  # value ids stay unique
+    assert split.workspace_shape(12, 3) == (3 * 12 * 32, 32)
+    loop = next(op for op in split.partial.body.ops if type(op).__name__ == "For")
+    assert loop.body.args[0].id in nonnegative(split.partial)  # the backends keep plain `//` and `%`
+    assert split_k(fn) is not None and [op.name for op in fn.body.ops][-2:] == ["for", "store"]  # fn unchanged
+
+
+def test_automatic_split_count():
+    assert auto_splits((32, 1, 1), 132) == 4       # 1024^3 with 128x256 tiles on the H200
+    assert auto_splits((8, 1, 1), 132) == 8        # at most 8
+    assert auto_splits((66, 1, 1), 132) == 2
+    assert auto_splits((67, 1, 1), 132) is None    # more than half the SMs busy already
+    assert auto_splits((4, 2, 1), 132) is None     # 2-D grids keep their kernel
+
+
+# ---- results --------------------------------------------------------------------------------------
+@pytest.fixture
+def split_backend(backend):
+    """A function making (and registering, for this test) `backend` with the split forced N ways."""
+    made = []
+
+    def make(splits: int) -> str:
+        base = registry.get(backend)
+        name = f"{backend}-split{splits}"
+        if backend == "interpreter":
+            build = lambda: InterpreterBackend(split_k=splits)  # noqa: E731
+        else:
+            from tilecraft.backends.triton import TritonBackend
+            build = lambda: TritonBackend(base.backend.kind, split_k=splits)  # noqa: E731
+        registry.register(registry.BackendSpec(name, base.device, build, base.to_array, base.packages))
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        registry.unregister(name)
+
+
+def _launch(dev, name: str, grid, kernel, args) -> None:
+    """ct.launch on backend `name` (registered for `dev`'s device), then wait for it."""
+    if dev.name != "triton":
+        return ct.launch(None, grid, kernel, args, backend=name)
+    import torch
+    ct.launch(torch.cuda.current_stream(), grid, kernel, args, backend=name)
+    torch.cuda.synchronize()
+
+
+def _split_taken(kernel, name: str) -> bool:
+    compiled = [v.compiled for key, v in kernel.variants.items() if key.backend == name]
+    return bool(compiled) and all(isinstance(c, SplitKernel) and c._parts is not None for c in compiled)
+
+
+@pytest.mark.parametrize("dtype,splits", [("float32", 3), ("float16", 13)])
+def test_split_matmul_sample(dev, split_backend, dtype, splits):
+    """100x72x300 with 32x32x32 tiles: 12 blocks, 10 K iterations (the last a partial tile);
+    13 splits leave three empty. Run twice (the second through the fast path): bit-identical."""
+    m, n, k, t = 100, 72, 300, 32
+    a, b = _mats(m, n, k, np.dtype(dtype))
+    name = split_backend(splits)
+    grid = (ct.cdiv(m, t) * ct.cdiv(n, t), 1, 1)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    tol = 2e-2 * np.sqrt(k) if dtype == "float32" else 1e-2 * np.sqrt(k)  # tf32 operands / fp16 output
+    results = []
+    for _ in range(2):
+        c = dev.poison((m, n), dtype)
+        _launch(dev, name, grid, matmul_kernel, (dev.put(a), dev.put(b), c, t, t, t))
+        results.append(dev.get(c))
+        np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=tol, rtol=0)
+    assert _split_taken(matmul_kernel, name)
+    np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
+
+
+@ct.kernel
+def scaled_matmul_bias(A, B, C, bias, alpha: float, t: ConstInt):
+    """C = alpha * (A @ B) + bias[None, :], one (t, t) tile per block in row-major block order."""
+    n_cols = ct.cdiv(C.shape[1], t)
+    row, col = ct.bid(0) // n_cols, ct.bid(0) % n_cols
+    bias_tile = ct.load(bias, index=(col,), shape=(t,), padding_mode=ct.PaddingMode.ZERO)
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(row, k), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, index=(k, col), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    out = acc * alpha + ct.reshape(bias_tile, (1, t))
+    ct.store(C, index=(row, col), tile=out.astype(C.dtype))
+
+
+def test_split_epilogue_reads_prologue_values(dev, split_backend):
+    """The epilogue scales by a scalar argument and adds a bias loaded before the loop."""
+    m, n, k, t = 40, 24, 70, 16
+    a, b = _mats(m, n, k, np.float16)
+    bias = RNG.standard_normal(n).astype(np.float32)
+    name = split_backend(4)
+    c = dev.poison((m, n), "float32")
+    _launch(dev, name, (ct.cdiv(m, t) * ct.cdiv(n, t), 1, 1), scaled_matmul_bias,
+            (dev.put(a), dev.put(b), c, dev.put(bias), -1.5, t))
+    ref = -1.5 * (a.astype(np.float64) @ b.astype(np.float64)) + bias
+    np.testing.assert_allclose(dev.get(c), ref, atol=1e-4 * k, rtol=1e-5)
+    assert _split_taken(scaled_matmul_bias, name)
+
+
+@pytest.mark.only_backends("triton")
+def test_automatic_split_on_the_gpu(dev):
+    """256x256x2048 fp16 with the sample's 128x256x64 tiles: 2 blocks, so 8 splits by default;
+    within fp32-accumulation tolerance of float64, and bit-identical on a rerun."""
+    m, n, k = 256, 256, 2048
+    a, b = _mats(m, n, k, np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    results = []
+    for _ in range(2):
+        c = dev.poison((m, n), "float16")
+        dev.launch((2, 1, 1), matmul_kernel, (dev.put(a), dev.put(b), c, 128, 256, 64))
+        results.append(dev.get(c))
+        np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=0.05 + 2e-3 * np.abs(ref).max(), rtol=2e-3)
+    assert _split_taken(matmul_kernel, "triton")
+    np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))

@@ -1,0 +1,47 @@
+"""The Triton backend's side of split-K launches (backends/splitting.py): how many splits a
+launch gets, from the SM count of the GPU holding its tensors, and its workspace, a torch
+tensor allocated on the launch's stream (the caching allocator reuses it only after the
+stream's later work, so the two kernels always see it alive)."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Sequence
+
+import torch
+
+from ...language.dtypes import DType
+from ..splitting import Grid, auto_splits, forced_splits
+from .launching import stream_context
+
+_sms: dict[int, int] = {}
+
+
+def _device(args: Sequence[Any]) -> torch.device | None:
+    """The device of a launch's tensors (None when it passes none directly)."""
+    return next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+
+
+def sm_count(index: int) -> int:
+    """The SM count of CUDA device `index` (asked once)."""
+    if index not in _sms:
+        _sms[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _sms[index]
+
+
+def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
+    """A launch's split count: `forced` on any 1-D grid, else `auto_splits` on a CUDA device."""
+    if forced is not None:
+        return forced_splits(grid, forced)
+    device = _device(args)
+    if device is None or device.type != "cuda":
+        return None
+    return auto_splits(grid, sm_count(device.index if device.index is not None else torch.cuda.current_device()))
+
+
+def workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream: Any) -> torch.Tensor:
+    """An uninitialized tensor of `shape` and `dtype` on the launch's device, allocated on its stream."""
+    device = _device(args)
+    on_stream = stream is not None and device is not None and device.type == "cuda"
+    with stream_context(stream) if on_stream else contextlib.nullcontext():
+        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=device)

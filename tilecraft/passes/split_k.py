@@ -1,0 +1,217 @@
+"""Split-K: the two kernels that run a matmul-like kernel's K loop across more blocks.
+
+A matmul with few output tiles (1024^3 with 128x256 tiles: 32 blocks on the H200's 132 SMs)
+leaves most of the GPU idle, each block walking the whole K loop alone. `split_k` derives two
+kernels from such a kernel, for a launch layer that runs them one after the other:
+
+  PARTIAL, on grid (G, S, 1): block (b, s) runs the prologue, then iterations
+      [s * chunk, (s + 1) * chunk) of the K loop (chunk = cdiv(trip count, S); some may be
+      empty), and stores its accumulator to tile (s * G + b, 0, ...) of the workspace W.
+  FINISH, on grid (G, 1, 1): block b runs the prologue, sums the S workspace tiles of b in the
+      order s = 0, 1, ..., S - 1 onto the zero accumulator, then runs the original epilogue.
+
+Both take two parameters after the kernel's own: the int32 split count S and the workspace W
+(the accumulator's dtype and rank; S * G accumulator tiles stacked along axis 0). No atomics
+and a fixed summation order make the result the same on every run; it differs from the
+unsplit kernel's only by the reassociation of the accumulation.
+
+Kernels that qualify: the top level is pure ops (the prologue), then the one top-level For,
+then anything (the epilogue). The loop carries one value, an accumulator that starts as a zero
+constant tile and is only threaded through a chain of Mma ops (acc = mma(a, b, acc), possibly
+several per iteration); the rest of its body has no effects. The kernel queries no grid axis
+but 0 (the split uses axis 1) and has no grid-dependency control.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+
+from ..ir import ArrayType, BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
+from ..language import dtypes as dt
+from .dce import has_effects
+from .squares import splat_constant
+
+ACCUMULATORS = (dt.float32, dt.float64, dt.int32)
+"""Accumulator dtypes whose partial sums the workspace holds without loss."""
+
+
+@dataclass(frozen=True)
+class SplitK:
+    """The two kernels of a split launch (see the module docstring); `acc` is the accumulator
+    tile type (the workspace's dtype and tile shape)."""
+
+    partial: Function
+    finish: Function
+    acc: TileType
+
+    def workspace_shape(self, blocks: int, splits: int) -> tuple[int, ...]:
+        """The workspace's shape for `blocks` blocks along axis 0 split `splits` ways."""
+        return (splits * blocks * self.acc.shape[0], *self.acc.shape[1:])
+
+
+def split_k(fn: Function) -> SplitK | None:
+    """PARTIAL and FINISH of `fn` when it has the shape of the module docstring, else None."""
+    found = _k_loop(fn)
+    if found is None:
+        return None
+    prologue, loop, epilogue = found
+    acc = loop.init[0].tile
+    return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue), acc)
+
+
+# ---- recognition -----------------------------------------------------------------------------------
+def _k_loop(fn: Function) -> tuple[list[Op], ops.For, list[Op]] | None:
+    """(prologue, K loop, epilogue) of a kernel that qualifies, else None."""
+    top = fn.body.ops
+    loops = [i for i, op in enumerate(top) if isinstance(op, ops.For)]
+    if len(loops) != 1:
+        return None
+    prologue, loop, epilogue = top[:loops[0]], top[loops[0]], top[loops[0] + 1:]
+    if any(has_effects(op) for op in prologue) or not _grid_axis_0_only(fn):
+        return None
+    if len(loop.init) != 1 or not isinstance(loop.init[0].type, TileType):
+        return None
+    acc = loop.init[0].tile
+    if acc.dtype not in ACCUMULATORS or acc.ndim < 2:
+        return None
+    defs = {r.id: op for op in prologue for r in op.results}
+    zero = splat_constant(defs.get(loop.init[0].id), defs)
+    if zero is None or zero.value != 0:
+        return None
+    if any(has_effects(op) for op in loop.body.ops[:-1]) or not _mma_chain(loop.body):
+        return None
+    return prologue, loop, epilogue
+
+
+def _grid_axis_0_only(fn: Function) -> bool:
+    """Whether `fn` queries no grid axis but 0 and controls no grid dependency."""
+    for op in fn.walk():
+        if isinstance(op, (ops.Bid, ops.NumBlocks)) and op.axis != 0:
+            return False
+        if isinstance(op, ops.GridDependencyControl):
+            return False
+    return True
+
+
+def _uses(block: Block, counts: Counter) -> Counter:
+    """How many times each value id is an operand in `block` (regions included)."""
+    for op in block.ops:
+        counts.update(v.id for v in op.operands)
+        for blk in op.blocks:
+            _uses(blk, counts)
+    return counts
+
+
+def _mma_chain(body: Block) -> bool:
+    """Whether the loop's carried value only flows through a chain of Mma accumulators, from the
+    block argument to the yielded value, each link used exactly once."""
+    defs = {r.id: op for op in body.ops for r in op.results}
+    uses = _uses(body, Counter())
+    carried = body.args[1]
+    link = body.terminator.values[0]
+    mmas = 0
+    while link is not carried:
+        op = defs.get(link.id)
+        if not isinstance(op, ops.Mma) or uses[link.id] != 1:
+            return False
+        link, mmas = op.acc, mmas + 1
+    return mmas > 0 and uses[carried.id] == 1
+
+
+# ---- building --------------------------------------------------------------------------------------
+def _copy_block(block: Block) -> Block:
+    """`block` with fresh op lists (its ops are immutable and shared; its lists are not)."""
+    return Block(list(block.args), [_copy_op(op) for op in block.ops])
+
+
+def _copy_op(op: Op) -> Op:
+    if not op.blocks:
+        return op
+    return dataclasses.replace(op, **{name: _copy_block(getattr(op, name)) for name in type(op)._block_fields})
+
+
+def _start(fn: Function, loop: ops.For) -> tuple[Builder, Value, Value, Block]:
+    """A builder past `fn`'s ids, the S and W parameters, and a body holding a copy of the prologue."""
+    b = Builder(first_id=fn.max_id() + 1)
+    b.loc = loop.loc
+    acc = loop.init[0].tile
+    splits = b.new_value(scalar(dt.int32), "splits")
+    work = b.new_value(ArrayType(acc.dtype, acc.ndim), "workspace")
+    return b, splits, work, Block()
+
+
+def _function(fn: Function, suffix: str, splits: Value, work: Value, body: Block) -> Function:
+    return Function(f"{fn.name}_{suffix}", [*fn.params, splits, work], [*fn.param_names, "splits", "workspace"],
+                    body, fn.loc, dict(fn.options))
+
+
+def _binary(b: Builder, fn: BinaryFn, x: Value, y: Value) -> Value:
+    return b.value(ops.Binary, fn=fn, lhs=x, rhs=y)
+
+
+def _grid_row(b: Builder) -> tuple[Value, Value]:
+    """(G, bid(0)): what a workspace tile's coordinate is made of besides the split."""
+    return b.value(ops.NumBlocks, axis=0), b.value(ops.Bid, axis=0)
+
+
+def _workspace_index(b: Builder, work: Value, split: Value, grid_row: tuple[Value, Value]) -> tuple[Value, ...]:
+    """The tile coordinate (split * G + bid(0), 0, ...) of this block's tile of split `split`."""
+    blocks, bid = grid_row
+    row = _binary(b, BinaryFn.ADD, _binary(b, BinaryFn.MUL, split, blocks), bid)
+    zero = b.value(ops.Const, value=0, dtype=dt.int32)
+    return (row, *[zero] * (work.type.ndim - 1))
+
+
+def _chunk(b: Builder, loop: ops.For, splits: Value) -> tuple[Value, Value]:
+    """(lower, upper) of split bid(1)'s iterations of `loop`: chunk = cdiv(trips, S) iterations
+    from iteration bid(1) * chunk, at most to the loop's end (bounds kept visibly non-negative
+    where the loop's are, for `ranges.nonnegative`; a step <= 0 still runs nothing)."""
+    t = loop.lower.tile.dtype
+
+    def const(v: int) -> Value:
+        return b.value(ops.Const, value=v, dtype=t)
+
+    def widen(v: Value) -> Value:
+        return v if t is dt.int32 else b.value(ops.Cast, x=v, dtype=t)
+
+    one = const(1)
+    step = _binary(b, BinaryFn.MAX, loop.step, one)
+    span = _binary(b, BinaryFn.ADD, _binary(b, BinaryFn.SUB, loop.upper, loop.lower),
+                   _binary(b, BinaryFn.SUB, step, one))
+    trips = _binary(b, BinaryFn.MAX, _binary(b, BinaryFn.FLOORDIV, span, step), const(0))
+    count = _binary(b, BinaryFn.MAX, widen(splits), one)
+    chunk = _binary(b, BinaryFn.FLOORDIV, _binary(b, BinaryFn.SUB, _binary(b, BinaryFn.ADD, trips, count), one), count)
+    width = _binary(b, BinaryFn.MUL, chunk, step)
+    lower = _binary(b, BinaryFn.ADD, loop.lower, _binary(b, BinaryFn.MUL, widen(b.value(ops.Bid, axis=1)), width))
+    return lower, _binary(b, BinaryFn.MIN, _binary(b, BinaryFn.ADD, lower, width), loop.upper)
+
+
+def _partial(fn: Function, prologue: list[Op], loop: ops.For) -> Function:
+    b, splits, work, body = _start(fn, loop)
+    with b.inside(body):
+        body.ops.extend(_copy_op(op) for op in prologue)
+        lower, upper = _chunk(b, loop, splits)
+        part = b.value(ops.For, lower=lower, upper=upper, step=loop.step, init=loop.init, body=_copy_block(loop.body))
+        index = _workspace_index(b, work, b.value(ops.Bid, axis=1), _grid_row(b))
+        b.emit(ops.Store, array=work, index=index, tile=part, order=tuple(range(work.type.ndim)))
+    return _function(fn, "partial", splits, work, body)
+
+
+def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op]) -> Function:
+    b, splits, work, body = _start(fn, loop)
+    acc = loop.init[0].tile
+    with b.inside(body):
+        body.ops.extend(_copy_op(op) for op in prologue)
+        zero, one = (b.value(ops.Const, value=v, dtype=dt.int32) for v in (0, 1))
+        grid_row = _grid_row(b)
+        step = Block([b.new_value(scalar(dt.int32), "s"), b.new_value(acc, "acc")])
+        with b.inside(step):
+            index = _workspace_index(b, work, step.args[0], grid_row)
+            tile = b.value(ops.Load, array=work, index=index, shape=acc.shape, order=tuple(range(acc.ndim)))
+            b.emit(ops.Yield, values=(_binary(b, BinaryFn.ADD, step.args[1], tile),))
+        total = b.make(ops.For, lower=zero, upper=splits, step=one, init=loop.init, body=step)
+        body.ops.append(dataclasses.replace(total, results=loop.results))  # the epilogue reads these
+        body.ops.extend(_copy_op(op) for op in epilogue)
+    return _function(fn, "finish", splits, work, body)
