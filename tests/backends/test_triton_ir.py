@@ -256,6 +256,31 @@ def test_permuted_load_pads_partial_tiles(padding, mode):
 
 
 @pytest.mark.parametrize("mode", [INTERP, INTERP_DESC], ids=["pointers", "descriptors"])
+@pytest.mark.parametrize("order, shape, spelled", [
+    ((0, 1, 3, 2), (1, 1, 8, 4), "tl.reshape(tl.permute(tl.reshape("),  # attention's K: unit dims dropped
+    ((2, 0, 1, 3), (8, 1, 1, 4), "tl.reshape(tl.permute(tl.reshape("),
+    ((0, 2, 1, 3), (1, 1, 1, 4), "tl.reshape(A_tile"),                  # one dim left: a reshape
+    ((3, 2, 1, 0), (4, 2, 2, 8), "tl.permute(A_tile"),                   # no unit dims
+])
+def test_permuted_4d_loads_with_unit_dims(mode, order, shape, spelled):
+    """A permuted-order tile load of a 4-D array: the descriptor path permutes only the block's
+    dims that are not 1 (Triton keeps a 2-D transpose a shared-memory view); same tile either way."""
+    k = K("permuted_4d")
+    a, o = k.array("A", D.float32, 4), k.array("O", D.float32, 4)
+    t = k.load(a, [k.const(0)] * 4, shape, order=order)
+    k.store(o, [k.const(0)] * 4, t)
+    full = [0] * 4
+    for axis, extent in zip(order, shape):
+        full[axis] = extent
+    a_t = randn(*full)
+    out = poison(shape)
+    kernel = run(k, (1, 1), [a_t, out], mode)
+    np.testing.assert_array_equal(out.numpy(), a_t.numpy().transpose(order))
+    if mode is INTERP_DESC:
+        assert "A_desc.load(" in kernel.source and spelled in kernel.source
+
+
+@pytest.mark.parametrize("mode", [INTERP, INTERP_DESC], ids=["pointers", "descriptors"])
 def test_permuted_store_drops_out_of_bounds_lanes(mode):
     k = K("transpose")
     a, b = k.array("A", D.float32, 2), k.array("B", D.float32, 2)

@@ -216,6 +216,22 @@ def _plain_order(w: KernelWriter, op: ops.Load | ops.Store, what: str) -> None:
         raise w.unsupported(f"memory_order={op.memory_order.name} on {what}")
 
 
+def _permuted(name: str, shape: tuple[int, ...], order: tuple[int, ...]) -> str:
+    """`name` (a block in array axis order) permuted into the tile's order (`shape`: the tile's).
+    Unit dims are dropped around the permutation: Triton keeps a 2-D transpose of a block in
+    shared memory as a view, but copies a 4-D permute through registers (cuTile's attention sample
+    loads K as a (1, 1, d, n) tile in transposed order: `benchmarks/attention_probe.py`)."""
+    kept = [k for k, extent in enumerate(shape) if extent != 1]
+    if len(kept) == len(shape):
+        return f"tl.permute({name}, {list(order)})"
+    if len(kept) < 2:  # at most one dim is not 1: the elements keep their order
+        return f"tl.reshape({name}, {list(shape)})"
+    by_array_axis = sorted(order[k] for k in kept)  # the block's non-unit dims, in array order
+    block = [shape[order.index(a)] for a in by_array_axis]
+    perm = [by_array_axis.index(order[k]) for k in kept]
+    return f"tl.reshape(tl.permute(tl.reshape({name}, {block}), {perm}), {list(shape)})"
+
+
 @rule(ops.Load)
 def _load(w: KernelWriter, op: ops.Load) -> None:
     _plain_order(w, op, "load")
@@ -226,7 +242,7 @@ def _load(w: KernelWriter, op: ops.Load) -> None:
         name = w.define(result, f"{arr.pointer}_tile")
         w.emit(f"{name} = {w.descriptors[desc]}.load({_descriptor_offsets(w, arr, op, op.shape)})")
         if op.order != tuple(range(len(op.order))):
-            w.emit(f"{name} = tl.permute({name}, {list(op.order)})")
+            w.emit(f"{name} = {_permuted(name, op.shape, op.order)}")
         return
     shape = tile_shape(op)
     ptr, mask = _tile_address(w, arr, op, shape)
