@@ -23,6 +23,7 @@ from typing import Any
 
 from ..backends.arrays import as_torch
 from ..backends.base import BackendKind
+from ..backends.splitting import SplitKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..ir import ArrayType, ListType, format_function
 from ..runtime.args import backend_args
@@ -44,6 +45,7 @@ class Inspection:
     registers: int | None
     spill_bytes: int | None
     fallbacks: tuple[tuple[str, str], ...] = ()  # (what was given up to fit the GPU, why), in order
+    split_k: bool = False  # has split-K variants (passes/split_k.py); the stages are the unsplit kernel's
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -62,6 +64,9 @@ class Inspection:
                 f"{spills} bytes spilled/thread, {self.shared_bytes} bytes shared memory")
         for step, why in self.fallbacks:
             text += f"\nfitted to the GPU: {step} ({why})"
+        if self.split_k:
+            text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
+                     "(G, S, 1) then FINISH on (G, 1, 1), S = min(8, SMs // G); the stages shown are the unsplit kernel's")
         return text
 
 
@@ -93,4 +98,5 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     binary = compiled.compile_for(capability, backend_args(flat, as_torch))
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
-                      compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks))
+                      compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
+                      isinstance(compiled, SplitKernel))

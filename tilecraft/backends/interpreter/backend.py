@@ -78,6 +78,7 @@ class InterpreterBackend:
     split-K kernels, N ways (tests of the split; never by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
+    _split_k: int | None = None  # (also for subclasses that skip __init__)
 
     def __init__(self, *, split_k: bool | int = False) -> None:
         check_split_option(split_k)
