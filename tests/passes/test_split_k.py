@@ -12,7 +12,7 @@ import pytest
 import tilecraft as ct
 from tilecraft.backends import registry
 from tilecraft.backends.interpreter import InterpreterBackend
-from tilecraft.backends.splitting import SplitKernel, auto_splits
+from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
 from tilecraft.ir import verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
@@ -154,24 +154,32 @@ def _split_taken(kernel, name: str) -> bool:
     return bool(compiled) and all(isinstance(c, SplitKernel) and c._parts is not None for c in compiled)
 
 
+def _fast_launchers(kernel, name: str) -> list:
+    """The launchers the runtime's fast path keeps for backend `name`."""
+    return [hit[0] for key, hit in kernel.fast.items() if key[1] == name]
+
+
 @pytest.mark.parametrize("dtype,splits", [("float32", 3), ("float16", 13)])
 def test_split_matmul_sample(dev, split_backend, dtype, splits):
     """100x72x300 with 32x32x32 tiles: 12 blocks, 10 K iterations (the last a partial tile);
-    13 splits leave three empty. Run twice (the second through the fast path): bit-identical."""
+    13 splits leave three empty. Reruns (through the fast path) are bit-identical."""
     m, n, k, t = 100, 72, 300, 32
     a, b = _mats(m, n, k, np.dtype(dtype))
     name = split_backend(splits)
     grid = (ct.cdiv(m, t) * ct.cdiv(n, t), 1, 1)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     tol = 2e-2 * np.sqrt(k) if dtype == "float32" else 1e-2 * np.sqrt(k)  # tf32 operands / fp16 output
+    kernel = ct.kernel(matmul_kernel.fn)  # its own variants and fast-path launchers
     results = []
-    for _ in range(2):
+    for _ in range(3 if dev.name == "triton" else 2):  # the GPU's third uses specialized launchers
         c = dev.poison((m, n), dtype)
-        _launch(dev, name, grid, matmul_kernel, (dev.put(a), dev.put(b), c, t, t, t))
+        _launch(dev, name, grid, kernel, (dev.put(a), dev.put(b), c, t, t, t))
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=tol, rtol=0)
-    assert _split_taken(matmul_kernel, name)
-    np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
+    assert _split_taken(kernel, name)
+    assert [type(f) for f in _fast_launchers(kernel, name)] == [SplitLauncher]  # ran the second time
+    for later in results[1:]:
+        np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
 
 
 @ct.kernel
@@ -206,15 +214,19 @@ def test_split_epilogue_reads_prologue_values(dev, split_backend):
 @pytest.mark.only_backends("triton")
 def test_automatic_split_on_the_gpu(dev):
     """256x256x2048 fp16 with the sample's 128x256x64 tiles: 2 blocks, so 8 splits by default;
-    within fp32-accumulation tolerance of float64, and bit-identical on a rerun."""
+    within fp32-accumulation tolerance of float64, and bit-identical on reruns (the second makes
+    the fast path's specialized launchers, the third uses them)."""
     m, n, k = 256, 256, 2048
     a, b = _mats(m, n, k, np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
+    kernel = ct.kernel(matmul_kernel.fn)
     results = []
-    for _ in range(2):
+    for _ in range(3):
         c = dev.poison((m, n), "float16")
-        dev.launch((2, 1, 1), matmul_kernel, (dev.put(a), dev.put(b), c, 128, 256, 64))
+        dev.launch((2, 1, 1), kernel, (dev.put(a), dev.put(b), c, 128, 256, 64))
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=0.05 + 2e-3 * np.abs(ref).max(), rtol=2e-3)
-    assert _split_taken(matmul_kernel, "triton")
-    np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
+    assert _split_taken(kernel, "triton")
+    assert [type(f) for f in _fast_launchers(kernel, "triton")] == [SplitLauncher]
+    for later in results[1:]:
+        np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
