@@ -273,7 +273,10 @@ def _launcher(var: Variant, tm: int, tensors: tuple, tmp: Path) -> Callable[[], 
         if looped is None:
             raise RuntimeError("all blocks fit at once: tilecraft would launch one program per block")
         grid, flat = looped
-    return lambda: fn[grid](*flat, **var.options)
+
+    def launch() -> None:  # not the CompiledKernel `fn[grid](...)` returns: the output is `o`
+        fn[grid](*flat, **var.options)
+    return launch
 
 
 def gpu_run(out) -> None:

@@ -27,7 +27,6 @@ import triton_reference as tr  # noqa: E402
 
 import tilecraft as ct  # noqa: E402
 from matmul import vector_add_kernel  # noqa: E402
-from tilecraft.runtime.fastpath import fast_key  # noqa: E402
 
 
 def per_launch_us(fn: Callable[[], Any], launches: int = 2000, rounds: int = 5) -> float:
@@ -62,7 +61,7 @@ def main() -> None:
     handle = stream.cuda_stream
     baked = direct._flatten(a, b, c)
     rows = {
-        "fast_key": lambda: fast_key(vector_add_kernel.plan, args),
+        "fast-path key (Kernel.fast_key)": lambda: vector_add_kernel.fast_key(args),
         "DirectLauncher.launch": lambda: direct.launch((1, 1, 1), (a, b, c), stream),
         "Triton's C launcher, baked args": lambda: direct._call(1, 1, 1, handle, *direct._head, *baked),
         "tilecraft's C launcher, baked args": lambda: direct._native(1, 1, 1, handle, *direct._native_head, *baked),

@@ -24,8 +24,9 @@ CACHE_DIR = Knob("TILECRAFT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME"
                  "Directory of the on-disk compile cache; empty or 'off' disables it.")
 DUMP_IR = Knob("TILECRAFT_DUMP_IR", "", "Set to 1 to print each kernel's Tile IR to stderr when it is compiled.")
 SPLIT_K = Knob("TILECRAFT_SPLIT_K", "",
-                "Set to 0 to never split a matmul-like kernel's K loop across more blocks on a GPU whose SMs its grid "
-                "leaves mostly idle (read when a kernel is compiled).")
+                "Set to 1 to split a matmul-like kernel's K loop across more blocks on a GPU whose SMs its grid leaves "
+                "mostly idle (read when a kernel is compiled). Off by default: on the H200 the split ran slower at "
+                "every size it applied to (benchmarks/results/size-sweep-h200-2026-12-01-b.json).")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K)
 

@@ -6,7 +6,7 @@
     kernel.launch((blocks_x, blocks_y, blocks_z), [tensor_a, tensor_b, 256], stream=None)
 
 Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
-A matmul-like kernel on a grid that leaves most SMs idle splits its K loop (`split_k`).
+A matmul-like kernel on a grid that leaves most SMs idle can split its K loop (`split_k`).
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ class TritonBackend:
     `grid_loop` and `flatten` choose how matmul-like kernels are scheduled (see `Target`);
     `capability` names the NVIDIA GPU to compile for when it is not the current device.
     `split_k`: True splits the K loop of kernels `passes.split_k` qualifies when a launch's 1-D
-    grid fills at most half the GPU's SMs (never under the interpreter, nor with
-    TILECRAFT_SPLIT_K=0); False never; a count N splits every 1-D launch N ways (tests).
+    grid fills at most half the GPU's SMs, where TILECRAFT_SPLIT_K=1 asks for it (opt-in: its
+    FINISH kernel, one block per output tile summing the splits, made every split launch on the
+    H200 slower than the unsplit one; never under the interpreter); False never; a count N
+    splits every 1-D launch N ways (tests).
     """
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
@@ -87,7 +89,7 @@ class TritonBackend:
                         cvt_tf32=self._descriptors_available(), **self._schedule)  # both: sm_90+
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         automatic = self._split_k is True
-        if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() == "0")):
+        if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() != "1")):
             return kernel
         split = find_split(fn)
         if split is None:
