@@ -27,8 +27,11 @@ SPLIT_K = Knob("TILECRAFT_SPLIT_K", "",
                 "Set to 1 to split a matmul-like kernel's K loop across more blocks on a GPU whose SMs its grid leaves "
                 "mostly idle (read when a kernel is compiled). Off by default: on the H200 the split ran slower at "
                 "every size it applied to (benchmarks/results/size-sweep-h200-2026-12-01-b.json).")
+TF32_STAGING = Knob("TILECRAFT_TF32_STAGING", "",
+                     "Set to 0 to keep float32 (tf32) matmuls from rounding large operands in a prologue on sm_90+ "
+                     "GPUs (read when a kernel is compiled; see backends/triton/tf32_staging.py).")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K)
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TF32_STAGING)
 
 
 def cache_dir() -> Path | None:

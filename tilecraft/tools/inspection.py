@@ -25,6 +25,7 @@ from ..backends.arrays import as_torch
 from ..backends.base import BackendKind
 from ..backends.splitting import SplitKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
+from ..backends.triton.tf32_staging import StagedKernel
 from ..ir import ArrayType, ListType, format_function
 from ..runtime.args import backend_args
 from ..runtime.kernel import Kernel
@@ -46,6 +47,7 @@ class Inspection:
     spill_bytes: int | None
     fallbacks: tuple[tuple[str, str], ...] = ()  # (what was given up to fit the GPU, why), in order
     split_k: bool = False  # has split-K variants (passes/split_k.py); the stages are the unsplit kernel's
+    tf32_staging: str = ""  # "": no tf32-staged variant; "variant": it has one; "shown": the stages are its
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -67,6 +69,11 @@ class Inspection:
         if self.split_k:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
                      "(G, S, 1) then FINISH on (G, 1, 1), S = min(8, SMs // G); the stages shown are the unsplit kernel's")
+        if self.tf32_staging == "variant":
+            text += ("\ntf32-staged variant: launches with large float32 operands round them in a prologue and run "
+                     "it (see it with staged=True, --tf32-staged); the stages shown are the unstaged kernel's")
+        elif self.tf32_staging == "shown":
+            text += "\nthe stages shown are the tf32-staged kernel's (operands rounded in a prologue, B transposed)"
         return text
 
 
@@ -86,17 +93,29 @@ def _resources(cubin: bytes) -> tuple[int | None, int | None]:
     return (int(regs.group(1)) if regs else None), (int(stack.group(1)) if stack else None)
 
 
-def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90) -> Inspection:
+def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90,
+                   staged: bool = False) -> Inspection:
     """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
-    exactly as a launch on such a GPU would: same specialization facts, same lowering."""
+    exactly as a launch on such a GPU would: same specialization facts, same lowering.
+    `staged`: the tf32-staged variant that launches with large float32 operands run
+    (backends/triton/tf32_staging.py; a ValueError if the kernel has none)."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
     ir = kernel.lower(specs, arch)
     facts = iter(a.facts for a in arrays)
     param_facts = [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
     compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, param_facts)
-    binary = compiled.compile_for(capability, backend_args(flat, as_torch))
+    has_staged = isinstance(compiled, StagedKernel)
+    split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
+    launch_args = backend_args(flat, as_torch)
+    if staged:
+        if not has_staged:
+            raise ValueError(f"kernel `{ir.name}` has no tf32-staged variant for these arguments")
+        binary = compiled.compile_for(capability, launch_args, staged=True)
+        ir, compiled = compiled.staged.fn, compiled.staged_kernel([getattr(a, "shape", None) for a in launch_args])
+    else:
+        binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
-                      isinstance(compiled, SplitKernel))
+                      split, "shown" if staged else "variant" if has_staged else "")

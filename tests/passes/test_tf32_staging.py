@@ -1,0 +1,240 @@
+"""tf32 operand staging (passes/tf32_staging.py, backends/triton/tf32_staging.py): which
+parameters qualify, the prologue's rounding (nearest even, as the backend rounds MMA operands:
+special values, ties, round-ups across an exponent, transposed copies with padded rows), and
+staged launches bit-identical to unstaged ones on poisoned outputs, checked against float64
+(forced on the Triton interpreter at odd sizes; automatic on the GPU at 2048^3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.backends import registry
+from tilecraft.ir import ops, verify
+from tilecraft.language import dtypes as dt
+from tilecraft.language.enums import RoundingMode
+from tilecraft.library.matmul import matmul_kernel
+from tilecraft.passes.tf32_staging import stage_tf32
+
+ConstInt = ct.Constant[int]
+RNG = np.random.default_rng(5)
+ZERO = ct.PaddingMode.ZERO
+
+
+def _ir(kernel, *args):
+    specs, _, _ = kernel.describe(args)
+    return kernel.lower(specs)
+
+
+def _mats(m: int, n: int, k: int):
+    return RNG.standard_normal((m, k)).astype(np.float32), RNG.standard_normal((k, n)).astype(np.float32)
+
+
+def _rn_tf32(x: np.ndarray) -> np.ndarray:
+    """float32 rounded to nearest even tfloat32 on the bits (NaN: quieted, payload truncated)."""
+    bits = x.view(np.uint32).astype(np.uint64)
+    up = ((bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000).astype(np.uint32)
+    nan = ((bits & 0xFFFFE000) | 0x400000).astype(np.uint32)
+    return np.where(np.isnan(x), nan, up).view(np.float32)
+
+
+# ---- which parameters qualify ------------------------------------------------------------------
+def test_library_matmul_stages_a_as_is_and_b_transposed():
+    a, b = _mats(100, 72, 300)
+    fn = _ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
+    staged = stage_tf32(fn)
+    assert staged is not None and staged.params == {0: False, 1: True}
+    verify(staged.fn)
+    ops_of = lambda f, cls: [op for op in f.walk() if isinstance(op, cls)]  # noqa: E731
+    casts = ops_of(staged.fn, ops.Cast)
+    assert [c.rounding for c in casts if c.dtype is dt.tfloat32] == [RoundingMode.RZ] * 2
+    assert {(load.array.id, load.order) for load in ops_of(staged.fn, ops.Load)} == {(0, (0, 1)), (1, (1, 0))}
+    # N = B.shape[1] is the copy's axis 0; A's queries are unchanged
+    assert {(q.array.id, q.axis) for q in ops_of(staged.fn, ops.ArrayShape)} == {(0, 0), (1, 0), (0, 1)}
+    assert [c.rounding for c in ops_of(fn, ops.Cast) if c.dtype is dt.tfloat32] == [None, None]  # fn unchanged
+    assert {load.order for load in ops_of(fn, ops.Load)} == {(0, 1)}
+
+
+@ct.kernel
+def store_to_a(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        b = ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+    ct.store(A, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def rounded_a_read_elsewhere(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        b = ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        acc = ct.mma(a, b, acc) + a.astype(ct.float32)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def a_times_a(A, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        x = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        y = ct.load(A, index=(k, 0), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        acc = ct.mma(x, y, acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def directed_rounding(A, B, C, t: ConstInt):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.astype(ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ZERO), ct.tfloat32,
+                      rounding_mode=ct.RoundingMode.RZ)
+        b = ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ZERO).astype(ct.tfloat32)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+def test_parameters_that_do_not_qualify():
+    """An array also stored to, a rounded tile read by more than MMAs, an array feeding both
+    operands (it would need both copies) and a cast rounding otherwise than to nearest keep
+    their parameter unstaged; the other operand still stages."""
+    a, b = _mats(32, 32, 64)
+    a = np.ascontiguousarray(a[:, :32])
+    c = np.zeros((32, 32), np.float32)
+    assert stage_tf32(_ir(store_to_a, a, b[:32], c, 16)).params == {1: True}
+    assert stage_tf32(_ir(rounded_a_read_elsewhere, a, b[:32], c, 16)).params == {1: True}
+    assert stage_tf32(_ir(directed_rounding, a, b[:32], c, 16)).params == {1: True}
+    assert stage_tf32(_ir(a_times_a, a, c, 16)) is None
+    half = a.astype(np.float16)
+    assert stage_tf32(_ir(matmul_kernel, half, half, c.astype(np.float16), 16, 16, 16)) is None  # no tf32
+
+
+# ---- results ------------------------------------------------------------------------------------
+@pytest.fixture
+def staged_backend(backend):
+    """`backend` (a Triton one) registered as `<backend>-tf32staged` with staging forced on
+    every launch, and as `<backend>-unstaged` with staging off."""
+    from tilecraft.backends.triton import TritonBackend
+    base = registry.get(backend)
+    names = {}
+    for suffix, stage in (("tf32staged", True), ("unstaged", False)):
+        name = f"{backend}-{suffix}"
+        registry.register(registry.BackendSpec(name, base.device, lambda s=stage: TritonBackend(
+            base.backend.kind, stage_tf32=s), base.to_array, base.packages))
+        names[stage] = name
+    yield names
+    for name in names.values():
+        registry.unregister(name)
+
+
+def _matmul(dev, backend: str, a: np.ndarray, b: np.ndarray, t: tuple[int, int, int]):
+    """C = A @ B by the library sample on `backend` (a fresh kernel object), on a poisoned C;
+    also the compiled variants."""
+    m, n = a.shape[0], b.shape[1]
+    kernel = ct.kernel(matmul_kernel.fn)
+    c = dev.poison((m, n), "float32")
+    grid = (ct.cdiv(m, t[0]) * ct.cdiv(n, t[1]), 1, 1)
+    if dev.name == "triton":
+        import torch
+        ct.launch(torch.cuda.current_stream(), grid, kernel, (dev.put(a), dev.put(b), c, *t), backend=backend)
+        torch.cuda.synchronize()
+    else:
+        ct.launch(None, grid, kernel, (dev.put(a), dev.put(b), c, *t), backend=backend)
+    return dev.get(c), [v.compiled for key, v in kernel.variants.items() if key.backend == backend]
+
+
+def _staged_ran(compiled: list) -> bool:
+    from tilecraft.backends.triton.tf32_staging import StagedKernel
+    return bool(compiled) and all(isinstance(k, StagedKernel) and k._kernels for k in compiled)
+
+
+@pytest.mark.only_backends("triton-interpret", "triton")
+def test_forced_staging_is_bit_identical(dev, staged_backend):
+    """100x72x300 with 32x32x32 tiles (K not a multiple of the tile), staged on every launch:
+    the same bits as the unstaged kernel, which is within tf32 error of float64."""
+    a, b = _mats(100, 72, 300)
+    staged, compiled = _matmul(dev, staged_backend[True], a, b, (32, 32, 32))
+    plain, unstaged = _matmul(dev, staged_backend[False], a, b, (32, 32, 32))
+    assert _staged_ran(compiled) and not _staged_ran(unstaged)
+    ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+    np.testing.assert_allclose(plain, ref, atol=1e-5 * np.sqrt(300), rtol=1e-5)
+    np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+
+
+def _special(shape: tuple[int, int]) -> np.ndarray:
+    """Random values with NaNs, infinities, the largest finite (rounds to infinity), a value
+    rounding up into the next binade, exact ties both ways, subnormals and signed zeros."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    bits = np.array([0x7FC00000, 0x7F800001, 0xFF800000, 0x7F800000, 0x7F7FFFFF, 0x3FFFF000, 0x3F801000,
+                     0x3F803000, 0x00001FFF, 0x80000001, 0x80000000, 0x00000000, 0x3F800FFF], np.uint32)
+    flat = x.reshape(-1)
+    spots = RNG.choice(flat.size, bits.size, replace=False)
+    flat[spots] = bits.view(np.float32)
+    return x
+
+
+@pytest.mark.only_backends("triton-interpret", "triton")
+@pytest.mark.parametrize("transposed", [False, True])
+def test_prologue_rounds_like_the_backend(dev, transposed):
+    """The prologue's copy of a 70x45 array holding special values: the bits of nearest-even
+    rounding (a NaN stays a NaN), transposed or not, rows padded to 16 bytes."""
+    from tilecraft.backends.triton.tf32_staging import _stage
+    x = _special((70, 45))
+    out = _stage(dev.put(x), transposed, None, dev.name != "triton")
+    assert tuple(out.shape) == ((45, 70) if transposed else (70, 45))
+    assert out.stride() == ((72, 1) if transposed else (48, 1))
+    got, want = dev.get(out), _rn_tf32(x.T if transposed else x)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    bits = got.view(np.uint32) & (0xFFFFFFFF if dev.name != "triton" else 0xFFFFE000)  # cvt: tf32 in the top bits
+    np.testing.assert_array_equal(bits[finite], want.view(np.uint32)[finite])
+
+
+@pytest.mark.only_backends("triton-interpret", "triton")
+def test_staged_special_values_match_unstaged(dev, staged_backend):
+    """Special values in both operands: staged and unstaged results agree bit for bit (NaN as NaN)."""
+    a, b = _special((40, 96)), _special((96, 48))
+    staged, compiled = _matmul(dev, staged_backend[True], a, b, (16, 16, 32))
+    plain, _ = _matmul(dev, staged_backend[False], a, b, (16, 16, 32))
+    assert _staged_ran(compiled) and np.isnan(plain).any()
+    assert np.array_equal(np.isnan(staged), np.isnan(plain))
+    np.testing.assert_array_equal(staged[~np.isnan(plain)].view(np.uint32), plain[~np.isnan(plain)].view(np.uint32))
+
+
+@pytest.mark.only_backends("triton")
+def test_automatic_staging_on_the_gpu(dev, staged_backend):
+    """2048^3 float32 with the sample's 128x128x32 tiles: 2**22 elements per operand, so the
+    plain `triton` backend stages on sm_90+; bit-identical to the unstaged kernel, within tf32
+    error of float64 (of the rounded inputs)."""
+    import torch
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("tf32 staging needs sm_90+")
+    a, b = _mats(2048, 2048, 2048)
+    staged, compiled = _matmul(dev, "triton", a, b, (128, 128, 32))
+    plain, _ = _matmul(dev, staged_backend[False], a, b, (128, 128, 32))
+    assert _staged_ran(compiled)
+    ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+    np.testing.assert_allclose(staged, ref, atol=1e-4 * np.sqrt(2048), rtol=1e-5)
+    np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+
+
+def test_staged_kernel_runs_async_wgmma_on_hopper():
+    """Compiled for sm_90 (no GPU needed) at 8192^3 with 128x128x32 tiles: the staged kernel's
+    wgmmas overlap (a warp_group_dot_wait with pendings > 0) and B goes from TMA to the MMA as a
+    shared-memory view (no local_load); the unstaged kernel copies B through registers."""
+    import re
+
+    import torch
+
+    from tilecraft.tools import inspect_kernel
+    args = (*(torch.empty(8192, 8192) for _ in range(3)), 128, 128, 32)
+    staged, plain = inspect_kernel(matmul_kernel, args, staged=True), inspect_kernel(matmul_kernel, args)
+    pendings = lambda info: [int(p) for p in re.findall(r"warp_group_dot_wait.*?pendings = (\d+)",  # noqa: E731
+                                                          info.stage("ttgir"))]
+    assert max(pendings(staged)) > 0 and "ttg.local_load" not in staged.stage("ttgir")
+    assert "tf32-staged kernel's" in staged.summary() and "tf32-staged variant" in plain.summary()
+    assert "ttg.local_load" in plain.stage("ttgir")

@@ -1,0 +1,166 @@
+"""tf32 operand staging on the Triton backend (passes/tf32_staging.py derives the staged kernel).
+
+A launch that stages rounds each staged float32 operand array to tfloat32 (nearest even, as the
+backend rounds MMA operands: `cvt.rn.tf32.f32` on the GPU, the bit helper under the interpreter)
+into scratch memory, transposing operand-b arrays to [N, K] (K contiguous, the layout Hopper's
+tf32 wgmma reads from shared memory without a copy through registers), then runs the staged
+kernel on the copies in place of the originals. Everything runs on the launch's stream; the
+scratch comes from torch's caching allocator on that stream (reused only after the stream's
+later work), rows padded to 16 bytes so tensor descriptors (TMA) can address them.
+
+When: on sm_90+ GPUs, for launches whose staged arrays all hold at least STAGE_MIN_ELEMENTS
+elements (below that the prologue's extra pass costs more than it saves); tests force it on any
+launch (`TritonBackend(stage_tf32=True)`). Split-K only applies to launches that do not stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+from typing import Any, Callable, Sequence
+
+import torch
+import triton
+
+from ...passes.tf32_staging import Staged
+from ..base import ArrayFacts, CompiledKernel, array_facts, needs_index64
+from .compile import _load, write_source
+from .helpers import HELPERS
+from .launching import stream_context
+
+STAGE_MIN_ELEMENTS = 2**22
+"""Launches stage only when every staged array has at least this many elements (4M: 16 MiB)."""
+
+TILE = 64
+"""The prologue rounds (and transposes) TILE x TILE blocks, one per program."""
+
+_MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1
+
+_KERNEL = '''
+
+@triton.jit
+def _tc_stage_tf32(src, dst, R, C, s0, s1, d0, TRANSPOSE: tl.constexpr, T: tl.constexpr):
+    """dst = src [R, C] (strides s0, s1) rounded to nearest even tfloat32: TRANSPOSE, dst [C, R]
+    = the transpose, else dst [R, C]; dst rows are d0 elements apart, its last stride 1."""
+    r = (tl.program_id(0) * T + tl.arange(0, T)).to(tl.int64)
+    c = (tl.program_id(1) * T + tl.arange(0, T)).to(tl.int64)
+    inside = (r[:, None] < R) & (c[None, :] < C)
+    x = {round}
+    if TRANSPOSE:
+        tl.store(dst + c[:, None] * d0 + r[None, :], tl.trans(x), mask=tl.trans(inside))
+    else:
+        tl.store(dst + r[:, None] * d0 + c[None, :], x, mask=inside)
+'''
+
+_prologues: dict[bool, Any] = {}
+
+
+def _prologue(interpret: bool) -> Any:
+    """The prologue kernel for the mode (loaded once per mode, through the checked source files
+    generated kernels use)."""
+    if interpret not in _prologues:
+        helper = "_tc_round_tf32" if interpret else "_tc_round_tf32_mma"
+        load = "tl.load(src + r[:, None] * s0 + c[None, :] * s1, mask=inside)"
+        call = f"{helper}({load}, 0)" if interpret else f"{helper}({load})"
+        source = "import triton\nimport triton.language as tl\n\n\n" + HELPERS[helper] + _KERNEL.format(round=call)
+        module = types.SimpleNamespace(name="_tc_stage_tf32", source=source, helpers=(helper,), grid_params=())
+        _prologues[interpret] = _load(write_source(module.name, source), module, interpret)
+    return _prologues[interpret]
+
+
+def scratch_layout(shape: Sequence[int], transposed: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(shape, strides) of the staged copy of a 2-D array of `shape`: transposed or not, rows
+    padded to a multiple of 4 elements (16 bytes)."""
+    rows, cols = (shape[1], shape[0]) if transposed else (shape[0], shape[1])
+    return (rows, cols), (-(-cols // 4) * 4, 1)
+
+
+def scratch_facts(shape: Sequence[int], transposed: bool, original: ArrayFacts | None) -> ArrayFacts:
+    """The facts of every staged copy of an array of `shape` (the caching allocator's blocks are
+    at least 16-byte aligned)."""
+    dims, strides = scratch_layout(shape, transposed)
+    index64 = needs_index64(dims, strides) or (original is not None and original.index64)
+    return array_facts(0, dims, strides, 4, index64)
+
+
+class StagedKernel:
+    """A compiled kernel (`main`: a TritonKernel or SplitKernel) with a tf32-staged variant;
+    every attribute but launch, specialize and staged_kernel is main's.
+
+    `compile_staged(facts)` compiles the staged function for the parameters' facts (once per
+    distinct facts of the scratch copies); `forced`: stage every launch (tests)."""
+
+    def __init__(self, main: CompiledKernel, staged: Staged, facts: Sequence[ArrayFacts | None],
+                 compile_staged: Callable[[list[ArrayFacts | None]], CompiledKernel], interpret: bool,
+                 forced: bool) -> None:
+        self.main = main
+        self.staged = staged
+        self._facts = list(facts)
+        self._compile = compile_staged
+        self._interpret = interpret
+        self._forced = forced
+        self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "main":  # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.main, name)
+
+    def stages(self, args: Sequence[Any], dependent: bool) -> bool:
+        """Whether a launch with `args` stages (never a programmatic dependent launch: the
+        prologue would run between it and the kernel it depends on)."""
+        if dependent:
+            return False
+        arrays = [args[i] for i in self.staged.params]
+        if any(-(-d // TILE) > _MAX_GRID_Y for a in arrays for d in a.shape):
+            return False
+        return self._forced or all(a.is_cuda and a.numel() >= STAGE_MIN_ELEMENTS for a in arrays)
+
+    def staged_kernel(self, shapes: Sequence[Sequence[int] | None]) -> CompiledKernel:
+        """The staged kernel for launches whose parameters have `shapes` (None for non-arrays)."""
+        facts = list(self._facts)
+        for i, transposed in self.staged.params.items():
+            facts[i] = scratch_facts(shapes[i], transposed, self._facts[i])
+        key = tuple(facts[i] for i in self.staged.params)
+        if key not in self._kernels:
+            self._kernels[key] = self._compile(facts)
+        return self._kernels[key]
+
+    def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None, *, staged: bool = False) -> Any:
+        """main's `compile_for`, or with `staged` (and `args`, whose array shapes count) the
+        staged kernel's, as a launch with `args` would run it."""
+        if not staged:
+            return self.main.compile_for(capability, args)
+        if args is None:
+            raise ValueError("compile_for(staged=True) needs the launch arguments")
+        copies = list(args)
+        for i, transposed in self.staged.params.items():
+            shape, strides = scratch_layout(args[i].shape, transposed)
+            copies[i] = torch.empty_strided(shape, strides, dtype=args[i].dtype, device="meta")
+        return self.staged_kernel([getattr(a, "shape", None) for a in args]).compile_for(capability, copies)
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
+               dependent: bool = False) -> None:
+        if not self.stages(args, dependent):
+            return self.main.launch(grid, args, stream, dependent=dependent)
+        kernel = self.staged_kernel([getattr(a, "shape", None) for a in args])
+        copies = list(args)
+        for i, transposed in self.staged.params.items():
+            copies[i] = _stage(args[i], transposed, stream, self._interpret)
+        kernel.launch(grid, copies, stream)
+
+    def specialize(self, args: Sequence[Any]) -> "StagedKernel":
+        return self
+
+
+def _stage(x: torch.Tensor, transposed: bool, stream: Any, interpret: bool) -> torch.Tensor:
+    """`x` rounded to nearest even tfloat32 (transposed or not) into fresh scratch, on `stream`."""
+    shape, strides = scratch_layout(x.shape, transposed)
+    on_stream = stream is not None and x.is_cuda
+    with stream_context(stream) if on_stream else contextlib.nullcontext():
+        out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
+        if x.numel():
+            grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE))
+            _prologue(interpret)[grid](x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1), strides[0],
+                                       TRANSPOSE=transposed, T=TILE, num_warps=4)
+    return out
