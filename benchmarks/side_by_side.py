@@ -35,10 +35,13 @@ SHIM = ROOT / ".conformance" / "shim"
 MATMUL = [("fp16 4096^3", "float16", (4096, 4096, 4096), ((128, 256, 64), (128, 128, 64))),
           ("bf16 8192^3", "bfloat16", (8192, 8192, 8192), ((128, 256, 64), (128, 128, 64))),
           ("bf16 4000x3000x2000", "bfloat16", (4000, 3000, 2000), ((128, 256, 64), (128, 128, 64))),
-          ("fp32 as tf32 8192^3", "float32", (8192, 8192, 8192), ((32, 32, 32), (128, 128, 32), (128, 64, 32)))]
+          ("fp32 as tf32 8192^3", "float32", (8192, 8192, 8192),
+           ((32, 32, 32), (128, 128, 32), (128, 64, 32), (128, 256, 32)))]
 """(case, dtype, (M, N, K), tiles): the sample's own tiles first (128x256x64 for 16-bit, 32x32x32
 for fp32), then other choices (fp32 128x64x32: two blocks fit an SM, 82 KiB shared memory and 160
-registers each on sm_90, where 128x128x32 takes one, 180 KiB)."""
+registers each on sm_90, where 128x128x32 takes one, 180 KiB; fp32 128x256x32: the best tile of
+plain Triton on tf32-staged operands in benchmarks/tf32_probe.py, which 8192^3 fp32 launches
+run on sm_90+: backends/triton/tf32_staging.py)."""
 ATTENTION = [("attention bf16 B4 H32 S4096 D128", False, (128, 128)),
              ("attention bf16 B4 H32 S4096 D128", False, (64, 128)),
              ("attention bf16 B4 H32 S4096 D128 causal", True, (128, 128)),
