@@ -116,16 +116,16 @@ def test_parameters_that_do_not_qualify():
 # ---- results ------------------------------------------------------------------------------------
 @pytest.fixture
 def staged_backend(backend):
-    """`backend` (a Triton one) registered as `<backend>-tf32staged` with staging forced on
-    every launch, and as `<backend>-unstaged` with staging off."""
+    """`backend` (a Triton one) registered with staging forced on every launch (key True), also
+    with tensor descriptors forced ("tma"), and with staging off (False): key -> name."""
     from tilecraft.backends.triton import TritonBackend
     base = registry.get(backend)
     names = {}
-    for suffix, stage in (("tf32staged", True), ("unstaged", False)):
-        name = f"{backend}-{suffix}"
-        registry.register(registry.BackendSpec(name, base.device, lambda s=stage: TritonBackend(
-            base.backend.kind, stage_tf32=s), base.to_array, base.packages))
-        names[stage] = name
+    for key, stage, tma in ((True, True, None), ("tma", True, True), (False, False, None)):
+        name = f"{backend}-tf32staged-{key}"
+        registry.register(registry.BackendSpec(name, base.device, lambda s=stage, d=tma: TritonBackend(
+            base.backend.kind, stage_tf32=s, descriptors=d), base.to_array, base.packages))
+        names[key] = name
     yield names
     for name in names.values():
         registry.unregister(name)
@@ -153,16 +153,20 @@ def _staged_ran(compiled: list) -> bool:
 
 
 @pytest.mark.only_backends("triton-interpret", "triton")
-def test_forced_staging_is_bit_identical(dev, staged_backend):
-    """100x72x300 with 32x32x32 tiles (K not a multiple of the tile), staged on every launch:
-    the same bits as the unstaged kernel, which is within tf32 error of float64."""
-    a, b = _mats(100, 72, 300)
-    staged, compiled = _matmul(dev, staged_backend[True], a, b, (32, 32, 32))
+@pytest.mark.parametrize("loads", [True, "tma"])
+def test_forced_staging_is_bit_identical(dev, staged_backend, loads):
+    """100x72x302 with 32x32x32 tiles (K not a multiple of the tile, the copies' rows padded),
+    staged on every launch (loads through pointers or tensor descriptors): the same bits as the
+    unstaged kernel, which is within tf32 error of float64 (of the rounded inputs)."""
+    a, b = _mats(100, 72, 302)
+    staged, compiled = _matmul(dev, staged_backend[loads], a, b, (32, 32, 32))
     plain, unstaged = _matmul(dev, staged_backend[False], a, b, (32, 32, 32))
     assert _staged_ran(compiled) and not _staged_ran(unstaged)
     ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
-    np.testing.assert_allclose(plain, ref, atol=1e-5 * np.sqrt(300), rtol=1e-5)
+    np.testing.assert_allclose(plain, ref, atol=1e-5 * np.sqrt(302), rtol=1e-5)
     np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+    if loads == "tma":
+        assert all("make_tensor_descriptor" in k.source for c in compiled for k in c._kernels.values())
 
 
 def _special(shape: tuple[int, int]) -> np.ndarray:
