@@ -163,6 +163,9 @@ def variants(kernel: Any) -> list[Variant]:
     small = kernel.small_grid_kernel()
     if small is not None:
         add("one program per block", lambda: small.source, small._options, small)
+        for stages in (2, 3):  # without the grid loop's buffers a deeper pipeline may fit
+            add("one program per block", lambda: loop_stages(small.source, stages),
+                dict(small._options, num_warps=8, num_stages=stages), small)
     for name in SWEPT:
         for warps in WARPS:
             for stages in STAGES:
