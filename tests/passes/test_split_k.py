@@ -13,6 +13,7 @@ import tilecraft as ct
 from tilecraft.backends import registry
 from tilecraft.backends.interpreter import InterpreterBackend
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
+from tilecraft.backends.triton.tf32_staging import StagedKernel
 from tilecraft.ir import verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
@@ -150,7 +151,10 @@ def _launch(dev, name: str, grid, kernel, args) -> None:
 
 
 def _split_taken(kernel, name: str) -> bool:
+    """Whether every variant for backend `name` launched its split parts (on sm_90+ a float32
+    kernel comes wrapped in a tf32 StagedKernel, which runs the split kernel when not staging)."""
     compiled = [v.compiled for key, v in kernel.variants.items() if key.backend == name]
+    compiled = [c.main if isinstance(c, StagedKernel) else c for c in compiled]
     return bool(compiled) and all(isinstance(c, SplitKernel) and c._parts is not None for c in compiled)
 
 
