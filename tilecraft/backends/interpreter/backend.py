@@ -92,4 +92,4 @@ class InterpreterBackend:
             return kernel
         forced = self._split_k
         return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
-                           lambda shape, args, stream: np.empty(shape, split.acc.dtype.np_dtype))
+                           lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
