@@ -15,7 +15,7 @@ from tilecraft.ir import ops, verify
 from tilecraft.language import dtypes as dt
 from tilecraft.language.enums import RoundingMode
 from tilecraft.library.matmul import matmul_kernel
-from tilecraft.passes.tf32_staging import stage_tf32
+from tilecraft.passes.tf32_staging import Copy, stage_operands
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
@@ -43,8 +43,8 @@ def _rn_tf32(x: np.ndarray) -> np.ndarray:
 def test_library_matmul_stages_a_as_is_and_b_transposed():
     a, b = _mats(100, 72, 300)
     fn = _ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
-    staged = stage_tf32(fn)
-    assert staged is not None and staged.params == {0: False, 1: True}
+    staged = stage_operands(fn)
+    assert staged is not None and staged.params == {0: Copy(True, False, False), 1: Copy(True, True, False)}
     verify(staged.fn)
     ops_of = lambda f, cls: [op for op in f.walk() if isinstance(op, cls)]  # noqa: E731
     casts = ops_of(staged.fn, ops.Cast)
@@ -105,12 +105,13 @@ def test_parameters_that_do_not_qualify():
     a, b = _mats(32, 32, 64)
     a = np.ascontiguousarray(a[:, :32])
     c = np.zeros((32, 32), np.float32)
-    assert stage_tf32(_ir(store_to_a, a, b[:32], c, 16)).params == {1: True}
-    assert stage_tf32(_ir(rounded_a_read_elsewhere, a, b[:32], c, 16)).params == {1: True}
-    assert stage_tf32(_ir(directed_rounding, a, b[:32], c, 16)).params == {1: True}
-    assert stage_tf32(_ir(a_times_a, a, c, 16)) is None
+    b_only = {1: Copy(True, True, False)}
+    assert stage_operands(_ir(store_to_a, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(_ir(rounded_a_read_elsewhere, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(_ir(directed_rounding, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(_ir(a_times_a, a, c, 16)) is None
     half = a.astype(np.float16)
-    assert stage_tf32(_ir(matmul_kernel, half, half, c.astype(np.float16), 16, 16, 16)) is None  # no tf32
+    assert stage_operands(_ir(matmul_kernel, half, half, c.astype(np.float16), 16, 16, 16)) is None  # no tf32
 
 
 # ---- results ------------------------------------------------------------------------------------
@@ -124,7 +125,7 @@ def staged_backend(backend):
     for key, stage, tma in ((True, True, None), ("tma", True, True), (False, False, None)):
         name = f"{backend}-tf32staged-{key}"
         registry.register(registry.BackendSpec(name, base.device, lambda s=stage, d=tma: TritonBackend(
-            base.backend.kind, stage_tf32=s, descriptors=d), base.to_array, base.packages))
+            base.backend.kind, stage_operands=s, descriptors=d), base.to_array, base.packages))
         names[key] = name
     yield names
     for name in names.values():
@@ -188,7 +189,7 @@ def test_prologue_rounds_like_the_backend(dev, transposed):
     rounding (a NaN stays a NaN), transposed or not, rows padded to 16 bytes."""
     from tilecraft.backends.triton.tf32_staging import _stage
     x = _special((70, 45))
-    out = _stage(dev.put(x), transposed, None, dev.name != "triton")
+    out = _stage(dev.put(x), Copy(True, transposed, False), None, dev.name != "triton")
     assert tuple(out.shape) == ((45, 70) if transposed else (70, 45))
     assert out.stride() == ((72, 1) if transposed else (48, 1))
     got, want = dev.get(out), _rn_tf32(x.T if transposed else x)
@@ -240,5 +241,5 @@ def test_staged_kernel_runs_async_wgmma_on_hopper():
     pendings = lambda info: [int(p) for p in re.findall(r"warp_group_dot_wait.*?pendings = (\d+)",  # noqa: E731
                                                           info.stage("ttgir"))]
     assert max(pendings(staged)) > 0 and "ttg.local_load" not in staged.stage("ttgir")
-    assert "tf32-staged kernel's" in staged.summary() and "tf32-staged variant" in plain.summary()
+    assert "staged kernel's" in staged.summary() and "staged variant" in plain.summary()
     assert "ttg.local_load" in plain.stage("ttgir")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, Sequence
 
 INDEX32_LIMIT = 2**31
@@ -59,6 +59,13 @@ class ArrayFacts:
         descriptor's dims must be at least 1), nor one needing 64-bit offsets (descriptor
         coordinates are int32)."""
         return self.aligned16 and self.unit_last and self.strides16 and not self.empty and not self.index64
+
+    @property
+    def tma_by_copy(self) -> bool:
+        """Whether only this array's layout rules out tensor descriptors: it is not `tma_ok`,
+        but a dense copy with rows padded to 16 bytes on a 16-byte aligned base would be (operand
+        staging's align reason, backends/triton/tf32_staging.py)."""
+        return not self.tma_ok and replace(self, aligned16=True, unit_last=True, strides16=True).tma_ok
 
     @property
     def tma_store_ok(self) -> bool:

@@ -44,9 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stage", default="summary", choices=("summary", "all", *STAGES),
                    help="what to print before the summary (default: the summary only)")
     p.add_argument("--capability", type=int, default=90, help="NVIDIA compute capability (default 90: Hopper)")
-    p.add_argument("--tf32-staged", action="store_true",
-                   help="show the tf32-staged variant (float32 operands rounded in a prologue, B transposed) that "
-                        "launches with large float32 operands run on sm_90+")
+    p.add_argument("--staged", "--tf32-staged", dest="staged", action="store_true",
+                   help="show the staged variant that launches with large float32 (tf32) or misaligned operands run "
+                        "on sm_90+ (operands copied in a prologue: rounded, B transposed / rows 16-byte aligned)")
 
 
 def run(opts: argparse.Namespace) -> int:
@@ -59,7 +59,7 @@ def run(opts: argparse.Namespace) -> int:
     args = tuple(parse_arg(a) for a in opts.args)
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
-        info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.tf32_staged)
+        info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except TileError as exc:

@@ -47,7 +47,7 @@ class Inspection:
     spill_bytes: int | None
     fallbacks: tuple[tuple[str, str], ...] = ()  # (what was given up to fit the GPU, why), in order
     split_k: bool = False  # has split-K variants (passes/split_k.py); the stages are the unsplit kernel's
-    tf32_staging: str = ""  # "": no tf32-staged variant; "variant": it has one; "shown": the stages are its
+    staging: str = ""  # "": no staged variant (operands copied in a prologue); "variant": it has one; "shown": its stages
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -69,11 +69,13 @@ class Inspection:
         if self.split_k:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
                      "(G, S, 1) then FINISH on (G, 1, 1), S = min(8, SMs // G); the stages shown are the unsplit kernel's")
-        if self.tf32_staging == "variant":
-            text += ("\ntf32-staged variant: launches with large float32 operands round them in a prologue and run "
-                     "it (see it with staged=True, --tf32-staged); the stages shown are the unstaged kernel's")
-        elif self.tf32_staging == "shown":
-            text += "\nthe stages shown are the tf32-staged kernel's (operands rounded in a prologue, B transposed)"
+        if self.staging == "variant":
+            text += ("\nstaged variant: launches with large float32 (tf32) or misaligned operands copy them in a "
+                     "prologue (rounded, B transposed / rows aligned) and run it (see it with staged=True, --staged); "
+                     "the stages shown are the unstaged kernel's")
+        elif self.staging == "shown":
+            text += ("\nthe stages shown are the staged kernel's (operands copied in a prologue: tf32 ones rounded, "
+                     "B transposed; misaligned ones into 16-byte aligned rows)")
         return text
 
 
@@ -97,7 +99,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                    staged: bool = False) -> Inspection:
     """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
     exactly as a launch on such a GPU would: same specialization facts, same lowering.
-    `staged`: the tf32-staged variant that launches with large float32 operands run
+    `staged`: the staged variant that launches with large tf32 or misaligned operands run
     (backends/triton/tf32_staging.py; a ValueError if the kernel has none)."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
@@ -110,9 +112,9 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     launch_args = backend_args(flat, as_torch)
     if staged:
         if not has_staged:
-            raise ValueError(f"kernel `{ir.name}` has no tf32-staged variant for these arguments")
+            raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
         binary = compiled.compile_for(capability, launch_args, staged=True)
-        ir, compiled = compiled.staged.fn, compiled.staged_kernel([getattr(a, "shape", None) for a in launch_args])
+        ir, compiled = compiled.staged.fn, compiled.staged_kernel(launch_args)
     else:
         binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])

@@ -7,7 +7,8 @@
 
 Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
 A matmul-like kernel on a grid that leaves most SMs idle can split its K loop (`split_k`); one
-whose float32 operands only feed tf32 MMAs can round them in a prologue (`stage_tf32`).
+whose MMA operands need rounding to tf32 or 16-byte aligned rows can get them copied so in a
+prologue (`stage_operands`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from triton.runtime import driver  # noqa: E402
 from ... import knobs  # noqa: E402
 from ...ir import Function  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
-from ...passes.tf32_staging import stage_tf32  # noqa: E402
+from ...passes.tf32_staging import Staged, stage_operands  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
@@ -53,20 +54,22 @@ class TritonBackend:
     FINISH kernel, one block per output tile summing the splits, made every split launch on the
     H200 slower than the unsplit one; never under the interpreter); False never; a count N
     splits every 1-D launch N ways (tests).
-    `stage_tf32`: None rounds the float32 operands of tf32 MMAs in a prologue (B transposed,
-    passes/tf32_staging.py, tf32_staging.py) on sm_90+ GPUs for launches whose staged arrays
-    are large, unless TILECRAFT_TF32_STAGING=0; True stages every launch, on any target
-    (tests); False never. Staging wins over split-K: a launch that stages never splits.
+    `stage_operands`: None copies MMA operand arrays in a prologue (passes/tf32_staging.py,
+    tf32_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
+    operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
+    whose layout rules out tensor descriptors (`ArrayFacts.tma_by_copy`) into aligned rows
+    unless TILECRAFT_ALIGN_STAGING=0; True stages both on every launch, on any target (tests);
+    False never. Staging wins over split-K: a launch that stages never splits.
     """
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
-                 split_k: bool | int = True, stage_tf32: bool | None = None) -> None:
+                 split_k: bool | int = True, stage_operands: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
         self._split_k = split_k
-        self._stage_tf32 = stage_tf32
+        self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
         # whether the GPU has descriptors (TMA): from `capability` (compiling for a GPU that is
@@ -92,26 +95,29 @@ class TritonBackend:
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | StagedKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
         kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with a
-        tf32-staged variant in a StagedKernel (see `stage_tf32`)."""
+        staged variant in a StagedKernel (see `stage_operands`)."""
         target = Target(interpret=self.interpret, descriptors=self._use_descriptors(),
                         force_descriptors=self._forced is True, cvt_tf32=self._descriptors_available(),
                         **self._schedule)  # both: sm_90+
         kernel = self._compile_split(fn, facts, target)
-        staged = stage_tf32(fn) if self._stages() else None
+        staged = self._staged(fn, facts)
         if staged is None:
             return kernel
         return StagedKernel(kernel, staged, facts,
                             lambda f: TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret),
-                            self.interpret, self._stage_tf32 is True)
+                            self.interpret, self._stage is True)
 
     def _use_descriptors(self) -> bool:
         return self._forced if self._forced is not None else self._descriptors_available()
 
-    def _stages(self) -> bool:
-        """Whether compiled kernels may get a tf32-staged variant (see `stage_tf32`)."""
-        if self._stage_tf32 is None:
-            return not self.interpret and self._descriptors_available() and knobs.TF32_STAGING.get() != "0"
-        return self._stage_tf32
+    def _staged(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> Staged | None:
+        """The staged variant of `fn` for `facts`, if it has one (see `stage_operands`)."""
+        if self._stage is False or (self._stage is None and (self.interpret or not self._descriptors_available())):
+            return None
+        tf32 = self._stage is True or knobs.TF32_STAGING.get() != "0"
+        align = self._stage is True or knobs.ALIGN_STAGING.get() != "0"
+        misaligned = [i for i, f in enumerate(facts) if align and f is not None and f.tma_by_copy]
+        return stage_operands(fn, misaligned, tf32=tf32)
 
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None],
                        target: Target) -> TritonKernel | SplitKernel:

@@ -1,16 +1,20 @@
-"""tf32 operand staging on the Triton backend (passes/tf32_staging.py derives the staged kernel).
+"""Operand staging on the Triton backend (passes/tf32_staging.py derives the staged kernel).
 
-A launch that stages rounds each staged float32 operand array to tfloat32 (nearest even, as the
-backend rounds MMA operands: `cvt.rn.tf32.f32` on the GPU, the bit helper under the interpreter)
-into scratch memory, transposing operand-b arrays to [N, K] (K contiguous, the layout Hopper's
-tf32 wgmma reads from shared memory without a copy through registers), then runs the staged
-kernel on the copies in place of the originals. Everything runs on the launch's stream; the
-scratch comes from torch's caching allocator on that stream (reused only after the stream's
-later work), rows padded to 16 bytes so tensor descriptors (TMA) can address them.
+A launch that stages copies each staged operand array into scratch memory, then runs the staged
+kernel on the copies in place of the originals. Every copy is dense with rows padded to 16
+bytes on a 16-byte aligned base, so tensor descriptors (TMA) can address it; a copy staged for
+tf32 is also rounded to tfloat32 (nearest even, as the backend rounds MMA operands:
+`cvt.rn.tf32.f32` on the GPU, the bit helper under the interpreter) and, for operand b,
+transposed to [N, K] (K contiguous, the layout Hopper's tf32 wgmma reads from shared memory
+without a copy through registers); a copy staged only for alignment holds the same values (so
+results are bit-identical to the unstaged kernel's). Everything runs on the launch's stream;
+the scratch comes from torch's caching allocator on that stream (reused only after the stream's
+later work).
 
-When: on sm_90+ GPUs, for launches whose staged arrays all hold at least STAGE_MIN_ELEMENTS
-elements (below that the prologue's extra pass costs more than it saves); tests force it on any
-launch (`TritonBackend(stage_tf32=True)`). Split-K only applies to launches that do not stage.
+When: on sm_90+ GPUs, for launches whose staged arrays are all large enough for their reason
+(at least STAGE_MIN_ELEMENTS elements for tf32 only, ALIGN_MIN_ELEMENTS when the array is
+misaligned); tests force it on any launch (`TritonBackend(stage_operands=True)`). Split-K only
+applies to launches that do not stage.
 """
 
 from __future__ import annotations
@@ -22,14 +26,24 @@ from typing import Any, Callable, Sequence
 import torch
 import triton
 
-from ...passes.tf32_staging import Staged
+from ...passes.tf32_staging import Copy, Staged
 from ..base import ArrayFacts, CompiledKernel, array_facts, needs_index64
 from .compile import _load, write_source
 from .helpers import HELPERS
 from .launching import stream_context
 
 STAGE_MIN_ELEMENTS = 2**22
-"""Launches stage only when every staged array has at least this many elements (4M: 16 MiB)."""
+"""Launches stage an aligned tf32 operand only if it has at least this many elements (4M: 16 MiB):
+below, the prologue's extra pass cost more than the rounding it saves in the K loop."""
+
+ALIGN_MIN_ELEMENTS = 2**16
+"""Launches stage a misaligned operand only if it has at least this many elements (256x256).
+The copy costs one read and one write of the operand (and one more launch), while the kernel
+reading the original loads it element by element through 64-bit pointers and spills (on the
+H200, 3001^3 fp16 ran at 0.15x torch and 1000x500x700 at 0.40x, 25 us behind): that penalty
+grows with the operand, the copy's few microseconds do not, and 2**16 elements (128 KiB of fp16,
+a fraction of a microsecond of bandwidth) is where the copy's fixed launch cost stops
+dominating. Chosen, not measured: below it a matmul runs in launch latency either way."""
 
 TILE = 64
 """The prologue rounds (and transposes) TILE x TILE blocks, one per program."""
@@ -39,9 +53,9 @@ _MAX_GRID_Y = 65535  # CUDA's limit on grid axis 1
 _KERNEL = '''
 
 @triton.jit
-def _tc_stage_tf32(src, dst, R, C, s0, s1, d0, TRANSPOSE: tl.constexpr, T: tl.constexpr):
-    """dst = src [R, C] (strides s0, s1) rounded to nearest even tfloat32: TRANSPOSE, dst [C, R]
-    = the transpose, else dst [R, C]; dst rows are d0 elements apart, its last stride 1."""
+def {name}(src, dst, R, C, s0, s1, d0, TRANSPOSE: tl.constexpr, T: tl.constexpr):
+    """dst = src [R, C] (strides s0, s1){what}: TRANSPOSE, dst [C, R] = the transpose, else
+    dst [R, C]; dst rows are d0 elements apart, its last stride 1."""
     r = (tl.program_id(0) * T + tl.arange(0, T)).to(tl.int64)
     c = (tl.program_id(1) * T + tl.arange(0, T)).to(tl.int64)
     inside = (r[:, None] < R) & (c[None, :] < C)
@@ -52,40 +66,51 @@ def _tc_stage_tf32(src, dst, R, C, s0, s1, d0, TRANSPOSE: tl.constexpr, T: tl.co
         tl.store(dst + r[:, None] * d0 + c[None, :], x, mask=inside)
 '''
 
-_prologues: dict[bool, Any] = {}
+_prologues: dict[tuple[bool, bool], Any] = {}
 
 
-def _prologue(interpret: bool) -> Any:
-    """The prologue kernel for the mode (loaded once per mode, through the checked source files
-    generated kernels use)."""
-    if interpret not in _prologues:
-        helper = "_tc_round_tf32" if interpret else "_tc_round_tf32_mma"
+def _prologue(interpret: bool, rounded: bool) -> Any:
+    """The prologue kernel for the mode, rounding to tfloat32 or copying (loaded once per mode,
+    through the checked source files generated kernels use)."""
+    if (interpret, rounded) not in _prologues:
         load = "tl.load(src + r[:, None] * s0 + c[None, :] * s1, mask=inside)"
-        call = f"{helper}({load}, 0)" if interpret else f"{helper}({load})"
-        source = "import triton\nimport triton.language as tl\n\n\n" + HELPERS[helper] + _KERNEL.format(round=call)
-        module = types.SimpleNamespace(name="_tc_stage_tf32", source=source, helpers=(helper,), grid_params=())
-        _prologues[interpret] = _load(write_source(module.name, source), module, interpret)
-    return _prologues[interpret]
+        helpers: tuple[str, ...] = ()
+        name, what = "_tc_stage_copy", ""
+        if rounded:
+            helpers = ("_tc_round_tf32" if interpret else "_tc_round_tf32_mma",)
+            load = f"{helpers[0]}({load}, 0)" if interpret else f"{helpers[0]}({load})"
+            name, what = "_tc_stage_tf32", " rounded to nearest even tfloat32"
+        source = ("import triton\nimport triton.language as tl\n\n\n" + "".join(HELPERS[h] for h in helpers)
+                  + _KERNEL.format(name=name, what=what, round=load))
+        module = types.SimpleNamespace(name=name, source=source, helpers=helpers, grid_params=())
+        _prologues[interpret, rounded] = _load(write_source(module.name, source), module, interpret)
+    return _prologues[interpret, rounded]
 
 
-def scratch_layout(shape: Sequence[int], transposed: bool) -> tuple[tuple[int, int], tuple[int, int]]:
-    """(shape, strides) of the staged copy of a 2-D array of `shape`: transposed or not, rows
-    padded to a multiple of 4 elements (16 bytes)."""
+def scratch_layout(shape: Sequence[int], transposed: bool, itemsize: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(shape, strides) of the staged copy of a 2-D array of `shape` with `itemsize`-byte
+    elements: transposed or not, rows padded to a multiple of 16 bytes."""
     rows, cols = (shape[1], shape[0]) if transposed else (shape[0], shape[1])
-    return (rows, cols), (-(-cols // 4) * 4, 1)
+    per = max(1, 16 // itemsize)
+    return (rows, cols), (-(-cols // per) * per, 1)
 
 
-def scratch_facts(shape: Sequence[int], transposed: bool, original: ArrayFacts | None) -> ArrayFacts:
+def scratch_facts(shape: Sequence[int], transposed: bool, itemsize: int, original: ArrayFacts | None) -> ArrayFacts:
     """The facts of every staged copy of an array of `shape` (the caching allocator's blocks are
     at least 16-byte aligned)."""
-    dims, strides = scratch_layout(shape, transposed)
+    dims, strides = scratch_layout(shape, transposed, itemsize)
     index64 = needs_index64(dims, strides) or (original is not None and original.index64)
-    return array_facts(0, dims, strides, 4, index64)
+    return array_facts(0, dims, strides, itemsize, index64)
+
+
+def _min_elements(copy: Copy) -> int:
+    """The fewest elements an array staged as `copy` needs for automatic staging."""
+    return ALIGN_MIN_ELEMENTS if copy.misaligned else STAGE_MIN_ELEMENTS
 
 
 class StagedKernel:
-    """A compiled kernel (`main`: a TritonKernel or SplitKernel) with a tf32-staged variant;
-    every attribute but launch, specialize and staged_kernel is main's.
+    """A compiled kernel (`main`: a TritonKernel or SplitKernel) with a staged variant; every
+    attribute but launch, specialize and staged_kernel is main's.
 
     `compile_staged(facts)` compiles the staged function for the parameters' facts (once per
     distinct facts of the scratch copies); `forced`: stage every launch (tests)."""
@@ -111,16 +136,16 @@ class StagedKernel:
         prologue would run between it and the kernel it depends on)."""
         if dependent:
             return False
-        arrays = [args[i] for i in self.staged.params]
-        if any(-(-d // TILE) > _MAX_GRID_Y for a in arrays for d in a.shape):
+        arrays = [(args[i], copy) for i, copy in self.staged.params.items()]
+        if any(-(-d // TILE) > _MAX_GRID_Y for a, _ in arrays for d in a.shape):
             return False
-        return self._forced or all(a.is_cuda and a.numel() >= STAGE_MIN_ELEMENTS for a in arrays)
+        return self._forced or all(a.is_cuda and a.numel() >= _min_elements(c) for a, c in arrays)
 
-    def staged_kernel(self, shapes: Sequence[Sequence[int] | None]) -> CompiledKernel:
-        """The staged kernel for launches whose parameters have `shapes` (None for non-arrays)."""
+    def staged_kernel(self, args: Sequence[Any]) -> CompiledKernel:
+        """The staged kernel for launches with `args` (the staged arrays' shapes and dtypes count)."""
         facts = list(self._facts)
-        for i, transposed in self.staged.params.items():
-            facts[i] = scratch_facts(shapes[i], transposed, self._facts[i])
+        for i, copy in self.staged.params.items():
+            facts[i] = scratch_facts(args[i].shape, copy.transposed, args[i].element_size(), self._facts[i])
         key = tuple(facts[i] for i in self.staged.params)
         if key not in self._kernels:
             self._kernels[key] = self._compile(facts)
@@ -134,19 +159,19 @@ class StagedKernel:
         if args is None:
             raise ValueError("compile_for(staged=True) needs the launch arguments")
         copies = list(args)
-        for i, transposed in self.staged.params.items():
-            shape, strides = scratch_layout(args[i].shape, transposed)
+        for i, copy in self.staged.params.items():
+            shape, strides = scratch_layout(args[i].shape, copy.transposed, args[i].element_size())
             copies[i] = torch.empty_strided(shape, strides, dtype=args[i].dtype, device="meta")
-        return self.staged_kernel([getattr(a, "shape", None) for a in args]).compile_for(capability, copies)
+        return self.staged_kernel(args).compile_for(capability, copies)
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
         if not self.stages(args, dependent):
             return self.main.launch(grid, args, stream, dependent=dependent)
-        kernel = self.staged_kernel([getattr(a, "shape", None) for a in args])
+        kernel = self.staged_kernel(args)
         copies = list(args)
-        for i, transposed in self.staged.params.items():
-            copies[i] = _stage(args[i], transposed, stream, self._interpret)
+        for i, copy in self.staged.params.items():
+            copies[i] = _stage(args[i], copy, stream, self._interpret)
         kernel.launch(grid, copies, stream)
 
     def specialize(self, args: Sequence[Any]) -> Any:
@@ -155,14 +180,15 @@ class StagedKernel:
         return self if self.stages(args, dependent=False) else self.main.specialize(args)
 
 
-def _stage(x: torch.Tensor, transposed: bool, stream: Any, interpret: bool) -> torch.Tensor:
-    """`x` rounded to nearest even tfloat32 (transposed or not) into fresh scratch, on `stream`."""
-    shape, strides = scratch_layout(x.shape, transposed)
+def _stage(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> torch.Tensor:
+    """`x` copied as `copy` says (rounded to nearest even tfloat32 or not, transposed or not)
+    into fresh scratch, on `stream`."""
+    shape, strides = scratch_layout(x.shape, copy.transposed, x.element_size())
     on_stream = stream is not None and x.is_cuda
     with stream_context(stream) if on_stream else contextlib.nullcontext():
         out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
         if x.numel():
             grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE))
-            _prologue(interpret)[grid](x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1), strides[0],
-                                       TRANSPOSE=transposed, T=TILE, num_warps=4)
+            _prologue(interpret, copy.rounded)[grid](x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1),
+                                                     strides[0], TRANSPOSE=copy.transposed, T=TILE, num_warps=4)
     return out
