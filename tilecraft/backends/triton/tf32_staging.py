@@ -36,14 +36,12 @@ STAGE_MIN_ELEMENTS = 2**22
 """Launches stage an aligned tf32 operand only if it has at least this many elements (4M: 16 MiB):
 below, the prologue's extra pass cost more than the rounding it saves in the K loop."""
 
-ALIGN_MIN_ELEMENTS = 2**16
-"""Launches stage a misaligned operand only if it has at least this many elements (256x256).
-The copy costs one read and one write of the operand (and one more launch), while the kernel
-reading the original loads it element by element through 64-bit pointers and spills (on the
-H200, 3001^3 fp16 ran at 0.15x torch and 1000x500x700 at 0.40x, 25 us behind): that penalty
-grows with the operand, the copy's few microseconds do not, and 2**16 elements (128 KiB of fp16,
-a fraction of a microsecond of bandwidth) is where the copy's fixed launch cost stops
-dominating. Chosen, not measured: below it a matmul runs in launch latency either way."""
+ALIGN_MIN_ELEMENTS = 2**22
+"""Launches stage a misaligned operand only if it has at least this many elements (4M), as for
+tf32. Measured on the H200 (benchmarks/results/size-sweep-h200-2026-12-01-d.json, with 2**16):
+staging took 3001^3 fp16 from 0.15x to 2.48x torch (9M-element operands) but 1000x500x700 from
+0.41x to 0.13x (0.35-0.7M elements: its prologues, launched through Triton's full launcher,
+cost more than the whole unstaged kernel). Between the two nothing was measured."""
 
 TILE = 64
 """The prologue rounds (and transposes) TILE x TILE blocks, one per program."""
