@@ -41,7 +41,7 @@ MATMUL = [("fp16 4096^3", "float16", (4096, 4096, 4096), ((128, 256, 64), (128, 
 for fp32), then other choices (fp32 128x64x32: two blocks fit an SM, 82 KiB shared memory and 160
 registers each on sm_90, where 128x128x32 takes one, 180 KiB; fp32 128x256x32: the best tile of
 plain Triton on tf32-staged operands in benchmarks/tf32_probe.py, which 8192^3 fp32 launches
-run on sm_90+: backends/triton/tf32_staging.py)."""
+run on sm_90+: backends/triton/operand_staging.py)."""
 ATTENTION = [("attention bf16 B4 H32 S4096 D128", False, (128, 128)),
              ("attention bf16 B4 H32 S4096 D128", False, (64, 128)),
              ("attention bf16 B4 H32 S4096 D128 causal", True, (128, 128)),

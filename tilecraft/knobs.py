@@ -29,12 +29,12 @@ SPLIT_K = Knob("TILECRAFT_SPLIT_K", "",
                 "every size it applied to (benchmarks/results/size-sweep-h200-2026-12-01-b.json).")
 TF32_STAGING = Knob("TILECRAFT_TF32_STAGING", "",
                      "Set to 0 to keep float32 (tf32) matmuls from rounding large operands in a prologue on sm_90+ "
-                     "GPUs (read when a kernel is compiled; see backends/triton/tf32_staging.py).")
+                     "GPUs (read when a kernel is compiled; see backends/triton/operand_staging.py).")
 
 ALIGN_STAGING = Knob("TILECRAFT_ALIGN_STAGING", "",
                       "Set to 0 to keep matmuls from copying large operands whose rows are not 16-byte aligned into "
                       "aligned scratch in a prologue on sm_90+ GPUs (read when a kernel is compiled; see "
-                      "backends/triton/tf32_staging.py).")
+                      "backends/triton/operand_staging.py).")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TF32_STAGING, ALIGN_STAGING)
 

@@ -1,4 +1,4 @@
-"""Operand staging for alignment (passes/tf32_staging.py, backends/triton/tf32_staging.py):
+"""Operand staging for alignment (passes/operand_staging.py, backends/triton/operand_staging.py):
 MMA operand arrays whose layout rules out tensor descriptors are copied into 16-byte aligned
 rows in a prologue; which parameters qualify, and staged launches bit-identical to unstaged
 ones on poisoned outputs, checked against float64 (forced on the Triton interpreter at odd
@@ -14,7 +14,7 @@ from tilecraft.backends import registry
 from tilecraft.backends.base import array_facts
 from tilecraft.ir import ops
 from tilecraft.library.matmul import matmul_kernel
-from tilecraft.passes.tf32_staging import Copy, stage_operands
+from tilecraft.passes.operand_staging import Copy, stage_operands
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
@@ -125,7 +125,7 @@ def _matmul(dev, backend: str, a, b, m: int, n: int, t: tuple[int, int, int]):
 
 
 def _staged_ran(compiled: list) -> bool:
-    from tilecraft.backends.triton.tf32_staging import StagedKernel
+    from tilecraft.backends.triton.operand_staging import StagedKernel
     return bool(compiled) and all(isinstance(k, StagedKernel) and k._kernels for k in compiled)
 
 

@@ -13,7 +13,7 @@ import tilecraft as ct
 from tilecraft.backends import registry
 from tilecraft.backends.interpreter import InterpreterBackend
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
-from tilecraft.backends.triton.tf32_staging import StagedKernel
+from tilecraft.backends.triton.operand_staging import StagedKernel
 from tilecraft.ir import verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative

@@ -1,4 +1,4 @@
-"""tf32 operand staging (passes/tf32_staging.py, backends/triton/tf32_staging.py): which
+"""tf32 operand staging (passes/operand_staging.py, backends/triton/operand_staging.py): which
 parameters qualify, the prologue's rounding (nearest even, as the backend rounds MMA operands:
 special values, ties, round-ups across an exponent, transposed copies with padded rows), and
 staged launches bit-identical to unstaged ones on poisoned outputs, checked against float64
@@ -15,7 +15,7 @@ from tilecraft.ir import ops, verify
 from tilecraft.language import dtypes as dt
 from tilecraft.language.enums import RoundingMode
 from tilecraft.library.matmul import matmul_kernel
-from tilecraft.passes.tf32_staging import Copy, stage_operands
+from tilecraft.passes.operand_staging import Copy, stage_operands
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
@@ -149,7 +149,7 @@ def _matmul(dev, backend: str, a: np.ndarray, b: np.ndarray, t: tuple[int, int, 
 
 
 def _staged_ran(compiled: list) -> bool:
-    from tilecraft.backends.triton.tf32_staging import StagedKernel
+    from tilecraft.backends.triton.operand_staging import StagedKernel
     return bool(compiled) and all(isinstance(k, StagedKernel) and k._kernels for k in compiled)
 
 
@@ -187,7 +187,7 @@ def _special(shape: tuple[int, int]) -> np.ndarray:
 def test_prologue_rounds_like_the_backend(dev, transposed):
     """The prologue's copy of a 70x45 array holding special values: the bits of nearest-even
     rounding (a NaN stays a NaN), transposed or not, rows padded to 16 bytes."""
-    from tilecraft.backends.triton.tf32_staging import _stage
+    from tilecraft.backends.triton.operand_staging import _stage
     x = _special((70, 45))
     out = _stage(dev.put(x), Copy(True, transposed, False), None, dev.name != "triton")
     assert tuple(out.shape) == ((45, 70) if transposed else (70, 45))

@@ -64,7 +64,7 @@ class ArrayFacts:
     def tma_by_copy(self) -> bool:
         """Whether only this array's layout rules out tensor descriptors: it is not `tma_ok`,
         but a dense copy with rows padded to 16 bytes on a 16-byte aligned base would be (operand
-        staging's align reason, backends/triton/tf32_staging.py)."""
+        staging's align reason, backends/triton/operand_staging.py)."""
         return not self.tma_ok and replace(self, aligned16=True, unit_last=True, strides16=True).tma_ok
 
     @property

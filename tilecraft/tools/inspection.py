@@ -25,7 +25,7 @@ from ..backends.arrays import as_torch
 from ..backends.base import BackendKind
 from ..backends.splitting import SplitKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
-from ..backends.triton.tf32_staging import StagedKernel
+from ..backends.triton.operand_staging import StagedKernel
 from ..ir import ArrayType, ListType, format_function
 from ..runtime.args import backend_args
 from ..runtime.kernel import Kernel
@@ -100,7 +100,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
     exactly as a launch on such a GPU would: same specialization facts, same lowering.
     `staged`: the staged variant that launches with large tf32 or misaligned operands run
-    (backends/triton/tf32_staging.py; a ValueError if the kernel has none)."""
+    (backends/triton/operand_staging.py; a ValueError if the kernel has none)."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
     ir = kernel.lower(specs, arch)

@@ -26,11 +26,11 @@ from triton.runtime import driver  # noqa: E402
 from ... import knobs  # noqa: E402
 from ...ir import Function  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
-from ...passes.tf32_staging import Staged, stage_operands  # noqa: E402
+from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
-from .tf32_staging import StagedKernel  # noqa: E402
+from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
 from .emitter import Target  # noqa: E402
 from .lower import lower, missing_rules  # noqa: E402
@@ -54,8 +54,8 @@ class TritonBackend:
     FINISH kernel, one block per output tile summing the splits, made every split launch on the
     H200 slower than the unsplit one; never under the interpreter); False never; a count N
     splits every 1-D launch N ways (tests).
-    `stage_operands`: None copies MMA operand arrays in a prologue (passes/tf32_staging.py,
-    tf32_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
+    `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
+    operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
     whose layout rules out tensor descriptors (`ArrayFacts.tma_by_copy`) into aligned rows
     unless TILECRAFT_ALIGN_STAGING=0; True stages both on every launch, on any target (tests);

@@ -131,7 +131,7 @@ def _cast_tf32(w: KernelWriter, op: ops.Cast) -> None:
     with the bit sequence issued more instructions than the MMAs took cycles). There a float32
     rounded toward zero for tensor-core MMAs only is no instruction at all: a tf32 MMA reads
     only the top 19 bits of each operand, which truncates (the staged kernels of
-    `passes.tf32_staging` read operands already rounded to nearest, for which the truncation
+    `passes.operand_staging` read operands already rounded to nearest, for which the truncation
     changes nothing; for other kernels, a NaN whose payload lies only in the low 13 bits reads
     as an infinity, where the bit helper keeps it a NaN)."""
     x, src = op.x, op.x.tile.dtype

@@ -1,4 +1,4 @@
-"""Operand staging on the Triton backend (passes/tf32_staging.py derives the staged kernel).
+"""Operand staging on the Triton backend (passes/operand_staging.py derives the staged kernel).
 
 A launch that stages copies each staged operand array into scratch memory, then runs the staged
 kernel on the copies in place of the originals. Every copy is dense with rows padded to 16
@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import torch
 import triton
 
-from ...passes.tf32_staging import Copy, Staged
+from ...passes.operand_staging import Copy, Staged
 from ..base import ArrayFacts, CompiledKernel, array_facts, needs_index64
 from .compile import _load, write_source
 from .helpers import HELPERS
