@@ -68,15 +68,16 @@ def test_attention_kernel_is_right(backend, dev):
     np.testing.assert_allclose(dev.get(o).astype(np.float64), want, rtol=2e-2, atol=2e-2)
 
 
-def test_out_of_shared_memory_lowers_the_pipeline_depth():
-    """128x128 tiles at head dim 128: the planned 3-stage pipeline needs ~256 KiB of shared
-    memory, more than sm_90's 227 KiB; the kernel is refitted at depth 2 and says so."""
+def test_out_of_shared_memory_gives_up_an_unflattened_grid_loop_first():
+    """128x128 tiles at head dim 128: the planned 3-stage pipeline with a grid loop needs ~256
+    KiB of shared memory, more than sm_90's 227 KiB. The grid loop is not flattened (two MMAs in
+    the loop), so it goes first and the 3 stages stay; the kernel says so."""
     q = torch.empty(1024, 128, dtype=torch.float16)
     info = inspect_kernel(attention, (q, q, q, q, 128, 128, 128), capability=90)
-    assert info.fallbacks and info.fallbacks[0][0] == "pipeline depth 2"
+    assert info.fallbacks and info.fallbacks[0][0] == "one program per block (no grid loop)"
     assert "more shared memory than the GPU has" in info.fallbacks[0][1]
-    assert info.num_stages <= 2 and info.shared_bytes <= 232448
-    assert "fitted to the GPU: pipeline depth 2" in info.summary()
+    assert len(info.fallbacks) == 1 and info.num_stages == 3 and info.shared_bytes <= 232448
+    assert "fitted to the GPU: one program per block" in info.summary()
 
 
 def test_a_kernel_that_fits_nowhere_names_its_tiles():
@@ -99,15 +100,21 @@ def _oom() -> OutOfResources:
 def test_the_order_things_are_given_up_in():
     """Out of memory: depth first, then the schedule features; a compiler failure: the other way."""
     full = Target(interpret=False, descriptors=True, grid_loop=True, flatten=True)
-    step, t = next_schedule(full, _oom(), Used(3, True, True, 1))
+    step, t = next_schedule(full, _oom(), Used(3, True, True, 1, flattened=True))
     assert (step, t.max_stages) == ("pipeline depth 2", 2)
-    step, t = next_schedule(t, _oom(), Used(1, True, True, 1))
+    step, t = next_schedule(t, _oom(), Used(1, True, True, 1, flattened=True))
     assert step == "the grid loop not flattened" and not t.flatten
     step, t = next_schedule(t, _oom(), Used(1, True, True, 1))
     assert step.startswith("one program per block") and not t.grid_loop
     step, t = next_schedule(t, _oom(), Used(1, False, True, 1))
     assert step.startswith("no tensor descriptors") and not t.descriptors
     assert next_schedule(t, _oom(), Used(1, False, False, 1)) is None
+
+    # a grid loop not flattened into the pipelined loop (attention) goes before the depth
+    step, t = next_schedule(replace(full, flatten=False), _oom(), Used(3, True, True, 1, flattened=False))
+    assert step.startswith("one program per block") and not t.grid_loop and t.max_stages is None
+    step, t = next_schedule(full, _oom(), Used(3, True, True, 1, flattened=True))
+    assert step == "pipeline depth 2"
 
     crash = RuntimeError("PassManager::run failed")
     step, t = next_schedule(full, crash, Used(3, True, True, 1))

@@ -219,7 +219,7 @@ class TritonKernel:
             return False
         lowered = self.lowered
         used = fitting.Used(lowered.depth, lowered.grid_loop, lowered.uses_descriptors,
-                            lowered.config.options.get("num_ctas", 1))
+                            lowered.config.options.get("num_ctas", 1), lowered.flattened)
         found = fitting.next_schedule(self.target, exc, used)
         if found is None:
             tried = [step for step, _ in self.fallbacks]

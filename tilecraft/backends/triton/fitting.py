@@ -5,8 +5,9 @@ descriptors) can ask for more shared memory than the GPU has (Triton: "out of re
 memory") or hit a Triton compiler failure ("PassManager::run failed", seen with a flattened
 grid loop around a loop of descriptor loads feeding two MMAs, 128x128 attention tiles). cuTile
 compiles such kernels, so tilecraft must too: `next_schedule` names the next, more modest
-target to lower the kernel for. Out of shared memory, it first lowers the pipeline depth, then
-gives up the flattened grid loop, the grid loop and the descriptors (their staging buffers); a
+target to lower the kernel for. Out of shared memory, it first gives up a grid loop that is not
+flattened, then lowers the pipeline depth, then gives up the flattened grid loop, the grid loop
+and the descriptors (their staging buffers); a
 compiler failure tries the schedule features first, then the depth. A kernel that fits nowhere
 gets `unfit_error`, located, naming the tiles that take the memory.
 """
@@ -50,13 +51,14 @@ def describe_failure(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Used:
-    """What a lowering used: its deepest pipeline, whether it runs a grid loop, tensor
-    descriptors, and how many CTAs per block."""
+    """What a lowering used: its deepest pipeline, whether it runs a grid loop (`flattened`:
+    into its pipelined loop), tensor descriptors, and how many CTAs per block."""
 
     depth: int
     grid_loop: bool
     descriptors: bool
     ctas: int
+    flattened: bool = False
 
 
 Step = Callable[[Target, Used], "tuple[str, Target] | None"]
@@ -66,6 +68,16 @@ def _one_cta(target: Target, used: Used) -> tuple[str, Target] | None:
     if used.ctas <= 1:
         return None
     return "one CTA per block (the num_ctas hint not followed)", replace(target, one_cta=True)
+
+
+def _no_unflattened_grid_loop(target: Target, used: Used) -> tuple[str, Target] | None:
+    """A grid loop that is not flattened into the pipelined loop (attention: several MMAs) goes
+    before pipeline depth: its buffers cost a stage, and without flattening it gains little
+    (H200, attention 128x128: one program per block fits 3 stages and ran at 0.72x cuDNN, the
+    grid loop with 2 at 0.68x; benchmarks/results/attention-probe-h200-2026-12-01-b.json)."""
+    if not used.grid_loop or used.flattened:
+        return None
+    return _no_grid_loop(target, used)
 
 
 def _shallower(target: Target, used: Used) -> tuple[str, Target] | None:
@@ -92,7 +104,8 @@ def _no_descriptors(target: Target, used: Used) -> tuple[str, Target] | None:
     return "no tensor descriptors (TMA)", replace(target, descriptors=False, force_descriptors=False)
 
 
-_OUT_OF_MEMORY: tuple[Step, ...] = (_shallower, _unflattened, _no_grid_loop, _no_descriptors, _one_cta)
+_OUT_OF_MEMORY: tuple[Step, ...] = (_no_unflattened_grid_loop, _shallower, _unflattened, _no_grid_loop,
+                                    _no_descriptors, _one_cta)
 _COMPILER_FAILED: tuple[Step, ...] = (_one_cta, _unflattened, _no_grid_loop, _no_descriptors, _shallower)
 
 

@@ -53,6 +53,7 @@ class LoweredKernel:
     staged: tuple[Staged, ...] = ()  # the tiles it keeps in shared memory (fitting.staged_tiles)
     prints: PrintPlan | None = None  # kernels with Print ops: their records (printing.py)
     launch: tuple[str, ...] = ()  # the expressions `flatten` returns, one per Triton argument
+    flattened: bool = False  # grid-loop kernels: the grid loop is flattened into the pipelined loop
 
     @property
     def grid_loop(self) -> bool:
@@ -170,7 +171,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          bool(plan.descriptor_of), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
                          asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
-                         printing.plan_prints(fn), tuple(launch))
+                         printing.plan_prints(fn), tuple(launch), plan.flatten_grid)
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:
