@@ -361,12 +361,16 @@ def select_cases(args: argparse.Namespace) -> list[Case]:
     return [known[k] for k in keys]
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    cases = select_cases(args)
+def default_out(name: str, cpu_smoke: bool) -> Path:
+    """results/<name>-[cpu-smoke-]<date>.json: where a run of benchmark `name` writes by default."""
     date = datetime.date.today().isoformat()
-    default = Path(__file__).parent / "results" / f"matmul-{'cpu-smoke-' if args.cpu_smoke else ''}{date}.json"
-    out = claim(args.out or default)
+    return Path(__file__).parent / "results" / f"{name}-{'cpu-smoke-' if cpu_smoke else ''}{date}.json"
+
+
+def start_run(args: argparse.Namespace) -> tuple[torch.device, int, CudaTimer | None]:
+    """(device, SM count, timer) of a benchmark run (`args`: --cpu-smoke and the timer's
+    options), after checking the device is there; no timer for a CPU smoke run. Call it after
+    claiming the result file, so a run that would overwrite one stops before anything else."""
     if args.cpu_smoke and not os.environ.get("TRITON_INTERPRET"):
         raise SystemExit("--cpu-smoke needs TRITON_INTERPRET=1 set before triton is imported")
     if not args.cpu_smoke and not torch.cuda.is_available():
@@ -375,6 +379,14 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cpu" if args.cpu_smoke else "cuda")
     sms = SMOKE_SMS if args.cpu_smoke else torch.cuda.get_device_properties(device).multi_processor_count
     timer = None if args.cpu_smoke else CudaTimer(args.min_runs, args.rep_ms, args.warmup_ms, args.cap_s)
+    return device, sms, timer
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cases = select_cases(args)
+    out = claim(args.out or default_out("matmul", args.cpu_smoke))
+    device, sms, timer = start_run(args)
     doc: dict[str, Any] = {"meta": meta(args, device, sms), "matmul": [], "skipped": [], "launch_overhead": []}
     print(f"{doc['meta']['device']}  torch {torch.__version__}  triton {triton.__version__}  "
           f"tilecraft backend {doc['meta']['tilecraft_backend']}", flush=True)

@@ -25,7 +25,6 @@ TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
 import sys
 import time
@@ -40,7 +39,8 @@ import torch
 
 import rowwise  # benchmarks/ is sys.path[0] when this file is run
 from _results import claim
-from matmul import DTYPE_NAMES, SMOKE_SMS, Case, CudaTimer, meta, measure_case, print_table, recorded_failure
+from matmul import (DTYPE_NAMES, Case, CudaTimer, default_out, measure_case, meta, print_table, recorded_failure,
+                    start_run)
 
 IMPLS = ("tilecraft", "torch")
 HALF = (torch.float16, torch.bfloat16)
@@ -115,17 +115,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    date = datetime.date.today().isoformat()
-    default = Path(__file__).parent / "results" / f"size-sweep-{'cpu-smoke-' if args.cpu_smoke else ''}{date}.json"
-    out = claim(args.out or default)
-    if args.cpu_smoke and not os.environ.get("TRITON_INTERPRET"):
-        raise SystemExit("--cpu-smoke needs TRITON_INTERPRET=1 set before triton is imported")
-    if not args.cpu_smoke and not torch.cuda.is_available():
-        raise SystemExit("no CUDA device: run with --cpu-smoke for a CPU check")
-    torch.backends.cuda.matmul.allow_tf32 = True  # torch's fp32 matmul on tensor cores, like ours
-    device = torch.device("cpu" if args.cpu_smoke else "cuda")
-    sms = SMOKE_SMS if args.cpu_smoke else torch.cuda.get_device_properties(device).multi_processor_count
-    timer = None if args.cpu_smoke else CudaTimer(args.min_runs, args.rep_ms, args.warmup_ms, args.cap_s)
+    out = claim(args.out or default_out("size-sweep", args.cpu_smoke))
+    device, sms, timer = start_run(args)
     doc: dict[str, Any] = {"meta": {**meta(args, device, sms), "budget_s": args.budget_s, "seconds": 0.0},
                            "matmul": [], "rowwise": [], "skipped": []}
     print(f"{doc['meta']['device']}  tilecraft backend {doc['meta']['tilecraft_backend']}  "
