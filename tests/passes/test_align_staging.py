@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from tilecraft.backends import registry
 from tilecraft.backends.base import array_facts
 from tilecraft.ir import ops
 from tilecraft.library.matmul import matmul_kernel
@@ -81,23 +80,6 @@ def test_which_parameters_stage_for_alignment():
 
 
 # ---- results ------------------------------------------------------------------------------------
-@pytest.fixture
-def staged_backend(backend):
-    """`backend` (a Triton one) registered with staging forced on every launch (key True), also
-    with tensor descriptors forced ("tma"), and with staging off (False): key -> name."""
-    from tilecraft.backends.triton import TritonBackend
-    base = registry.get(backend)
-    names = {}
-    for key, stage, tma in ((True, True, None), ("tma", True, True), (False, False, None)):
-        name = f"{backend}-alignstaged-{key}"
-        registry.register(registry.BackendSpec(name, base.device, lambda s=stage, d=tma: TritonBackend(
-            base.backend.kind, stage_operands=s, descriptors=d), base.to_array, base.packages))
-        names[key] = name
-    yield names
-    for name in names.values():
-        registry.unregister(name)
-
-
 def _misaligned(dev, x: np.ndarray, offset: bool):
     """`x` on the device: contiguous, or (`offset`) a view starting one element into a buffer,
     so its base is not 16-byte aligned."""

@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from tilecraft.backends import registry
-from tilecraft.backends.interpreter import InterpreterBackend
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
 from tilecraft.backends.triton.operand_staging import StagedKernel
 from tilecraft.ir import verify
@@ -120,25 +118,9 @@ def test_automatic_split_count():
 
 # ---- results --------------------------------------------------------------------------------------
 @pytest.fixture
-def split_backend(backend):
+def split_backend(backend_variant):
     """A function making (and registering, for this test) `backend` with the split forced N ways."""
-    made = []
-
-    def make(splits: int) -> str:
-        base = registry.get(backend)
-        name = f"{backend}-split{splits}"
-        if backend == "interpreter":
-            build = lambda: InterpreterBackend(split_k=splits)  # noqa: E731
-        else:
-            from tilecraft.backends.triton import TritonBackend
-            build = lambda: TritonBackend(base.backend.kind, split_k=splits)  # noqa: E731
-        registry.register(registry.BackendSpec(name, base.device, build, base.to_array, base.packages))
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        registry.unregister(name)
+    return lambda splits: backend_variant(f"split{splits}", split_k=splits)
 
 
 def _launch(dev, name: str, grid, kernel, args) -> None:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from tilecraft.backends import registry
 from tilecraft.ir import ops, verify
 from tilecraft.language import dtypes as dt
 from tilecraft.language.enums import RoundingMode
@@ -115,23 +114,6 @@ def test_parameters_that_do_not_qualify():
 
 
 # ---- results ------------------------------------------------------------------------------------
-@pytest.fixture
-def staged_backend(backend):
-    """`backend` (a Triton one) registered with staging forced on every launch (key True), also
-    with tensor descriptors forced ("tma"), and with staging off (False): key -> name."""
-    from tilecraft.backends.triton import TritonBackend
-    base = registry.get(backend)
-    names = {}
-    for key, stage, tma in ((True, True, None), ("tma", True, True), (False, False, None)):
-        name = f"{backend}-tf32staged-{key}"
-        registry.register(registry.BackendSpec(name, base.device, lambda s=stage, d=tma: TritonBackend(
-            base.backend.kind, stage_operands=s, descriptors=d), base.to_array, base.packages))
-        names[key] = name
-    yield names
-    for name in names.values():
-        registry.unregister(name)
-
-
 def _matmul(dev, backend: str, a: np.ndarray, b: np.ndarray, t: tuple[int, int, int]):
     """C = A @ B by the library sample on `backend` (a fresh kernel object), on a poisoned C;
     also the compiled variants."""
