@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 import torch
+import triton
 from triton.runtime import driver
 
 from . import native_launch
@@ -33,7 +34,6 @@ def ensure_allocator() -> None:
     """Tensor descriptors built in a kernel need global scratch memory: give Triton a torch
     allocator, once per thread (Triton keeps the allocator in a context variable)."""
     if not getattr(_thread, "allocator", False):
-        import triton
         triton.set_allocator(_torch_alloc)
         _thread.allocator = True
 
