@@ -31,7 +31,6 @@ import math
 import re
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -40,7 +39,7 @@ import triton
 import triton.language as tl
 
 from _results import claim
-from row_probe import _variant as load_variant  # also puts the samples and the shim on sys.path
+from probing import Variant, config_label as _cfg, launcher, loaded as _loaded, no_clamps, sub as _sub, variant_adder
 
 B, H, S, D = 4, 32, 4096, 128
 TILES = ((64, 128), (128, 128))
@@ -50,19 +49,6 @@ WARPS, STAGES = (4, 8), (2, 3, 4)
 
 
 # ---- edits of the generated source --------------------------------------------------------------
-def _sub(pattern: str, repl: str | Callable, source: str, count: int | None = 1) -> str:
-    """`source` with `pattern` replaced; ValueError unless it matched `count` times (any, if None)."""
-    out, n = re.subn(pattern, repl, source)
-    if n == 0 or (count is not None and n != count):
-        raise ValueError(f"edit did not apply: {pattern!r} matched {n} times")
-    return out
-
-
-def no_clamps(source: str) -> str:
-    """Tile starts used as they are, not clamped to the array's extent (all in bounds here)."""
-    return _sub(r"(\w+_start\d) = tl\.where\(\w+_inside\d, (.+?), \w+_shape\d\)", r"\1 = \2", source, None)
-
-
 def _kv_loop(source: str, change: Callable[[str], str]) -> str:
     """`change` applied to the arguments of the K/V loop's `tl.range` (the one with num_stages)."""
     return _sub(r"(for \w+ in tl\.range\()([^\n]*num_stages=[^\n]*)(\):)",
@@ -133,31 +119,15 @@ def plain_launch(descs: tuple, tm: int, tn: int, config: dict) -> None:
 
 
 # ---- variants of the generated kernel -----------------------------------------------------------
-@dataclass(frozen=True)
-class Variant:
-    """Triton source derived from `base` (a tilecraft TritonKernel): same parameters and launch."""
-
-    name: str
-    config: str
-    source: str | None  # None: the edit failed (see error)
-    options: dict
-    base: Any
-    error: str | None = None
-
-
 def variants(kernel: Any) -> list[Variant]:
     """The generated source of `kernel` edited one way at a time, then warps x stages sweeps."""
     src, opts = kernel.source, kernel._options
     out = [Variant("reloaded (control)", _cfg(src, opts), src, opts, kernel)]
 
+    adder = variant_adder(out)
+
     def add(name: str, make: Callable[[], str], options: dict, base: Any = kernel) -> None:
-        try:
-            made = make()
-        except ValueError as exc:
-            out.append(Variant(name, _cfg(None, options), None, options, base, str(exc)))
-            return
-        if not any(v.source == made and v.options == options for v in out):
-            out.append(Variant(name, _cfg(made, options), made, options, base))
+        adder(name, make, options, base)
     for name, edit in EDITS.items():
         add(name, lambda: edit(src), opts)
     small = kernel.small_grid_kernel()
@@ -171,18 +141,6 @@ def variants(kernel: Any) -> list[Variant]:
             for stages in STAGES:
                 add(name, lambda: loop_stages(EDITS[name](src), stages), dict(opts, num_warps=warps, num_stages=stages))
     return out
-
-
-def _cfg(source: str | None, options: dict) -> str:
-    """Warps, the kernel's pipeline stages and the K/V loop's own (`tl.range(num_stages=)`)."""
-    loop = re.search(r"tl\.range\([^\n]*num_stages=(\d+)", source or "")
-    return f"w{options.get('num_warps')} s{options.get('num_stages')}" + (f" loop{loop[1]}" if loop else "")
-
-
-def _loaded(v: Variant, tmp: Path) -> Any:
-    """The variant's kernel, specialized as tilecraft's launch does (grid sizes not specialized)."""
-    fn = load_variant(v.source, v.base.lowered.name, tmp)
-    return triton.runtime.jit.JITFunction(fn.fn, do_not_specialize=list(v.base.lowered.grid_params))
 
 
 # ---- compile-only check (no GPU) ----------------------------------------------------------------
@@ -263,25 +221,6 @@ def compile_only(out) -> None:
 
 
 # ---- the GPU run --------------------------------------------------------------------------------
-def _launcher(var: Variant, tm: int, tensors: tuple, tmp: Path) -> Callable[[], None]:
-    """A launch of `var` on `tensors` (q, k, v, o) with tilecraft's grid (and grid loop)."""
-    from tilecraft.backends.triton.launching import grid_loop_launch, sm_slots
-    if var.source is None:
-        raise ValueError(var.error)
-    fn, flat = _loaded(var, tmp), var.base._flatten(*tensors, SCALE, 0)
-    grid = (S // tm, B * H, 1)
-    if var.base.lowered.grid_loop:
-        compiled = fn.run(*flat, *grid, grid=(1, 1, 1), warmup=True, **var.options)
-        looped = grid_loop_launch(grid, flat, sm_slots(compiled))
-        if looped is None:
-            raise RuntimeError("all blocks fit at once: tilecraft would launch one program per block")
-        grid, flat = looped
-
-    def launch() -> None:  # not the CompiledKernel `fn[grid](...)` returns: the output is `o`
-        fn[grid](*flat, **var.options)
-    return launch
-
-
 def gpu_run(out) -> None:
     import AttentionFMHA  # cuTile's sample; `cuda.tile` is tilecraft through the conformance shim
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -342,7 +281,7 @@ def gpu_run(out) -> None:
         if len(job) == 2:
             tm, var = job
             tn = dict(TILES)[tm]
-            record(f"{tm}x{tn}", var.name, var.config, lambda: _launcher(var, tm, (q, k, v, o), tmp))
+            record(f"{tm}x{tn}", var.name, var.config, lambda: launcher(var, (S // tm, B * H, 1), (q, k, v, o, SCALE, 0), tmp))
         else:
             name, tm, tn, config = job
             descs = plain_descriptors(q, k, v, o, tm, tn)

@@ -2,7 +2,7 @@
 MMA operand arrays whose layout rules out tensor descriptors are copied into 16-byte aligned
 rows in a prologue; which parameters qualify, and staged launches bit-identical to unstaged
 ones on poisoned outputs, checked against float64 (forced on the Triton interpreter at odd
-sizes, with rows and bases that are not 16-byte aligned; automatic on the GPU at 1001x1003x1005)."""
+sizes, with rows and bases that are not 16-byte aligned; automatic on the GPU at 2049x2051x2053)."""
 
 from __future__ import annotations
 
@@ -139,13 +139,15 @@ def test_forced_alignment_staging_is_bit_identical(dev, staged_backend, dtype, l
 
 @pytest.mark.only_backends("triton")
 def test_automatic_alignment_staging_on_the_gpu(dev, staged_backend):
-    """1001x1003x1005 fp16 with the sweep's 128x256x64 tiles: rows of 2010 and 2006 bytes, so
-    the plain `triton` backend stages both operands on sm_90+; bit-identical to the unstaged
-    kernel, within fp32 accumulation error of float64."""
+    """2049x2051x2053 fp16 with the sweep's 128x256x64 tiles: rows of 4106 and 4102 bytes and
+    both operands above ALIGN_MIN_ELEMENTS, so the plain `triton` backend stages both on sm_90+;
+    bit-identical to the unstaged kernel, within fp32 accumulation error of float64."""
+    from tilecraft.backends.triton.operand_staging import ALIGN_MIN_ELEMENTS
     import torch
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("alignment staging needs sm_90+")
-    m, n, k = 1001, 1003, 1005
+    m, n, k = 2049, 2051, 2053
+    assert min(m * k, k * n) >= ALIGN_MIN_ELEMENTS
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
     da, db = dev.put(a), dev.put(b)

@@ -1,0 +1,158 @@
+"""Where does the sample matmul lose to cuBLAS, and which Triton schedule closes the gap? (GPU
+only; a probe for choosing what the compiler should generate, not a product benchmark.)
+
+cuTile's MatMul sample as written (128x256x64 tiles for 16-bit inputs) at the side-by-side
+sizes. Rows, each checked against torch (relative error < 1e-2) and then timed (median of
+`triton.testing.do_bench`, L2 flushed), in one process so every ratio is torch / row:
+
+- `torch`: `a @ b` (cuBLAS), the yardstick;
+- `as generated`: the sample launched through tilecraft (`ct.launch`);
+- the Triton source tilecraft generated for it, edited one way at a time (EDITS): tile-start
+  clamps dropped; the grid loop not flattened into the K loop; the output tile stored in two
+  halves (half the epilogue's shared memory, which a fourth pipeline stage can use);
+  warp_specialize on the grid loop or the K loop; one program per output tile;
+- `plain triton`: `triton_reference.py`'s tensor-descriptor matmul, one program per tile and
+  persistent (the yardstick kernels of ../shared/bench).
+
+    PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import triton
+
+from _results import claim
+from probing import Variant, config_label, launcher, no_clamps, sub, variant_adder
+
+CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
+         ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
+         ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
+TILES = (128, 256, 64)
+BUDGET_S = 240.0  # rows not started by then are skipped
+
+
+def _grid_loop(source: str, extra: str) -> str:
+    """The persistent grid loop's `tl.range(...)` with `extra` appended to its arguments."""
+    return sub(r"(for block in tl\.range\([^\n]*?)(\):)", lambda m: m[1] + extra + m[2], source)
+
+
+def not_flattened(source: str) -> str:
+    return sub(r"(for block in tl\.range\([^\n]*?), flatten=True\)", r"\1)", source)
+
+
+def _k_loop(source: str, change: Callable[[str], str]) -> str:
+    return sub(r"(for \w+ in tl\.range\()([^\n]*num_stages=[^\n]*)(\):)", lambda m: m[1] + change(m[2]) + m[3], source)
+
+
+def k_stages(source: str, stages: int) -> str:
+    return _k_loop(source, lambda a: re.sub(r"num_stages=\d+", f"num_stages={stages}", a))
+
+
+def epilogue_halves(source: str) -> str:
+    """The output tile stored as two [BM, BN/2] halves through a second descriptor."""
+    store = re.search(r"( +)(\w+)_desc\.store\(\[(\w+), (\w+)\], (\w+)\)", source)
+    if store is None:
+        raise ValueError("edit did not apply: no descriptor store")
+    ind, name, row, col, val = store.groups()
+    desc = re.search(rf"( +){name}_desc = tl\.make_tensor_descriptor\((.*)block_shape=\[(\d+), (\d+)\](.*)\n", source)
+    bm, half = int(desc[3]), int(desc[4]) // 2
+    halves = f"{desc[1]}{name}_half = tl.make_tensor_descriptor({desc[2]}block_shape=[{bm}, {half}]{desc[5]}\n"
+    split = (f"{ind}{val}_lo, {val}_hi = tl.split(tl.permute(tl.reshape({val}, [{bm}, 2, {half}]), [0, 2, 1]))\n"
+             f"{ind}{name}_half.store([{row}, {col}], {val}_lo)\n"
+             f"{ind}{name}_half.store([{row}, {col} + {half}], {val}_hi)")
+    return source.replace(desc[0], desc[0] + halves).replace(store[0], split)
+
+
+EDITS: dict[str, Callable[[str], str]] = {
+    "no clamps": no_clamps,
+    "grid loop not flattened": not_flattened,
+    "epilogue halves": epilogue_halves,
+    "grid loop warp_specialize": lambda s: _grid_loop(s, ", warp_specialize=True"),
+    "K loop warp_specialize": lambda s: _k_loop(s, lambda a: a + ", warp_specialize=True"),
+}
+
+
+def variants(kernel: Any) -> list[Variant]:
+    src, opts = kernel.source, kernel._options
+    out = [Variant("reloaded (control)", config_label(src, opts), src, opts, kernel)]
+    add = variant_adder(out)
+    for name, edit in EDITS.items():
+        add(name, lambda: edit(src), opts, kernel)
+    four = dict(opts, num_stages=4)
+    add("epilogue halves, 4 stages", lambda: k_stages(epilogue_halves(src), 4), four, kernel)
+    add("epilogue halves, 4 stages, no clamps", lambda: no_clamps(k_stages(epilogue_halves(src), 4)), four, kernel)
+    small = kernel.small_grid_kernel()
+    if small is not None:
+        add("one program per tile", lambda: small.source, small._options, small)
+        add("one program per tile, epilogue halves, 4 stages",
+            lambda: k_stages(epilogue_halves(small.source), 4), dict(small._options, num_stages=4), small)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    out = claim(parser.parse_args().out)
+    import cuda.tile as ct  # tilecraft, through the conformance shim
+    import MatMul
+    import triton_reference
+    from tilecraft.backends.triton.launching import ensure_allocator
+
+    start, tmp = time.perf_counter(), Path(tempfile.mkdtemp())
+    doc: dict[str, Any] = {"tiles": list(TILES), "rows": [], "skipped": [], "torch": torch.__version__,
+                           "triton": triton.__version__, "gpu": torch.cuda.get_device_name()}
+    stream = torch.cuda.current_stream()
+    tm, tn, tk = TILES
+    for case, dt, (m, n, k) in CASES:
+        a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
+        c = torch.empty(m, n, device="cuda", dtype=dt)
+        ref = (a.float() @ b.float())
+        flop = 2 * m * n * k
+        grid = (math.ceil(m / tm) * math.ceil(n / tn), 1, 1)
+        t_torch = triton.testing.do_bench(lambda: a @ b, rep=100, return_mode="median")
+
+        def record(name: str, config: str, build: Callable[[], Callable[[], Any]]) -> None:
+            if time.perf_counter() - start > BUDGET_S:
+                doc["skipped"].append(f"{case} {name} {config}")
+                return
+            row = dict(case=case, variant=name, config=config, torch_ms=t_torch)
+            try:
+                fn = build()
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                row["rel_err"] = float((c.float() - ref).norm() / ref.norm())
+                if row["rel_err"] < 1e-2:
+                    t = triton.testing.do_bench(fn, rep=100, return_mode="median")
+                    row.update(ms=t, ratio=t_torch / t, tflops=flop / t / 1e9)
+            except Exception as exc:  # noqa: BLE001 - a variant that fails is a row, not the end
+                lines = str(exc).strip().splitlines()
+                row["error"] = f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+            doc["rows"].append(row)
+            print(f"{case:20s} {name:48s} {config:16s} " + (f"{row['ratio']:.3f}x torch {row['tflops']:.0f} TFLOP/s"
+                  if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+            out.write_json(doc)
+
+        record("as generated", "", lambda: lambda: ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk)))
+        compiled = list(MatMul.matmul_kernel.variants.values())[-1].compiled
+        ensure_allocator()
+        for var in variants(compiled):
+            record(var.name, var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
+        for persistent in (False, True):
+            record(f"plain triton{' persistent' if persistent else ''}", "w8 s3",
+                   lambda p=persistent: lambda: triton_reference.matmul(a, b, c, "desc", persistent=p))
+    doc["seconds"] = round(time.perf_counter() - start, 1)
+    out.write_json(doc)
+
+
+if __name__ == "__main__":
+    main()

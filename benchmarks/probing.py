@@ -1,0 +1,86 @@
+"""What the probes share: edits of the Triton source tilecraft generated for a kernel, loading
+an edited source as a Triton kernel specialized as tilecraft's launch does, and launching it
+with tilecraft's grid (and persistent grid loop). A probe times such variants side by side to
+find what the compiler should generate; it is not a product benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import triton
+
+from row_probe import _variant as load_variant  # also puts the samples and the shim on sys.path
+
+
+def sub(pattern: str, repl: str | Callable, source: str, count: int | None = 1) -> str:
+    """`source` with `pattern` replaced; ValueError unless it matched `count` times (any, if None)."""
+    out, n = re.subn(pattern, repl, source)
+    if n == 0 or (count is not None and n != count):
+        raise ValueError(f"edit did not apply: {pattern!r} matched {n} times")
+    return out
+
+
+def no_clamps(source: str) -> str:
+    """Tile starts used as they are, not clamped to the array's extent (all in bounds here)."""
+    return sub(r"(\w+_start\d) = tl\.where\(\w+_inside\d, (.+?), \w+_shape\d\)", r"\1 = \2", source, None)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Triton source derived from `base` (a tilecraft TritonKernel): same parameters and launch."""
+
+    name: str
+    config: str
+    source: str | None  # None: the edit failed (see error)
+    options: dict
+    base: Any
+    error: str | None = None
+
+
+def config_label(source: str | None, options: dict) -> str:
+    """Warps, the kernel's pipeline stages and its first pipelined loop's (`tl.range(num_stages=)`)."""
+    loop = re.search(r"tl\.range\([^\n]*num_stages=(\d+)", source or "")
+    return f"w{options.get('num_warps')} s{options.get('num_stages')}" + (f" loop{loop[1]}" if loop else "")
+
+
+def variant_adder(out: list[Variant]) -> Callable[..., None]:
+    """`add(name, make, options, base)`: append the variant `make()` builds to `out` (a row with
+    its error when the edit does not apply; nothing when the same source and options are there)."""
+    def add(name: str, make: Callable[[], str], options: dict, base: Any) -> None:
+        try:
+            made = make()
+        except ValueError as exc:
+            out.append(Variant(name, config_label(None, options), None, options, base, str(exc)))
+            return
+        if not any(v.source == made and v.options == options for v in out):
+            out.append(Variant(name, config_label(made, options), made, options, base))
+    return add
+
+
+def loaded(v: Variant, tmp: Path) -> Any:
+    """The variant's kernel, specialized as tilecraft's launch does (grid sizes not specialized)."""
+    fn = load_variant(v.source, v.base.lowered.name, tmp)
+    return triton.runtime.jit.JITFunction(fn.fn, do_not_specialize=list(v.base.lowered.grid_params))
+
+
+def launcher(var: Variant, grid: tuple[int, int, int], args: tuple, tmp: Path) -> Callable[[], None]:
+    """A launch of `var` on the kernel's runtime arguments `args` over `grid` blocks, with
+    tilecraft's persistent grid loop where the variant's base kernel has one."""
+    from tilecraft.backends.triton.launching import grid_loop_launch, sm_slots
+    if var.source is None:
+        raise ValueError(var.error)
+    fn, flat = loaded(var, tmp), var.base._flatten(*args)
+    if var.base.lowered.grid_loop:
+        compiled = fn.run(*flat, *grid, grid=(1, 1, 1), warmup=True, **var.options)
+        looped = grid_loop_launch(grid, flat, sm_slots(compiled))
+        if looped is None:
+            raise RuntimeError("all blocks fit at once: tilecraft would launch one program per block")
+        grid, flat = looped
+
+    def launch() -> None:  # not the CompiledKernel `fn[grid](...)` returns: outputs are arguments
+        fn[grid](*flat, **var.options)
+    return launch
