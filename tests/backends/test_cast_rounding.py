@@ -184,3 +184,28 @@ def test_accepted_rounding_modes(dev, src, dst, mode) -> None:
     out = dev.poison((2,), np.float32)
     dev.launch((1,), _cast_with(dst, mode), (dev.put(_ones(src)), out))
     np.testing.assert_array_equal(dev.get(out), [1.0, 1.0])
+
+
+@ct.kernel
+def _tf32_rz_matmul(a, b, c):
+    x = ct.load(a, (0, 0), (64, 32)).astype(ct.tfloat32, rounding_mode=RZ)
+    y = ct.load(b, (0, 0), (32, 64)).astype(ct.tfloat32, rounding_mode=RZ)
+    ct.store(c, (0, 0), ct.mma(x, y, ct.full((64, 64), 0.0, dtype=ct.float32)))
+
+
+def test_tf32_rz_mma_operand_keeps_a_low_payload_nan(dev) -> None:
+    """A NaN whose payload lies only in the low 13 bits stays a NaN when rounded toward zero to
+    tfloat32 for an MMA (a tensor core reading the float32 bits would truncate it to infinity):
+    its row of the product is NaN, every other row finite and equal to the float64 product of
+    the truncated operands."""
+    g = rng("tf32-rz-mma")
+    a = g.uniform(0.5, 1.0, (64, 32)).astype(np.float32)
+    b = g.uniform(0.5, 1.0, (32, 64)).astype(np.float32)
+    a[5, 7] = np.uint32(0x7F800001).view(np.float32)
+    out = dev.poison((64, 64), np.float32)
+    dev.launch((1,), _tf32_rz_matmul, (dev.put(a), dev.put(b), out))
+    got = dev.get(out)
+    assert np.isnan(got[5]).all()
+    rest = np.delete(np.arange(64), 5)
+    want = round_tf32(a, "rz").astype(np.float64) @ round_tf32(b, "rz").astype(np.float64)
+    np.testing.assert_allclose(got[rest], want[rest], rtol=1e-5)

@@ -9,9 +9,8 @@ both (every copy is dense with rows padded to 16 bytes on a 16-byte aligned base
   every K step copies B through registers (where the rounding has to happen anyway), and the
   MMAs wait for each other. The copy is rounded once (nearest even), B's transposed to
   Bt [N, K], and in `staged.fn`
-  - the cast of every such operand becomes a round toward zero, which leaves a value already in
-    tfloat32 unchanged (and which a tf32 tensor-core MMA does by itself: it reads only the top
-    19 bits, so the Triton backend emits nothing for it on sm_90+);
+  - the cast of every such operand becomes a Bitcast to tfloat32: the copy's values are
+    tfloat32 already, so its bits are read as they are (no instruction in the Triton backend);
   - every Load of an array staged transposed reads the copy Pt = P^T in order (1, 0) with the
     same index and shape, which is exactly P's tile (a Load's result[x] = V[index * shape + x],
     V axis k = array axis order[k]); ArrayShape queries of it ask for the swapped axis.
@@ -147,12 +146,12 @@ def _operand(mma: ops.Mma, x: Value) -> str:
 
 
 def _rewrite(block: Block, staged: dict[int, bool], casts: set[int]) -> Block:
-    """A copy of `block` with the staged casts rounding toward zero and the loads and shape
+    """A copy of `block` with the staged casts reading the rounded copy's bits as tfloat32 and the loads and shape
     queries of transposed parameters reading the transposed copy (ops are shared where unchanged)."""
     out = []
     for op in block.ops:
-        if isinstance(op, ops.Cast) and op.result.id in casts:
-            op = dataclasses.replace(op, rounding=RoundingMode.RZ)
+        if isinstance(op, ops.Cast) and op.result.id in casts:  # the copy is rounded already
+            op = ops.Bitcast(results=op.results, loc=op.loc, x=op.x, dtype=op.dtype)
         elif isinstance(op, ops.Load) and staged.get(op.array.id):
             op = dataclasses.replace(op, order=op.order[::-1])
         elif isinstance(op, ops.ArrayShape) and staged.get(op.array.id):

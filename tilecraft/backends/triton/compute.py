@@ -128,16 +128,12 @@ def _cast_tf32(w: KernelWriter, op: ops.Cast) -> None:
     exact in tf32 and only widened. On sm_90+ a round to nearest even that only tensor-core
     MMAs read is one `cvt.rn.tf32.f32` instead (`_tc_round_tf32_mma`): the same rounded
     values, at a seventh of the instructions (in a tf32 matmul's K loop, rounding both tiles
-    with the bit sequence issued more instructions than the MMAs took cycles). There a float32
-    rounded toward zero for tensor-core MMAs only is no instruction at all: a tf32 MMA reads
-    only the top 19 bits of each operand, which truncates (the staged kernels of
-    `passes.operand_staging` read operands already rounded to nearest, for which the truncation
-    changes nothing; for other kernels, a NaN whose payload lies only in the low 13 bits reads
-    as an infinity, where the bit helper keeps it a NaN)."""
+    with the bit sequence issued more instructions than the MMAs took cycles). Other modes keep
+    the bit helper everywhere, even toward zero, which the tensor cores' truncation would give
+    for free but for a NaN whose payload lies only in the low 13 bits (the MMA would read an
+    infinity). The staged kernels of `passes.operand_staging` read copies rounded already:
+    they reinterpret the bits (a Bitcast), which costs nothing."""
     x, src = op.x, op.x.tile.dtype
-    if src is D.float32 and op.rounding is RoundingMode.RZ and _only_tensor_core_operand(w, op.result):
-        w.alias(op.result, w.tensor(x))
-        return
     if not is_float(src) and not src.is_restricted:
         raise w.unsupported(f"casts from {src.name} to tfloat32")
     if src is D.float64:
