@@ -8,8 +8,9 @@ bf16 B4 H32 S4096 D128, non-causal, tiles 64x128 and 128x128. Rows, each checked
 - `sdpa cudnn`: torch SDPA with the cuDNN backend, the yardstick of every ratio;
 - `as generated`: the sample launched through tilecraft (`ct.launch`);
 - the Triton source tilecraft generated for it, edited one way at a time (see EDITS): the
-  tile-index clamps dropped, the K/V loop warp-specialized, the persistent grid loop replaced by
-  one program per block; then warps x pipeline stages for the promising edits (K is transposed
+  tile-index clamps dropped, the K/V loop warp-specialized, the tensor descriptors made on the
+  host instead of by every program, the persistent grid loop replaced by one program per block;
+  then warps x pipeline stages for the promising edits (K is transposed
   after its unit dims are dropped by the compiler itself since memory.py's `_permuted`, the
   first finding of this probe);
 - `plain triton`: a flash-attention forward written directly in Triton (online softmax in
@@ -39,7 +40,7 @@ import triton
 import triton.language as tl
 
 from _results import claim
-from probing import Variant, config_label as _cfg, launcher, loaded as _loaded, no_clamps, sub as _sub, variant_adder
+from probing import Variant, config_label as _cfg, host_descriptors, launcher, loaded as _loaded, no_clamps, sub as _sub, variant_adder
 
 B, H, S, D = 4, 32, 4096, 128
 TILES = ((64, 128), (128, 128))
@@ -130,6 +131,7 @@ def variants(kernel: Any) -> list[Variant]:
         adder(name, make, options, base)
     for name, edit in EDITS.items():
         add(name, lambda: edit(src), opts)
+    add("host descriptors", lambda: host_descriptors(src, kernel.lowered.name), opts)
     small = kernel.small_grid_kernel()
     if small is not None:
         add("one program per block", lambda: small.source, small._options, small)
@@ -206,8 +208,12 @@ def compile_only(out) -> None:
                 aligned = set(v.base.lowered.aligned) | {
                     i for i, (name, x) in enumerate(zip(v.base.lowered.signature, flat))
                     if name not in v.base.lowered.grid_params and type(x) is int and x % 16 == 0}
-                return _sm90(_loaded(v, tmp), dict(v.base.lowered.signature), v.options,
-                             {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)})
+                lead = {f"{name}_hd": mangle_type(TensorDescriptor(x, list(x.shape), list(x.stride()), list(block)))
+                        for name, block in v.host_descriptors
+                        for x in [flat[list(v.base.lowered.signature).index(name)]]}
+                shift = len(lead)
+                return _sm90(_loaded(v, tmp), {**lead, **v.base.lowered.signature}, v.options,
+                             {(i + shift,): [["tt.divisibility", 16]] for i in sorted(aligned)})
             record(dict(tiles=f"{tm}x{tn}", variant=v.name, config=v.config), build)
     for name, tm, tn, config in plain_configs():
         options = {k: config[k] for k in ("num_warps", "num_stages")}

@@ -10,7 +10,8 @@ sizes. Rows, each checked against torch (relative error < 1e-2) and then timed (
 - the Triton source tilecraft generated for it, edited one way at a time (EDITS): tile-start
   clamps dropped; the grid loop not flattened into the K loop; the output tile stored in two
   halves (half the epilogue's shared memory, which a fourth pipeline stage can use);
-  warp_specialize on the grid loop or the K loop; one program per output tile;
+  warp_specialize on the grid loop or the K loop; descriptors made on the host (passed as
+  parameters) instead of by each program; one program per output tile;
 - `plain triton`: `triton_reference.py`'s tensor-descriptor matmul, one program per tile and
   persistent (the yardstick kernels of ../shared/bench).
 
@@ -31,7 +32,7 @@ import torch
 import triton
 
 from _results import claim
-from probing import Variant, config_label, launcher, no_clamps, sub, variant_adder
+from probing import Variant, config_label, host_descriptors, launcher, no_clamps, sub, variant_adder
 
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
@@ -87,12 +88,15 @@ def variants(kernel: Any) -> list[Variant]:
     add = variant_adder(out)
     for name, edit in EDITS.items():
         add(name, lambda: edit(src), opts, kernel)
+    add("host descriptors", lambda: host_descriptors(src, kernel.lowered.name), opts, kernel)
     four = dict(opts, num_stages=4)
     add("epilogue halves, 4 stages", lambda: k_stages(epilogue_halves(src), 4), four, kernel)
     add("epilogue halves, 4 stages, no clamps", lambda: no_clamps(k_stages(epilogue_halves(src), 4)), four, kernel)
     small = kernel.small_grid_kernel()
     if small is not None:
         add("one program per tile", lambda: small.source, small._options, small)
+        add("one program per tile, host descriptors", lambda: host_descriptors(small.source, small.lowered.name),
+            small._options, small)
         add("one program per tile, epilogue halves, 4 stages",
             lambda: k_stages(epilogue_halves(small.source), 4), dict(small._options, num_stages=4), small)
     return out

@@ -39,6 +39,25 @@ class Variant:
     options: dict
     base: Any
     error: str | None = None
+    host_descriptors: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (array parameter, block shape)
+
+
+_DEVICE_DESCRIPTOR = re.compile(
+    r"(\w+)_desc = tl\.make_tensor_descriptor\((\w+), shape=\[[^\]]*\], strides=\[[^\]]*\], "
+    r"block_shape=\[([\d, ]+)\], padding_option='zero'\)")
+
+
+def host_descriptors(source: str, kernel: str) -> tuple[str, tuple[tuple[str, tuple[int, ...]], ...]]:
+    """`source` with the descriptors of `kernel` made on the host (Triton's `TensorDescriptor`,
+    passed as new leading parameters `<array>_hd`) instead of in every program (a device-side
+    descriptor is written to global scratch and fenced by each program), and the (array, block
+    shape) list a launch must pass."""
+    found = tuple((m[2], tuple(int(d) for d in m[3].split(", "))) for m in _DEVICE_DESCRIPTOR.finditer(source))
+    if not found:
+        raise ValueError("edit did not apply: no device-side descriptors")
+    source = _DEVICE_DESCRIPTOR.sub(lambda m: f"{m[1]}_desc = {m[2]}_hd", source)
+    params = "".join(f"{array}_hd, " for array, _ in found)
+    return sub(rf"(\ndef {kernel}\()", lambda m: m[1] + params, source), found
 
 
 def config_label(source: str | None, options: dict) -> str:
@@ -48,16 +67,18 @@ def config_label(source: str | None, options: dict) -> str:
 
 
 def variant_adder(out: list[Variant]) -> Callable[..., None]:
-    """`add(name, make, options, base)`: append the variant `make()` builds to `out` (a row with
-    its error when the edit does not apply; nothing when the same source and options are there)."""
-    def add(name: str, make: Callable[[], str], options: dict, base: Any) -> None:
+    """`add(name, make, options, base)`: append the variant `make()` builds (its source, or the
+    source and its host descriptors) to `out` (a row with its error when the edit does not
+    apply; nothing when the same source and options are there)."""
+    def add(name: str, make: Callable[[], str | tuple[str, tuple]], options: dict, base: Any) -> None:
         try:
             made = make()
         except ValueError as exc:
             out.append(Variant(name, config_label(None, options), None, options, base, str(exc)))
             return
+        made, descriptors = made if isinstance(made, tuple) else (made, ())
         if not any(v.source == made and v.options == options for v in out):
-            out.append(Variant(name, config_label(made, options), made, options, base))
+            out.append(Variant(name, config_label(made, options), made, options, base, None, descriptors))
     return add
 
 
@@ -74,6 +95,11 @@ def launcher(var: Variant, grid: tuple[int, int, int], args: tuple, tmp: Path) -
     if var.source is None:
         raise ValueError(var.error)
     fn, flat = loaded(var, tmp), var.base._flatten(*args)
+    if var.host_descriptors:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        names = list(var.base.lowered.signature)
+        flat = (*[TensorDescriptor(t, list(t.shape), list(t.stride()), list(block)) for t, block in
+                  ((flat[names.index(name)], block) for name, block in var.host_descriptors)], *flat)
     if var.base.lowered.grid_loop:
         compiled = fn.run(*flat, *grid, grid=(1, 1, 1), warmup=True, **var.options)
         looped = grid_loop_launch(grid, flat, sm_slots(compiled))
