@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
+from tilecraft.errors import TileArgumentError
 from tilecraft.runtime.kernel import Kernel
 
 
@@ -120,6 +121,18 @@ def test_fast_path_keeps_argument_errors(cache_dir):
     run(k, 3)
     with pytest.raises(TypeError, match="Constant parameter"):
         ct.launch(None, (3,), k, (np.zeros(20, np.float32), np.zeros(20, np.float32), np.zeros(2)))
+
+
+def test_an_array_on_another_device_never_takes_a_cached_entry(cache_dir):
+    """A meta tensor shaped like a cached CPU launch's (torch's get_device() is -1 for both) gets
+    the full path's error naming the argument."""
+    torch = pytest.importorskip("torch")
+    k = ct.kernel(scale_fn)
+    a, b = torch.arange(20, dtype=torch.float32), torch.zeros(20)
+    ct.launch(None, (3,), k, (a, b, 3))
+    torch.testing.assert_close(b, a * 3)
+    with pytest.raises(TileArgumentError, match="Argument `a` cannot be passed to this backend"):
+        ct.launch(None, (3,), k, (a.to("meta"), b, 3))
 
 
 _KERNEL_FILE = """

@@ -2,12 +2,18 @@
 variant, skipping classification, spec construction and hashing of frozen specs.
 
 The key holds what decides the variant and the launch checks: each tensor's type, dtype,
-device, strides, shape and 16-byte base alignment (shape and strides also decide 64-bit
-indexing); for NumPy arrays also whether they are writable (a read-only array the kernel
-writes is refused on the full path, so it must never find a fast entry); each Constant's
+device (`.device`: `get_device()` is -1 on CPU and meta alike), strides, shape and 16-byte base
+alignment (shape and strides also decide 64-bit indexing); for NumPy arrays also whether they
+are writable (a read-only array the kernel writes is refused on the full path, so it must
+never find a fast entry); each Constant's
 `constant_key` (floats by their bits: 0.0 and -0.0 differ); each scalar's type. Anything the
 fast key cannot describe returns None and takes the full path, which also produces every error
 message.
+
+The key is one flat tuple (an array's five items inline, not a tuple per argument: less to build,
+hash and compare on each launch). It still reads back one way only: a Constant is one item, and
+at any other parameter the first item says how many follow (a torch dtype or a NumPy dtype: the
+array's five; a type: a scalar's one), so argument lists of different types never share a key.
 
 `typed_keyer` writes `fast_key` out for one list of argument types: the same key, without the
 per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).
@@ -47,7 +53,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
             if t.__name__ not in ("Tensor", "Parameter"):
                 return None
             flat.append(v)
-            key.append((v.dtype, v.get_device(), v.stride(), v.shape, v.data_ptr() & 15))
+            key += (v.dtype, v.device, v.stride(), v.shape, v.data_ptr() & 15)
         elif t is int:
             if not -_BIG <= v < _BIG:
                 return None
@@ -58,7 +64,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
             key.append(t)
         elif t is np.ndarray:
             flat.append(v)
-            key.append((v.dtype, v.strides, v.shape, v.ctypes.data & 15, v.flags.writeable))
+            key += (v.dtype, v.strides, v.shape, v.ctypes.data & 15, v.flags.writeable)
         else:
             return None  # tuples, NumPy scalars and everything else take the full path
     k = tuple(key)
@@ -88,10 +94,10 @@ def typed_keyer(plan: tuple[bool, ...], args: tuple) -> Keyer | None:
             continue
         flat.append(a)
         if t.__module__ == "torch":
-            parts.append(f"({a}.dtype, {a}.get_device(), {a}.stride(), {a}.shape, {a}.data_ptr() & 15)")
+            parts.append(f"{a}.dtype, {a}.device, {a}.stride(), {a}.shape, {a}.data_ptr() & 15")
             continue
         if t is np.ndarray:
-            parts.append(f"({a}.dtype, {a}.strides, {a}.shape, {a}.ctypes.data & 15, {a}.flags.writeable)")
+            parts.append(f"{a}.dtype, {a}.strides, {a}.shape, {a}.ctypes.data & 15, {a}.flags.writeable")
             continue
         if t is int:
             guards.append(f"not -BIG <= {a} < BIG")
