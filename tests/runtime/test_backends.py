@@ -56,6 +56,32 @@ def test_a_registered_backend_launches_by_name(toy, monkeypatch):
     assert toy.backend.compiled == 2
 
 
+def test_a_backend_variable_change_takes_effect_on_the_next_launch(toy, monkeypatch):
+    """TILECRAFT_BACKEND is part of the fast path's key: changed between launches of the same
+    arguments, the next launch follows it (and an unknown name fails there, as on a first launch)."""
+    monkeypatch.delenv("TILECRAFT_BACKEND", raising=False)
+    k = ct.kernel(double_fn)
+    a = np.arange(16, dtype=np.float32)
+
+    def launch() -> None:
+        b = np.full(16, np.nan, np.float32)
+        ct.launch(None, (2,), k, (a, b))
+        np.testing.assert_array_equal(b, a * 2)
+    launch()
+    launch()
+    monkeypatch.setenv("TILECRAFT_BACKEND", "toy")
+    launch()
+    assert toy.backend.compiled == 1 and [key.backend for key in k.variants] == ["interpreter", "toy"]
+    monkeypatch.setenv("TILECRAFT_BACKEND", "tpu")
+    with pytest.raises(ValueError, match="TILECRAFT_BACKEND = 'tpu' is not a backend"):
+        launch()
+    monkeypatch.delenv("TILECRAFT_BACKEND")
+    with monkeypatch.context() as m:  # back to the first setting: its fast entry, no describe
+        m.setattr(type(k), "describe", lambda *_: pytest.fail("full path taken"))
+        launch()
+    assert toy.backend.compiled == 1 and len(k.variants) == 2
+
+
 def test_unknown_backends_are_refused_with_the_registered_names(toy, monkeypatch):
     k = ct.kernel(double_fn)
     args = (np.zeros(16, np.float32), np.zeros(16, np.float32))

@@ -95,7 +95,7 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     # a dependent launch takes the full path: the fast path's launchers are compiled without PDL
     fast = None if programmatic_dependent_launch else kernel.fast_key(kernel_args)
     if fast is not None:
-        fast_entry = (fast[0], backend, knobs.BACKEND.get())
+        fast_entry = (fast[0], backend, knobs.BACKEND.raw())  # a TILECRAFT_BACKEND change misses
         hit = kernel.fast.get(fast_entry)
         if hit is not None:
             compiled, spec, as_given = hit
