@@ -1,0 +1,368 @@
+"""Can a warp-specialized Hopper matmul written in Gluon (Triton 3.6's lower-level language) beat
+cuBLAS clearly where plain Triton tops out at ~1.0-1.05x? (GPU only; a probe for deciding whether
+tilecraft's Triton backend should emit Gluon for matmul-shaped kernels, not a product benchmark.)
+
+C = A @ B, A (M,K) and B (K,N) row-major fp16/bf16, fp32 accumulation, C in the input dtype. One
+persistent kernel (grid = SMs, grouped tile order GROUP_M=8) in three warp-specialized parts:
+
+- a producer warp issuing TMA loads of A [BM,BK] and B [BK,BN] into a STAGES-deep shared-memory
+  ring (`ready` mbarriers carry the TMA byte count, `empty` mbarriers return the slot);
+- two consumer warpgroups doing async wgmma (one in flight: wait(1) frees the previous slot)
+  and the epilogue (fp32 -> C dtype in registers, shared memory, TMA store, left in flight until
+  the next tile's epilogue). `coop`: both warpgroups work on every tile, each its 64-row half
+  (the slot is free once both released it). `pingpong`: the warpgroups take alternate tiles of
+  BMxBN each, one's main loop overlapping the other's epilogue; an `order` mbarrier pair hands
+  the ring from one to the other, so each waits on a slot at most one phase ahead of it.
+
+Edges need no masks: TMA loads fill out-of-bounds elements with zeros (the K tail adds nothing)
+and TMA stores clip. Cases fp16 4096^3, bf16 8192^3, bf16 4000x3000x2000; each row is checked
+against an fp32 reference (relative error < 1e-2, output poisoned with NaN first), then timed
+(median of `triton.testing.do_bench`) next to torch `a @ b` and plain Triton's persistent
+tensor-descriptor matmul (triton_reference.py) in the same process. A config that fails is a
+row with its error; rows not started by BUDGET_S are skipped.
+
+    PYTHONPATH=$PWD python3 benchmarks/gluon_matmul_probe.py --out $OUT/gluon-matmul-probe.json
+    PYTHONPATH=$PWD python3 benchmarks/gluon_matmul_probe.py --compile-only --out x.json  # no GPU:
+        # every config compiled for sm_90 (shared memory, registers, spills, or the error)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
+                                                              warpgroup_mma_wait)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from _results import claim
+
+CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
+         ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
+         ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
+GROUP_M = 8
+BUDGET_S = 100.0  # rows not started by then are skipped
+HANG_S = 60.0  # a row (compile, check, timing) not done by then is a deadlock: the run stops
+GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One build of the kernel. BM x BN is the tile a TMA load covers (in `coop` the CTA's output
+    tile, in `pingpong` each warpgroup's); EPI_N the columns of one epilogue store (BN, or a
+    fraction of it to leave shared memory for another stage); REGS the registers per thread of
+    the consumer warpgroups and of the producer (setmaxnreg), MAXNREG the kernel's launch bound."""
+
+    mode: str  # "coop" or "pingpong"
+    BM: int
+    BN: int
+    BK: int
+    STAGES: int
+    EPI_N: int
+    REGS: tuple[int, int] = (232, 40)
+    MAXNREG: int = 168
+
+    @property
+    def label(self) -> str:
+        epi = "" if self.EPI_N == self.BN else f" epi{self.EPI_N}"
+        return f"{self.mode} {self.BM}x{self.BN}x{self.BK} s{self.STAGES}{epi}"
+
+    @property
+    def rows(self) -> int:
+        """Rows of C one consumer warpgroup owns per tile."""
+        return self.BM // 2 if self.mode == "coop" else self.BM
+
+
+CONFIGS = (
+    Config("coop", 128, 256, 64, 3, 256),
+    Config("coop", 128, 256, 64, 4, 128),
+    Config("pingpong", 128, 128, 64, 4, 128),
+    Config("pingpong", 128, 128, 64, 5, 128),
+    Config("coop", 128, 128, 64, 4, 128),
+)
+
+
+# ---- the kernel ---------------------------------------------------------------------------------
+@gluon.jit
+def _tile_offsets(tile_id, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GROUP: gl.constexpr):
+    """Row and column of output tile `tile_id` in grouped order: GROUP tile rows at a time,
+    column by column, so the programs running together share A rows and B columns in L2."""
+    per_group = GROUP * num_n
+    first_m = (tile_id // per_group) * GROUP
+    group_m = gl.minimum(num_m - first_m, GROUP)
+    pid_m = first_m + (tile_id % per_group) % group_m
+    pid_n = (tile_id % per_group) // group_m
+    return pid_m * BM, pid_n * BN
+
+
+@gluon.jit
+def _producer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order,
+              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
+    """One warp: for every k step of every tile of this program, wait for the slot to be free,
+    then TMA-load A and B into it with the slot's `ready` barrier expecting their bytes."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[1]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    M = a_desc.shape[0]
+    K = a_desc.shape[1]
+    N = b_desc.shape[1]
+    num_m = gl.cdiv(M, BM)
+    num_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    it = 0
+    for tile_id in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
+        off_m, off_n = _tile_offsets(tile_id, num_m, num_n, BM, BN, GROUP)
+        for kk in range(k_steps):
+            s = it % STAGES
+            # a fresh barrier counts as having completed the phase before phase 0: pass at once
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+            bar = ready.index(s)
+            mbarrier.expect(bar, a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, kk * BK], bar, a_bufs.index(s))
+            tma.async_copy_global_to_shared(b_desc, [kk * BK, off_n], bar, b_bufs.index(s))
+            it += 1
+
+
+@gluon.jit
+def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order,
+              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
+    """One warpgroup (WG 0 or 1): wgmma over the ring, one MMA in flight, then the epilogue."""
+    BM: gl.constexpr = a_desc.block_type.shape[0]
+    BK: gl.constexpr = a_desc.block_type.shape[1]
+    BN: gl.constexpr = b_desc.block_type.shape[1]
+    STAGES: gl.constexpr = a_bufs.type.shape[0]
+    ROWS: gl.constexpr = c_desc.block_type.shape[0]  # BM in pingpong, BM // 2 in coop
+    EPI_N: gl.constexpr = c_desc.block_type.shape[1]
+    dtype: gl.constexpr = c_desc.dtype
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                         instr_shape=[16, BN, 16])
+    row0: gl.constexpr = 0 if PINGPONG else WG * ROWS
+    c_smem = c_bufs.index(WG)
+    M = a_desc.shape[0]
+    K = a_desc.shape[1]
+    N = b_desc.shape[1]
+    num_m = gl.cdiv(M, BM)
+    num_n = gl.cdiv(N, BN)
+    k_steps = gl.cdiv(K, BK)
+    pid = gl.program_id(0)
+    nprog = gl.num_programs(0)
+    my_tiles = gl.cdiv(num_m * num_n - pid, nprog)
+    for j in range(WG * PINGPONG, my_tiles, 1 + PINGPONG):  # pingpong: every other tile
+        off_m, off_n = _tile_offsets(pid + j * nprog, num_m, num_n, BM, BN, GROUP)
+        if PINGPONG:  # my turn on the ring: the other warpgroup has issued its last MMA
+            mbarrier.wait(order.index(WG), ((j // 2) & 1) ^ (1 - WG))
+        acc = gl.zeros([ROWS, BN], gl.float32, acc_layout)
+        it = j * k_steps
+        for kk in range(k_steps):
+            s = it % STAGES
+            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+            a = a_bufs.index(s)
+            if not PINGPONG:
+                a = a.slice(row0, ROWS, dim=0)
+            acc = warpgroup_mma(a, b_bufs.index(s), acc, use_acc=kk > 0, is_async=True)
+            acc = warpgroup_mma_wait(1, deps=(acc, ))
+            # the MMA before this one is done: its slot can be refilled
+            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=kk > 0)
+            it += 1
+        if PINGPONG:
+            mbarrier.arrive(order.index(1 - WG))
+        acc = warpgroup_mma_wait(0, deps=(acc, ))
+        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+        out = acc.to(dtype)
+        if EPI_N == BN:
+            tma.store_wait(0)  # the previous tile's store has read c_smem
+            c_smem.store(out)
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m + row0, off_n], c_smem)
+        else:
+            gl.static_assert(BN == 2 * EPI_N, "the epilogue splits a tile in two halves at most")
+            lo, hi = out.reshape([ROWS, 2, EPI_N]).permute(0, 2, 1).split()
+            tma.store_wait(0)
+            c_smem.store(lo)
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m + row0, off_n], c_smem)
+            tma.store_wait(0)
+            c_smem.store(hi)
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m + row0, off_n + EPI_N], c_smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def gluon_matmul_kernel(a_desc, b_desc, c_desc, GROUP: gl.constexpr, PINGPONG: gl.constexpr,
+                        STAGES: gl.constexpr, REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+    """Persistent warp-specialized C = A @ B (see the module docstring)."""
+    dtype: gl.constexpr = a_desc.dtype
+    a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_bufs = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_bufs = gl.allocate_shared_memory(dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    order = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1 if PINGPONG else 2)  # one release per consumer
+    for i in gl.static_range(2):
+        mbarrier.init(order.index(i), count=1)
+    gl.warp_specialize([
+        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0)),
+        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 1)),
+        (_producer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0)),
+    ], [4, 1], [REGS, PRODUCER_REGS])
+
+
+# ---- host side ----------------------------------------------------------------------------------
+def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: Config) -> tuple:
+    """Gluon TMA descriptors of A [BM,BK], B [BK,BN] and C [rows, EPI_N] blocks."""
+    dt = GL_DTYPES[a.dtype]
+
+    def desc(t: torch.Tensor, block: list[int]) -> TensorDescriptor:
+        return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, dt))
+    return (desc(a, [cfg.BM, cfg.BK]), desc(b, [cfg.BK, cfg.BN]), desc(c, [cfg.rows, cfg.EPI_N]))
+
+
+def constexprs(cfg: Config) -> dict[str, Any]:
+    return dict(GROUP=GROUP_M, PINGPONG=cfg.mode == "pingpong", STAGES=cfg.STAGES,
+                REGS=cfg.REGS[0], PRODUCER_REGS=cfg.REGS[1])
+
+
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: Config, sms: int) -> Callable[[], None]:
+    """The launch of `cfg` computing c = a @ b (descriptors built once, outside the timing)."""
+    m, n = c.shape
+    descs = descriptors(a, b, c, cfg)
+    grid = (min(sms, triton.cdiv(m, cfg.BM) * triton.cdiv(n, cfg.BN)), )
+    kw = dict(constexprs(cfg), num_warps=4, maxnreg=cfg.MAXNREG)
+    return lambda: gluon_matmul_kernel[grid](*descs, **kw)
+
+
+def error_line(exc: BaseException) -> str:
+    """The innermost cause of `exc` in one line: a Gluon compile error's last line is a caret
+    under the failing call, and the message that says why is its cause's."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+
+
+# ---- compile-only check (no GPU) ----------------------------------------------------------------
+def sm90_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
+    """`cfg` compiled for sm_90 here: shared memory (and whether an sm_90 block may have that
+    much), warps, registers, spills, and how the partitions' registers were set (setmaxnreg)."""
+    import re
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import mangle_type
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.tools.inspection import _resources
+    x = torch.empty(8192, 8192, dtype=dtype)
+    sig = {name: mangle_type(d) for name, d in zip(("a_desc", "b_desc", "c_desc"), descriptors(x, x, x, cfg))}
+    consts = constexprs(cfg)
+    sig.update({k: "constexpr" for k in consts})
+    src = GluonASTSource(gluon_matmul_kernel, signature=sig, constexprs=consts)
+    binary = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=cfg.MAXNREG))
+    regs, spills = _resources(binary.asm["cubin"])
+    return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
+                warps=binary.metadata.num_warps, registers=regs, spills=spills,
+                setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))))
+
+
+def compile_only(out) -> None:
+    rows = []
+    for cfg in CONFIGS:
+        row: dict[str, Any] = dict(config=cfg.label)
+        start = time.perf_counter()
+        try:
+            row.update(sm90_resources(cfg))
+        except Exception as exc:  # noqa: BLE001 - a config that does not build is a finding
+            row["error"] = error_line(exc)
+        row["compile_s"] = round(time.perf_counter() - start, 2)
+        rows.append(row)
+        print(row, flush=True)
+        out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
+
+
+# ---- the GPU run --------------------------------------------------------------------------------
+def hang_watchdog(out, doc: dict, name: str) -> threading.Timer:
+    """A started timer that, unless cancelled within HANG_S, records `name` as hung in `doc`
+    and ends the process (status 3): a kernel whose barriers deadlock never returns, and the
+    rows measured so far are kept."""
+    def fire() -> None:
+        doc["hung"] = name
+        out.write_json(doc)
+        print(f"{name}: no result after {HANG_S:.0f} s, giving up", flush=True)
+        os._exit(3)
+    timer = threading.Timer(HANG_S, fire)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def gpu_run(out) -> None:
+    import triton_reference
+    from tilecraft.backends.triton.launching import ensure_allocator
+    ensure_allocator()
+    start = time.perf_counter()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    doc: dict[str, Any] = {"rows": [], "skipped": [], "torch": torch.__version__, "triton": triton.__version__,
+                           "gpu": torch.cuda.get_device_name(), "sms": sms}
+    for case, dt, (m, n, k) in CASES:
+        a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
+        c = torch.empty(m, n, device="cuda", dtype=dt)
+        ref = a.float() @ b.float()
+        flop = 2 * m * n * k
+        t_torch = triton.testing.do_bench(lambda: a @ b, rep=100, return_mode="median")
+
+        def record(name: str, build: Callable[[], Callable[[], Any]]) -> None:
+            if time.perf_counter() - start > BUDGET_S:
+                doc["skipped"].append(f"{case} {name}")
+                return
+            row: dict[str, Any] = dict(case=case, config=name, torch_ms=t_torch)
+            t0 = time.perf_counter()
+            watchdog = hang_watchdog(out, doc, f"{case} {name}")
+            try:
+                fn = build()
+                c.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                row["rel_err"] = float((c.float() - ref).norm() / ref.norm())
+                row["build_s"] = round(time.perf_counter() - t0, 2)
+                if row["rel_err"] < 1e-2:
+                    t = triton.testing.do_bench(fn, rep=100, return_mode="median")
+                    row.update(ms=t, ratio=t_torch / t, tflops=flop / t / 1e9)
+            except Exception as exc:  # noqa: BLE001 - a config that fails is a row, not the end
+                row["error"] = error_line(exc)
+            watchdog.cancel()
+            doc["rows"].append(row)
+            print(f"{case:20s} {name:36s} " + (f"{row['ratio']:.3f}x torch {row['tflops']:.0f} TFLOP/s"
+                  if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+            out.write_json(doc)
+
+        record("torch", lambda: lambda: torch.matmul(a, b, out=c))
+        record("plain triton persistent w8 s3",
+               lambda: lambda: triton_reference.matmul(a, b, c, "desc", persistent=True))
+        for cfg in CONFIGS:
+            record(f"gluon {cfg.label}", lambda cfg=cfg: launch(a, b, c, cfg, sms))
+    doc["seconds"] = round(time.perf_counter() - start, 1)
+    out.write_json(doc)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--compile-only", action="store_true", help="no GPU: compile every config for sm_90")
+    args = parser.parse_args()
+    out = claim(args.out)
+    (compile_only if args.compile_only else gpu_run)(out)
+
+
+if __name__ == "__main__":
+    main()
