@@ -104,20 +104,24 @@ def _tile_offsets(tile_id, num_m, num_n, BM: gl.constexpr, BN: gl.constexpr, GRO
 
 
 @gluon.jit
+def _steps(a_desc, b_desc):
+    """Output tiles along M and N, and k steps per tile, for the descriptors' blocks."""
+    num_m = gl.cdiv(a_desc.shape[0], a_desc.block_type.shape[0])
+    num_n = gl.cdiv(b_desc.shape[1], b_desc.block_type.shape[1])
+    return num_m, num_n, gl.cdiv(a_desc.shape[1], a_desc.block_type.shape[1])
+
+
+@gluon.jit
 def _producer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order,
               GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
     """One warp: for every k step of every tile of this program, wait for the slot to be free,
-    then TMA-load A and B into it with the slot's `ready` barrier expecting their bytes."""
+    then TMA-load A and B into it with the slot's `ready` barrier expecting their bytes. (All
+    partitions take the same arguments; this one needs neither C nor `order`.)"""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
     STAGES: gl.constexpr = a_bufs.type.shape[0]
-    M = a_desc.shape[0]
-    K = a_desc.shape[1]
-    N = b_desc.shape[1]
-    num_m = gl.cdiv(M, BM)
-    num_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
+    num_m, num_n, k_steps = _steps(a_desc, b_desc)
     it = 0
     for tile_id in range(gl.program_id(0), num_m * num_n, gl.num_programs(0)):
         off_m, off_n = _tile_offsets(tile_id, num_m, num_n, BM, BN, GROUP)
@@ -147,12 +151,7 @@ def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, orde
                                                          instr_shape=[16, BN, 16])
     row0: gl.constexpr = 0 if PINGPONG else WG * ROWS
     c_smem = c_bufs.index(WG)
-    M = a_desc.shape[0]
-    K = a_desc.shape[1]
-    N = b_desc.shape[1]
-    num_m = gl.cdiv(M, BM)
-    num_n = gl.cdiv(N, BN)
-    k_steps = gl.cdiv(K, BK)
+    num_m, num_n, k_steps = _steps(a_desc, b_desc)
     pid = gl.program_id(0)
     nprog = gl.num_programs(0)
     my_tiles = gl.cdiv(num_m * num_n - pid, nprog)
