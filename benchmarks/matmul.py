@@ -119,8 +119,9 @@ def synchronize(device: torch.device) -> None:
 
 
 def make_runner(impl: str, case: Case, A: torch.Tensor, B: torch.Tensor, C: torch.Tensor,
-                sms: int) -> Callable[[], Any]:
-    """A no-argument callable computing C = A @ B with `impl`."""
+                sms: int, backend: str | None = None) -> Callable[[], Any]:
+    """A no-argument callable computing C = A @ B with `impl` (a tilecraft one launched on
+    `backend` when given, else on the default backend)."""
     if impl == "torch":
         return lambda: torch.matmul(A, B, out=C)
     if impl in ("triton-ptr", "triton-desc"):
@@ -134,9 +135,10 @@ def make_runner(impl: str, case: Case, A: torch.Tensor, B: torch.Tensor, C: torc
         kernel, grid = persistent_matmul_kernel, (min(sms, num_tiles), 1, 1)
     else:
         kernel, grid = matmul_kernel, (num_tiles, 1, 1)
+    options = {} if backend is None else {"backend": backend}
     if A.is_cuda:
-        return lambda: ct.launch(torch.cuda.current_stream(), grid, kernel, (A, B, C, tm, tn, tk))
-    return lambda: ct.launch(None, grid, kernel, (A, B, C, tm, tn, tk))
+        return lambda: ct.launch(torch.cuda.current_stream(), grid, kernel, (A, B, C, tm, tn, tk), **options)
+    return lambda: ct.launch(None, grid, kernel, (A, B, C, tm, tn, tk), **options)
 
 
 class CudaTimer:
@@ -193,9 +195,11 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms: int,
-                 seed: int, impls: tuple[str, ...] = IMPLS) -> list[dict[str, Any]]:
+                 seed: int, impls: tuple[str, ...] = IMPLS,
+                 backends: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """Check and time `impls` (tilecraft and torch among them) on one case; returns one record
-    per implementation."""
+    per implementation. `backends`: further tilecraft implementations among `impls` -> the
+    tilecraft backend each launches the sample on."""
     gen = torch.Generator(device=device).manual_seed(seed)
     A = torch.randn(case.M, case.K, device=device, generator=gen).to(case.dtype)
     B = torch.randn(case.K, case.N, device=device, generator=gen).to(case.dtype)
@@ -208,7 +212,7 @@ def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms:
                                "tiles": None if impl == "torch" else list(tiles_for(case.dtype))}
         records.append(rec)
         with recorded_failure(rec):
-            run = make_runner(impl, case, A, B, C, sms)
+            run = make_runner(impl, case, A, B, C, sms, (backends or {}).get(impl))
             C.fill_(math.nan)
             start = time.perf_counter()
             run()

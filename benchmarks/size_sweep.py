@@ -15,8 +15,15 @@ passed are skipped and listed. ratio_torch (matmul) and x_torch (rowwise) = torc
 ms: above 1, faster than torch.
 
     PYTHONPATH=$PWD python benchmarks/size_sweep.py --out $OUT/size-sweep.json [--budget-s 150]
+    PYTHONPATH=$PWD python benchmarks/size_sweep.py --split-k auto,2,4,8 --out $OUT/split-k.json
     PYTHONPATH=$PWD python benchmarks/size_sweep.py --cpu-smoke --out /tmp/sweep.json
     python benchmarks/plot_sweep.py FILE.json            # the PNG: CPU, needs matplotlib
+
+--split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
+split may pay: its grid of 128x256 tiles fills at most a few waves), unsplit and with its K loop
+split (passes/split_k.py) next to torch, interleaved: one implementation `tilecraft-s<N>` per
+count N of COUNTS, where `auto` is the count `backends.splitting.auto_splits` gives the grid on
+this GPU (none where it declines: a grid over half the SMs), forced on a backend of its own.
 
 --cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
 TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks them; no timing.
@@ -40,7 +47,10 @@ import torch
 import rowwise  # benchmarks/ is sys.path[0] when this file is run
 from _results import claim
 from matmul import (DTYPE_NAMES, Case, CudaTimer, default_out, measure_case, meta, print_table, recorded_failure,
-                    start_run)
+                    start_run, tiles_for)
+from tilecraft import cdiv
+from tilecraft.backends import registry
+from tilecraft.backends.splitting import auto_splits
 
 IMPLS = ("tilecraft", "torch")
 HALF = (torch.float16, torch.bfloat16)
@@ -50,6 +60,7 @@ TF32 = (512, 1024, 2048, 4096)
 ROWS = 8192
 ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 
+SPLIT_SQUARE = (512, 1024, 1536, 2048)
 SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
 SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
 
@@ -59,10 +70,13 @@ def matmul_case(m: int, n: int, k: int, dtype: torch.dtype) -> Case:
     return Case(label.replace(" ", "-"), label, m, n, k, dtype)
 
 
-def matmul_cases(smoke: bool) -> list[Case]:
-    """fp16 and bf16 squares, then the odd shapes, then tf32; or the CPU smoke cases."""
+def matmul_cases(smoke: bool, split: bool = False) -> list[Case]:
+    """fp16 and bf16 squares, then the odd shapes, then tf32; or the CPU smoke cases; `split`:
+    the fp16 squares of SPLIT_SQUARE (the fp16 smoke cases)."""
     if smoke:
-        return [matmul_case(*shape) for shape in SMOKE_MATMUL]
+        return [matmul_case(*shape) for shape in SMOKE_MATMUL if not split or shape[3] is torch.float16]
+    if split:
+        return [matmul_case(s, s, s, torch.float16) for s in SPLIT_SQUARE]
     return ([matmul_case(s, s, s, d) for d in HALF for s in SQUARE]
             + [matmul_case(*shape, d) for d in HALF for shape in ODD]
             + [matmul_case(s, s, s, torch.float32) for s in TF32])
@@ -74,14 +88,44 @@ def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
     return [(kind, rows, cols) for kind in rowwise.KINDS for cols in lengths]
 
 
+def split_backend(splits: int) -> str:
+    """The name of the tilecraft backend of this run (TILECRAFT_BACKEND, default triton; a
+    Triton one) with every 1-D launch split `splits` ways, registered on first use."""
+    from tilecraft.backends.triton import TritonBackend
+
+    base = registry.get(os.environ.get("TILECRAFT_BACKEND") or "triton")
+    if base is None or not isinstance(base.backend, TritonBackend):
+        raise SystemExit("--split-k needs a Triton backend (TILECRAFT_BACKEND=triton or triton-interpret)")
+    name = f"{base.name}-split{splits}"
+    if registry.get(name) is None:
+        kind = base.backend.kind
+        registry.register(registry.BackendSpec(name, base.device, lambda: TritonBackend(kind, split_k=splits),
+                                               base.to_array, base.packages))
+    return name
+
+
+def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, dict[str, str]]:
+    """(the automatic split count of `case`'s grid, or None; split implementation -> its backend)
+    for the --split-k `counts` ("auto" or a number)."""
+    tm, tn, _ = tiles_for(case.dtype)
+    auto = auto_splits((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms)
+    chosen = [auto if c == "auto" else int(c) for c in counts]
+    return auto, {f"tilecraft-s{n}": split_backend(n) for n in dict.fromkeys(chosen) if n is not None}
+
+
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
-                 seed: int) -> list[dict[str, Any]]:
-    """The records of matmul.measure_case for tilecraft and torch, with the FLOPs and whether the
-    shape is one of the odd ones (plot_sweep.py draws those apart from the squares' line)."""
-    records = measure_case(case, device, timer, sms, seed, IMPLS)
+                 seed: int, counts: list[str] | None = None) -> list[dict[str, Any]]:
+    """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
+    --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
+    those apart from the squares' line)."""
+    auto, backends = split_impls(case, sms, counts) if counts else (None, {})
+    records = measure_case(case, device, timer, sms, seed, IMPLS + tuple(backends), backends)
     odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
     for rec in records:
         rec.update(flops=case.flops, odd_shape=odd)
+        if counts:
+            split = rec["impl"] in backends
+            rec.update(auto_splits=auto, splits=int(rec["impl"].removeprefix("tilecraft-s")) if split else None)
     print_table(records, header=False)
     return records
 
@@ -99,10 +143,20 @@ def sweep_rowwise(kind: str, rows: int, cols: int, timer: CudaTimer | None) -> l
     return [failed]
 
 
+def split_counts(text: str) -> list[str]:
+    """--split-k's value: "auto" or split counts >= 1, comma-separated."""
+    counts = text.split(",")
+    if not all(c == "auto" or (c.isdigit() and int(c) >= 1) for c in counts):
+        raise argparse.ArgumentTypeError(f"expected 'auto' or split counts >= 1, comma-separated: {text!r}")
+    return counts
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/size-sweep-<date>.json)")
     p.add_argument("--only", choices=("matmul", "rowwise"), help="one of the two sweeps")
+    p.add_argument("--split-k", metavar="COUNTS", type=split_counts,
+                   help="the split-K comparison instead (see above): comma-separated split counts or 'auto'")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")
     p.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left after this")
     p.add_argument("--min-runs", type=int, default=50, help="timed runs per measurement, at least")
@@ -121,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                            "matmul": [], "rowwise": [], "skipped": []}
     print(f"{doc['meta']['device']}  tilecraft backend {doc['meta']['tilecraft_backend']}  "
           f"budget {args.budget_s:.0f} s", flush=True)
-    jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke)]
-    jobs += [] if args.only == "matmul" else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]
+    doc["meta"]["split_k"] = args.split_k
+    split = bool(args.split_k)
+    jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke, split)]
+    jobs += [] if args.only == "matmul" or split else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]
     if jobs and jobs[0][0] == "matmul":
         print_table([])  # the matmul header
     started = time.perf_counter()
@@ -131,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             doc["skipped"].append(case.label if sweep == "matmul" else "{} {}x{}".format(*case))
             continue
         if sweep == "matmul":
-            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i)
+            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k)
         else:
             doc["rowwise"] += sweep_rowwise(*case, timer)
         doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)

@@ -309,6 +309,37 @@ def test_descriptor_stores_only_into_dense_arrays(dense):
         assert np.isnan(backing.numpy()[:, 20:]).all() and np.isnan(backing.numpy()[13:]).all()
 
 
+@pytest.mark.parametrize("padding", [PaddingMode.ZERO, PaddingMode.NAN])
+def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
+    """From HOST_DESCRIPTOR_BLOCKS blocks a one-program-per-block kernel launches its variant
+    whose descriptors are parameters made on the host: same tiles, padding and dropped
+    out-of-bounds lanes as descriptors made in the kernel; below it, and for an empty array,
+    the kernel as compiled."""
+    from tilecraft.backends.triton import launching
+    k = K("host_descriptors")
+    a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    k.store(o, [i, j], k.load(a, [i, j], (4, 8), order=(1, 0), padding=padding))
+    a_t = randn(13, 12)[:, :10]  # V = A^T is 10 x 13: partial tiles on both edges
+    out = poison((10, 16))  # rows 10..11 of the last tiles dropped, columns 13..15 the padding
+    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 6)
+    kernel = run(k, (3, 2), [a_t, out], INTERP_DESC)
+    host = kernel.host_descriptor_kernel()
+    assert host is not None and host.target.host_descriptors
+    assert "make_tensor_descriptor" not in host.source and "make_tensor_descriptor" in kernel.source
+    assert [t for t in host.lowered.signature.values() if t.startswith("tensordesc")] == [
+        "tensordesc<fp32[8, 4]>", "tensordesc<fp32[4, 8]>"]
+    want = np.full((10, 16), PAD_VALUES[padding], np.float32)
+    want[:, :13] = a_t.numpy().T
+    np.testing.assert_array_equal(out.numpy(), want)
+    calls = []
+    monkeypatch.setattr(host, "launch", lambda grid, *a, **kw: calls.append(grid))
+    kernel.launch((3, 2, 1), [a_t, out], None)
+    kernel.launch((3, 1, 1), [a_t, out], None)  # 3 blocks: the kernel as compiled, not delegated
+    kernel.launch((3, 2, 1), [a_t[:0], out], None)  # an empty array: no host descriptor
+    assert calls == [(3, 2, 1)]
+
+
 def test_zero_d_array_beside_descriptor_loads():
     k = K("sum_to_scalar")
     a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 0)
@@ -1096,6 +1127,31 @@ def test_load_latency_sets_the_loop_stages():
     a, b, c = randn(37, 45, dtype=torch.float16), randn(45, 29, dtype=torch.float16), poison((37, 29))
     run(_matmul(D.float16, D.float32, D.float32, latency=3), (3, 2), [a, b, c])
     np.testing.assert_allclose(c.double().numpy(), a.double().numpy() @ b.double().numpy(), rtol=1e-3, atol=1e-2)
+
+
+def _tile_sum(latency):
+    """Out[:16, :32] = the sum of X's (16, 32) tiles down axis 0: a loop of loads and adds."""
+    k = K("tile_sum")
+    x, out = k.array("X", D.float32, 2), k.array("Out", D.float32, 2)
+    zero = k.const(0)
+    tiles = k.binary(BinaryFn.FLOORDIV, k.array_shape(x, 0), k.const(16))
+    total = k.for_(zero, tiles, k.const(1), [k.full((16, 32), 0.0, D.float32)],
+                   lambda j, acc: [k.binary(BinaryFn.ADD, acc, k.load(x, [j, zero], (16, 32), latency=latency))])
+    k.store(out, [zero, zero], total)
+    return k
+
+
+@dynamic_loops
+def test_load_latency_pipelines_a_loop_without_mma():
+    """A loop without an MMA runs as `tl.range(num_stages=)` only when its loads carry latency
+    hints (split-K's FINISH: heuristics.hinted_loops), with the largest hint as its stages."""
+    def source(latency):
+        return lower(_tile_sum(latency).fn(), [None] * 2, Target(interpret=False, descriptors=False)).source
+    assert "tl.range(" not in source(None)
+    assert "num_stages=5)" in source(5)
+    x, out = randn(48, 32), poison((16, 32))
+    run(_tile_sum(5), (1,), [x, out])
+    np.testing.assert_allclose(out.double().numpy(), x.double().numpy().reshape(3, 16, 32).sum(axis=0), atol=1e-5)
 
 
 @pytest.mark.parametrize("dtype, acc", [(D.float32, D.float32), (D.float16, D.float32)], ids=["f32", "f16"])

@@ -11,11 +11,12 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
+from tilecraft.backends.triton.heuristics import hinted_loops
 from tilecraft.backends.triton.operand_staging import StagedKernel
-from tilecraft.ir import verify
+from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
-from tilecraft.passes.split_k import split_k
+from tilecraft.passes.split_k import FINISH_LATENCY, FINISH_ROWS, split_k
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
@@ -183,9 +184,11 @@ def scaled_matmul_bias(A, B, C, bias, alpha: float, t: ConstInt):
     ct.store(C, index=(row, col), tile=out.astype(C.dtype))
 
 
-def test_split_epilogue_reads_prologue_values(dev, split_backend):
-    """The epilogue scales by a scalar argument and adds a bias loaded before the loop."""
-    m, n, k, t = 40, 24, 70, 16
+@pytest.mark.parametrize("t", [16, 32])
+def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
+    """The epilogue scales by a scalar argument and adds a bias loaded before the loop (t = 32:
+    FINISH on 16-row slices, the bias row broadcast to the slice)."""
+    m, n, k = 40, 24, 70
     a, b = _mats(m, n, k, np.float16)
     bias = RNG.standard_normal(n).astype(np.float32)
     name = split_backend(4)
@@ -218,3 +221,102 @@ def test_automatic_split_on_the_gpu(dev, monkeypatch):
     assert [type(f) for f in _fast_launchers(kernel, "triton")] == [SplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
+
+
+# ---- FINISH on row slices -------------------------------------------------------------------------
+@ct.kernel
+def row_centered(A, B, C, t: ConstInt):
+    """C = A @ B minus each row's maximum: an epilogue that reads whole rows (a reduction)."""
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc - ct.max(acc, axis=1, keepdims=True))
+
+
+@ct.kernel
+def first_rows_only(A, B, C, t: ConstInt):
+    """C = A @ B with rows past the tile's first 8 zeroed: the epilogue depends on the row."""
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ct.PaddingMode.ZERO), acc)
+    rows = ct.broadcast_to(ct.reshape(ct.arange(t, dtype=ct.int32), (t, 1)), (t, t))
+    ct.store(C, index=(ct.bid(0), 0), tile=ct.where(rows < 8, acc, ct.zeros((t, t), dtype=ct.float32)))
+
+
+@ct.kernel
+def stored_twice(A, B, C, D, t: ConstInt):
+    """C = A @ B, and D the same: two stores in the epilogue."""
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+    ct.store(D, index=(ct.bid(0), 0), tile=acc)
+
+
+def _finish_tiles(split) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape of the tile FINISH loads from the workspace, shape of the tile it stores)."""
+    load = next(op for op in split.finish.walk() if isinstance(op, ops.Load) and op.array.hint == "workspace")
+    store = next(op for op in split.finish.walk() if isinstance(op, ops.Store))
+    return load.shape, store.tile.tile.shape
+
+
+def test_finish_runs_on_row_slices_where_the_epilogue_is_elementwise():
+    a, b = _mats(64, 64, 64, np.float16)
+    c = np.zeros((64, 64), np.float16)
+    sample = split_k(_ir(matmul_kernel, a, b, c, 128, 256, 64))
+    assert sample.slices == 128 // FINISH_ROWS and _finish_tiles(sample) == ((FINISH_ROWS, 256), (FINISH_ROWS, 256))
+    load = next(op for op in sample.finish.walk() if isinstance(op, ops.Load))
+    assert load.latency == FINISH_LATENCY and hinted_loops(sample.finish)  # its loads overlap on the GPU
+    bias = np.zeros(64, np.float32)
+    scaled = split_k(_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 64))  # a row of bias broadcast: sliced
+    assert scaled.slices == 4 and _finish_tiles(scaled) == ((16, 64), (16, 64))
+    assert split_k(_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 16)).slices == 1  # one slice of 16 rows
+    c32 = np.zeros((64, 64), np.float32)
+    for kernel, args in ((row_centered, (a, b, c32, 64)), (first_rows_only, (a, b, c32, 64)),
+                         (stored_twice, (a, b, c32, c32.copy(), 64))):
+        split = split_k(_ir(kernel, *args))
+        assert split.slices == 1 and _finish_tiles(split) == ((64, 64), (64, 64)), kernel
+    for split in (sample, scaled):
+        verify(split.finish)
+
+
+@pytest.mark.parametrize("m,n,k,tm,tn,tk,splits", [
+    (200, 72, 40, 64, 32, 16, 5),     # 3 K iterations for 5 splits; M, N not multiples of the tile
+    (130, 100, 300, 64, 64, 32, 3),   # K not a multiple of tk; the last tile's last slices outside C
+])
+def test_sliced_finish_matches_the_unsplit_kernel(dev, split_backend, m, n, k, tm, tn, tk, splits):
+    """FINISH on (G, tm // 16, 1) blocks: within reassociation of the unsplit kernel's result
+    (fp32 output), float64 reference, poisoned outputs, bit-identical reruns."""
+    a, b = _mats(m, n, k, np.float16)
+    grid = (ct.cdiv(m, tm) * ct.cdiv(n, tn), 1, 1)
+    kernel = ct.kernel(matmul_kernel.fn)
+    c = dev.poison((m, n), "float32")
+    dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, tm, tn, tk))
+    unsplit = dev.get(c)
+    name = split_backend(splits)
+    results = []
+    for _ in range(2):
+        c = dev.poison((m, n), "float32")
+        _launch(dev, name, grid, kernel, (dev.put(a), dev.put(b), c, tm, tn, tk))
+        results.append(dev.get(c))
+    assert _split_taken(kernel, name)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = 4 * k * np.finfo(np.float32).eps * (np.abs(a64) @ np.abs(b64))  # fp32 sums, any order
+    np.testing.assert_array_less(np.abs(results[0] - unsplit), bound + 1e-30)
+    np.testing.assert_array_less(np.abs(results[0] - a64 @ b64), bound + 1e-30)
+    np.testing.assert_array_equal(results[0].view(np.uint8), results[1].view(np.uint8))
+
+
+def test_unsliced_finish_keeps_whole_row_epilogues(dev, split_backend):
+    """An epilogue reducing rows runs on whole tiles: results as unsplit (float64 reference)."""
+    m, n, k, t = 100, 32, 90, 32
+    a, b = _mats(m, n, k, np.float16)
+    name = split_backend(3)
+    c = dev.poison((m, n), "float32")
+    _launch(dev, name, (ct.cdiv(m, t), 1, 1), row_centered, (dev.put(a), dev.put(b), c, t))
+    prod = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(dev.get(c), prod - prod.max(axis=1, keepdims=True), atol=1e-4 * k, rtol=1e-5)
+    assert _split_taken(row_centered, name)

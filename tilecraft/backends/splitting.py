@@ -1,9 +1,9 @@
 """Split-K launches, shared by the backends: a kernel that `passes.split_k` can split runs, on a
 grid that leaves most of the GPU idle, as its PARTIAL kernel on (G, S, 1) then its FINISH kernel
-on (G, 1, 1), on the launch's stream, with a fresh workspace between them; on any other grid it
-runs as compiled. What a backend supplies: how to compile the two kernels, how many splits a
-launch gets (`auto_splits` from the GPU's SM count, or a count forced for tests) and how to
-allocate the workspace on the launch's device and stream.
+on (G, R, 1) (R row slices per tile: `SplitK.slices`), on the launch's stream, with a fresh
+workspace between them; on any other grid it runs as compiled. What a backend supplies: how to
+compile the two kernels, how many splits a launch gets (`auto_splits` from the GPU's SM count,
+or a count forced for tests) and how to allocate the workspace on the launch's device and stream.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class SplitKernel:
         partial, finish = self.parts()
         full = self.split_args(grid, splits, args, stream)
         partial.launch((grid[0], splits, 1), full, stream)
-        finish.launch((grid[0], 1, 1), full, stream)
+        finish.launch((grid[0], self.split.slices, 1), full, stream)
 
     def specialize(self, args: Sequence[Any]) -> "SplitLauncher":
         return SplitLauncher(self)
@@ -128,7 +128,7 @@ class SplitLauncher:
         partial, finish = k.parts()
         full = k.split_args(grid, splits, args, stream)
         self._run(("partial", grid[0], splits), partial, (grid[0], splits, 1), full, stream)
-        self._run(("finish", grid[0], splits), finish, (grid[0], 1, 1), full, stream)
+        self._run(("finish", grid[0], splits), finish, (grid[0], k.split.slices, 1), full, stream)
 
     def _run(self, key: Any, kernel: CompiledKernel, grid: Grid, args: Sequence[Any], stream: Any) -> None:
         fast = self._fast.get(key)

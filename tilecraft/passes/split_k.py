@@ -7,8 +7,13 @@ kernels from such a kernel, for a launch layer that runs them one after the othe
   PARTIAL, on grid (G, S, 1): block (b, s) runs the prologue, then iterations
       [s * chunk, (s + 1) * chunk) of the K loop (chunk = cdiv(trip count, S); some may be
       empty), and stores its accumulator to tile (s * G + b, 0, ...) of the workspace W.
-  FINISH, on grid (G, 1, 1): block b runs the prologue, sums the S workspace tiles of b in the
-      order s = 0, 1, ..., S - 1 onto the zero accumulator, then runs the original epilogue.
+  FINISH, on grid (G, R, 1): block (b, r) runs the prologue, sums row slice r (the tile cut
+      into R slices along axis 0) of the S workspace tiles of b in the order s = 0, 1, ..., S - 1
+      onto a zero tile, then runs the original epilogue on that slice (see `FINISH_ROWS`; R = 1,
+      the whole tile, for an epilogue that is not element-wise then one store).
+
+FINISH's loop reads a tile per iteration and computes little: its loads carry a latency hint,
+so that a backend that pipelines (Triton's `tl.range(num_stages=)`) keeps several in flight.
 
 Both take two parameters after the kernel's own: the int32 split count S and the workspace W
 (the accumulator's dtype and rank; S * G accumulator tiles stacked along axis 0). No atomics
@@ -30,21 +35,36 @@ from dataclasses import dataclass
 
 from ..ir import ArrayType, BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
-from .dce import has_effects
+from .dce import eliminate_dead_code, has_effects
 from .squares import splat_constant
 
 ACCUMULATORS = (dt.float32, dt.float64, dt.int32)
 """Accumulator dtypes whose partial sums the workspace holds without loss."""
 
+FINISH_ROWS = 16
+"""FINISH cuts an accumulator tile of TM rows into R = TM // FINISH_ROWS row slices, one block
+each, when the epilogue allows (element-wise ops on the accumulator, then one tile store of the
+result): summing S tiles is memory bound, and the G blocks of a grid the split is for (at most
+half the SMs) would read them through a few SMs only; 16 rows of fp32 per block still load whole
+rows (1 KiB at 256 columns)."""
+
+FINISH_LATENCY = 4
+"""The latency hint on FINISH's workspace loads (the loop's pipeline depth, see the module
+docstring)."""
+
+_ELEMENTWISE = (ops.Cast, ops.Bitcast, ops.Unary, ops.Binary, ops.Compare, ops.Where)
+"""Ops whose result element (i, j) depends only on their operands' element (i, j)."""
+
 
 @dataclass(frozen=True)
 class SplitK:
     """The two kernels of a split launch (see the module docstring); `acc` is the accumulator
-    tile type (the workspace's dtype and tile shape)."""
+    tile type (the workspace's dtype and tile shape); FINISH runs on (G, `slices`, 1) blocks."""
 
     partial: Function
     finish: Function
     acc: TileType
+    slices: int = 1
 
     def workspace_shape(self, blocks: int, splits: int) -> tuple[int, ...]:
         """The workspace's shape for `blocks` blocks along axis 0 split `splits` ways."""
@@ -58,7 +78,8 @@ def split_k(fn: Function) -> SplitK | None:
         return None
     prologue, loop, epilogue = found
     acc = loop.init[0].tile
-    return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue), acc)
+    slices = max(1, acc.shape[0] // FINISH_ROWS) if _sliceable(prologue, loop, epilogue) else 1
+    return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue, slices), acc, slices)
 
 
 # ---- recognition -----------------------------------------------------------------------------------
@@ -118,6 +139,37 @@ def _mma_chain(body: Block) -> bool:
             return False
         link, mmas = op.acc, mmas + 1
     return mmas > 0 and uses[carried.id] == 1
+
+
+def _sliceable(prologue: list[Op], loop: ops.For, epilogue: list[Op]) -> bool:
+    """Whether the epilogue runs on row slices of the accumulator unchanged: besides ops without
+    effects that do not read it, it has `_ELEMENTWISE` ops on values derived from the loop's
+    result (each other operand a broadcast of one row, `_row_broadcast`), then one tile store
+    (identity order, of rank the accumulator's) of such a value at an index derived from neither."""
+    defs = {r.id: op for op in (*prologue, *epilogue) for r in op.results}
+    derived = {loop.results[0].id}
+    stores = 0
+    for op in epilogue:
+        reads = [v.id in derived for v in op.operands]
+        if isinstance(op, ops.Store):
+            stores += 1
+            if (op.tile.id not in derived or any(v.id in derived for v in op.index) or op.array.id in derived
+                    or op.order != tuple(range(op.tile.tile.ndim)) or len(op.index) != op.tile.tile.ndim):
+                return False
+        elif not any(reads):
+            if has_effects(op):
+                return False
+        elif isinstance(op, _ELEMENTWISE) and all(d or _row_broadcast(defs.get(v.id)) is not None
+                                                    for v, d in zip(op.operands, reads)):
+            derived.add(op.result.id)
+        else:
+            return False
+    return stores == 1
+
+
+def _row_broadcast(op: Op | None) -> ops.Broadcast | None:
+    """`op` if it broadcasts a tile of one row (axis 0 of size 1) up, else None."""
+    return op if isinstance(op, ops.Broadcast) and op.x.tile.shape[0] == 1 else None
 
 
 # ---- building --------------------------------------------------------------------------------------
@@ -199,19 +251,74 @@ def _partial(fn: Function, prologue: list[Op], loop: ops.For) -> Function:
     return _function(fn, "partial", splits, work, body)
 
 
-def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op]) -> Function:
+def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op], slices: int) -> Function:
+    """FINISH: the sum of the S partial tiles (row slice bid(1) of them when `slices` > 1, the
+    epilogue then rebuilt on that slice by `_sliced_epilogue`)."""
     b, splits, work, body = _start(fn, loop)
     acc = loop.init[0].tile
+    part = TileType(acc.dtype, (acc.shape[0] // slices, *acc.shape[1:]))
     with b.inside(body):
         body.ops.extend(_copy_op(op) for op in prologue)
         zero, one = (b.value(ops.Const, value=v, dtype=dt.int32) for v in (0, 1))
         grid_row = _grid_row(b)
-        step = Block([b.new_value(scalar(dt.int32), "s"), b.new_value(acc, "acc")])
+        row = b.value(ops.Bid, axis=1) if slices > 1 else None
+        init = loop.init if row is None else (_zero_tile(b, prologue, loop, part),)
+        step = Block([b.new_value(scalar(dt.int32), "s"), b.new_value(part, "acc")])
         with b.inside(step):
             index = _workspace_index(b, work, step.args[0], grid_row)
-            tile = b.value(ops.Load, array=work, index=index, shape=acc.shape, order=tuple(range(acc.ndim)))
+            if row is not None:
+                index = _slice_index(b, index, slices, row)
+            tile = b.value(ops.Load, array=work, index=index, shape=part.shape, order=tuple(range(acc.ndim)),
+                           latency=FINISH_LATENCY)
             b.emit(ops.Yield, values=(_binary(b, BinaryFn.ADD, step.args[1], tile),))
-        total = b.make(ops.For, lower=zero, upper=splits, step=one, init=loop.init, body=step)
-        body.ops.append(dataclasses.replace(total, results=loop.results))  # the epilogue reads these
-        body.ops.extend(_copy_op(op) for op in epilogue)
-    return _function(fn, "finish", splits, work, body)
+        total = b.make(ops.For, lower=zero, upper=splits, step=one, init=init, body=step)
+        if row is None:
+            body.ops.append(dataclasses.replace(total, results=loop.results))  # the epilogue reads these
+            body.ops.extend(_copy_op(op) for op in epilogue)
+        else:
+            body.ops.append(total)
+            _sliced_epilogue(b, prologue, epilogue, {loop.results[0].id: total.result}, slices, row)
+    return eliminate_dead_code(_function(fn, "finish", splits, work, body))  # the K loop's bounds, wide broadcasts
+
+
+def _zero_tile(b: Builder, prologue: list[Op], loop: ops.For, tile: TileType) -> Value:
+    """A tile of type `tile` filled with the accumulator's starting value (a zero, maybe -0.0)."""
+    defs = {r.id: op for op in prologue for r in op.results}
+    start = splat_constant(defs.get(loop.init[0].id), defs)
+    value = b.value(ops.Const, value=start.value, dtype=tile.dtype)
+    return b.value(ops.Broadcast, x=b.value(ops.Reshape, x=value, shape=(1,) * tile.ndim), shape=tile.shape)
+
+
+def _slice_index(b: Builder, index: tuple[Value, ...], slices: int, row: Value) -> tuple[Value, ...]:
+    """`index` of a tile as the index of its row slice `row` of `slices` (same array: the index's
+    first coordinate in units of the slice's rows)."""
+    t = index[0].tile.dtype
+    first = row if t is dt.int32 else b.value(ops.Cast, x=row, dtype=t)
+    scaled = _binary(b, BinaryFn.MUL, index[0], b.value(ops.Const, value=slices, dtype=t))
+    return (_binary(b, BinaryFn.ADD, scaled, first), *index[1:])
+
+
+def _sliced_epilogue(b: Builder, prologue: list[Op], epilogue: list[Op], sliced: dict[int, Value], slices: int,
+                     row: Value) -> None:
+    """The epilogue (`_sliceable`) on row slice `row`: ops reading the sliced values (`sliced`:
+    original value id -> its slice) rebuilt on slices, with their row broadcasts made anew to the
+    slice's shape and the store's index scaled (`_slice_index`); the other ops copied."""
+    defs = {r.id: op for op in prologue for r in op.results}
+    for op in epilogue:
+        defs.update((r.id, op) for r in op.results)
+        if not any(v.id in sliced for v in op.operands):
+            b.block.ops.append(_copy_op(op))
+            continue
+        b.loc = op.loc
+        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
+        for name in op._operand_fields:
+            v = fields[name]
+            if isinstance(v, Value) and v.id in sliced:
+                fields[name] = sliced[v.id]
+            elif isinstance(v, Value) and (wide := _row_broadcast(defs.get(v.id))) is not None:
+                shape = (v.tile.shape[0] // slices, *v.tile.shape[1:])
+                fields[name] = b.value(ops.Broadcast, x=wide.x, shape=shape)
+        if isinstance(op, ops.Store):
+            fields["index"] = _slice_index(b, op.index, slices, row)
+        new = b.emit(type(op), **fields)
+        sliced.update((r.id, n) for r, n in zip(op.results, new.results))

@@ -68,7 +68,8 @@ class Inspection:
             text += f"\nfitted to the GPU: {step} ({why})"
         if self.split_k:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
-                     "(G, S, 1) then FINISH on (G, 1, 1), S = min(8, SMs // G); the stages shown are the unsplit kernel's")
+                     "(G, S, 1) then FINISH on (G, R, 1), S = min(8, SMs // G), R row slices per tile; the stages "
+                     "shown are the unsplit kernel's")
         if self.staging == "variant":
             text += ("\nstaged variant: launches with large float32 (tf32) or misaligned operands copy them in a "
                      "prologue (rounded, B transposed / rows aligned) and run it (see it with staged=True, --staged); "

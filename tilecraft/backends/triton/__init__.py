@@ -51,9 +51,10 @@ class TritonBackend:
     `capability` names the NVIDIA GPU to compile for when it is not the current device.
     `split_k`: True splits the K loop of kernels `passes.split_k` qualifies when a launch's 1-D
     grid fills at most half the GPU's SMs, where TILECRAFT_SPLIT_K=1 asks for it (opt-in: its
-    FINISH kernel, one block per output tile summing the splits, made every split launch on the
-    H200 slower than the unsplit one; never under the interpreter); False never; a count N
-    splits every 1-D launch N ways (tests).
+    FINISH kernel, when it ran one block per output tile summing the splits one load at a time,
+    made every split launch on the H200 slower than the unsplit one; it now runs on 16-row
+    slices with its loads pipelined, not yet measured; never under the interpreter); False
+    never; a count N splits every 1-D launch N ways (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands

@@ -23,7 +23,7 @@ from ...errors import Location, TileCompilerExecutionError
 from ...ir import Function, ops
 from ...language.dtypes import DType
 from .emitter import Target, shape_of
-from .heuristics import pipelined_loops
+from .heuristics import hinted_loops, pipelined_loops
 
 # Bytes of shared memory one block may use, by compute capability (CUDA programming guide,
 # "maximum shared memory per thread block", opt-in), for compiling without the GPU at hand.
@@ -125,13 +125,13 @@ Staged = tuple[str, int, Location | None]  # (what the tile is, its bytes, where
 
 def staged_tiles(fn: Function) -> tuple[Staged, ...]:
     """The tiles a kernel keeps in shared memory: the operands of its MMAs and the tiles its
-    pipelined loops load (buffered once per stage)."""
+    pipelined or hinted loops load (buffered once per stage)."""
     found: list[Staged] = []
     for op in fn.walk():
         if isinstance(op, ops.Mma):
             for name, v in (("A", op.a), ("B", op.b)):
                 found.append(_staged(f"MMA operand {name}", shape_of(v), v.tile.dtype, op.loc))
-    for loop in pipelined_loops(fn):
+    for loop in pipelined_loops(fn) + hinted_loops(fn):
         for o in loop.body.ops:
             if isinstance(o, ops.Load):
                 found.append(_staged("tile loaded in a pipelined loop", o.shape, o.result.tile.dtype, o.loc))

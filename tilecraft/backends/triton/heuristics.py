@@ -11,7 +11,7 @@ with the kernel's stages, unless their loads carry `latency` hints: then the lar
 among the loads directly in the loop body is that loop's num_stages (a load expected to take
 longer gets more iterations in flight), capped by the shared-memory budget for the tiles that
 body loads per stage (`loop_stages`). Without hints the generated code is what it was before
-hints existed.
+hints existed. A loop without an MMA is pipelined only when its loads carry hints (`hinted_loops`).
 """
 
 from __future__ import annotations
@@ -91,6 +91,15 @@ def pipelined_loops(fn: Function) -> list[ops.For]:
     """FOR ops whose body loads tiles and runs an MMA: these get `tl.range(num_stages=)`."""
     return [op for op in fn.walk() if isinstance(op, ops.For)
             and any(isinstance(o, ops.Load) for o in op.body.ops) and any(isinstance(o, ops.Mma) for o in op.body.ops)]
+
+
+def hinted_loops(fn: Function) -> list[ops.For]:
+    """FOR ops without an MMA whose body loads tiles with `latency` hints (split-K's FINISH sums
+    a tile per iteration): these get `tl.range(num_stages=)` too, the loads then in flight
+    together (Triton pipelines loads feeding no dot only in loops given num_stages), but are
+    never flattened into an enclosing loop."""
+    return [op for op in fn.walk() if isinstance(op, ops.For) and not any(isinstance(o, ops.Mma) for o in op.body.ops)
+            and any(isinstance(o, ops.Load) and o.latency is not None for o in op.body.ops)]
 
 
 def loop_stages(loop: ops.For, default: int, cap: int | None = None) -> int:

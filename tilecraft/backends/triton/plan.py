@@ -27,7 +27,7 @@ from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
-from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, is_persistent,
+from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, hinted_loops, is_persistent,
                          loop_stages, pipelined_loops, tile_loops)
 from .spelling import is_float
 
@@ -57,8 +57,8 @@ class LoweringPlan:
     masked_axes: pointer-path tile load/store -> the array axes whose bounds it must mask (the
       others are elided: `check_bounds=False`, or tiles never straddle the array's end there).
     nonneg: ids of integer values never negative (`passes.ranges`).
-    stages: pipelined FOR -> its `tl.range(num_stages=)`; flattened: FORs with `flatten=True`;
-      flatten_grid: the grid loop too.
+    stages: pipelined or hinted FOR -> its `tl.range(num_stages=)`; flattened: FORs with
+      `flatten=True`; flatten_grid: the grid loop too.
     barriers: memory ops the block synchronizes before, keeping program order on an array
       (ordering.py).
     users: value id -> the ops that use it.
@@ -100,7 +100,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
         nonneg=nonnegative(fn),
         stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, target.max_stages)
-                                 for loop in pipelined}),
+                                 for loop in pipelined + hinted_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
         flatten_grid=flatten and grid_loop,
         barriers=ordering.barriers(fn),
