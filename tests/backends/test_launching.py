@@ -4,6 +4,7 @@ addresses (the GPU launch itself is covered by the GPU suite)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tilecraft as ct
@@ -106,3 +107,29 @@ def test_native_argument_types_and_what_it_leaves_to_triton():
     assert argument_types(compiled) is None
     compiled.src, compiled.metadata = _Src(), type("M", (_Meta,), {"global_scratch_size": 128})()
     assert argument_types(compiled) is None
+
+
+@ct.kernel
+def double_tiles(X, Y, T: ConstInt):
+    t = ct.load(X, index=(ct.bid(0), ct.bid(1)), shape=(T, T))
+    ct.store(Y, index=(ct.bid(0), ct.bid(1)), tile=t * 2)
+
+
+def test_many_blocks_run_the_host_descriptor_variant(dev, monkeypatch):
+    """Launches of at least HOST_DESCRIPTOR_BLOCKS blocks (lowered here to 4) of a kernel reading
+    through tensor descriptors run its host-descriptor variant, the first and the cached (fast
+    path) launch alike, with partial edge tiles; wherever the kernel has no descriptors (the CPU
+    backends, GPUs before sm_90) nothing changes."""
+    from tilecraft.backends.triton import launching
+    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
+    x = np.random.default_rng(7).standard_normal((40, 24)).astype(np.float32)  # 40 rows: not a multiple of 16
+    for _ in range(2):
+        y = dev.poison((40, 24), np.float32)
+        dev.launch((5, 3), double_tiles, (dev.put(x), y, 8))
+        np.testing.assert_array_equal(dev.get(y), x * 2)
+    compiled = [v.compiled for key, v in double_tiles.variants.items()
+                if getattr(key.backend, "value", key.backend) == dev.name]
+    for kernel in compiled:
+        if getattr(kernel, "lowered", None) is not None and kernel.lowered.uses_descriptors:
+            host = kernel._host  # made by the first launch that ran it
+            assert host is not None and "make_tensor_descriptor" not in host.source

@@ -328,10 +328,16 @@ def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
     assert host is not None and host.target.host_descriptors
     assert "make_tensor_descriptor" not in host.source and "make_tensor_descriptor" in kernel.source
     assert [t for t in host.lowered.signature.values() if t.startswith("tensordesc")] == [
-        "tensordesc<fp32[8, 4]>", "tensordesc<fp32[4, 8]>"]
+        "tensordesc<fp32[8, 4]>", "tensordesc<fp32[4, 8]>"]  # A's load, O's store
     want = np.full((10, 16), PAD_VALUES[padding], np.float32)
     want[:, :13] = a_t.numpy().T
     np.testing.assert_array_equal(out.numpy(), want)
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    baked = launching.baked_flatten(host.lowered, [a_t, out], host._flatten(a_t, out))(a_t, out)
+    descs = [v for v in baked if isinstance(v, TensorDescriptor)]  # the fast path's arguments
+    assert [(d.base, d.shape, d.strides, d.block_shape, d.padding) for d in descs] == [
+        (a_t, [13, 10], [12, 1], [8, 4], "nan" if padding is PaddingMode.NAN else "zero"),
+        (out, [10, 16], [16, 1], [4, 8], "zero")]
     calls = []
     monkeypatch.setattr(host, "launch", lambda grid, *a, **kw: calls.append(grid))
     kernel.launch((3, 2, 1), [a_t, out], None)

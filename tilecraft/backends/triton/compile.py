@@ -44,7 +44,8 @@ from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import fitting
 from . import interpret_workarounds as workarounds
 from . import printing
-from .launching import (DirectLauncher, baked_flatten, current_stream, ensure_allocator, grid_loop_launch, sm_slots,
+from .launching import (DirectLauncher, baked_flatten, current_stream, ensure_allocator, grid_loop_launch,
+                        host_descriptors_allowed, launch_lambda, many_blocks, sm_slots,
                         stream_context, stream_handle)
 from .emitter import Target
 from .lower import LoweredKernel
@@ -194,6 +195,7 @@ class TritonKernel:
         self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
+        self._host: TritonKernel | None = None  # the variant for many blocks (`host_descriptor_kernel`)
         self._adopt(target, lower_for(target))
 
     def _adopt(self, target: Target, lowered: LoweredKernel) -> None:
@@ -204,7 +206,7 @@ class TritonKernel:
         self.path = write_source(lowered.name, lowered.source)
         self.config = lowered.config
         self._fn = _load(self.path, lowered, self.interpret)
-        self._flatten = eval(lowered.flatten)  # noqa: S307 - our own generated lambda
+        self._flatten = launch_lambda(lowered.flatten, list_tables=list_tables)
         self._options = dict(lowered.config.options, sanitize_overflow=False)
         if lowered.has_assert:
             self._options["debug"] = True
@@ -246,6 +248,24 @@ class TritonKernel:
             self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret)
         return self._small
 
+    def host_descriptor_kernel(self) -> "TritonKernel | None":
+        """The variant that takes its tensor descriptors from the host (`Target.host_descriptors`)
+        of a kernel that makes them and runs one program per block, for launches of
+        `launching.many_blocks` (made on first use); None for other kernels."""
+        if self._host is None and self._may_take_host_descriptors(()):
+            self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret)
+        return self._host
+
+    def _may_take_host_descriptors(self, args: Sequence[Any]) -> bool:
+        """Whether this kernel has a host-descriptor variant that `args` (if any) may launch."""
+        lowered = self.lowered
+        return (lowered.uses_descriptors and not lowered.grid_loop and not self.target.host_descriptors
+                and (not args or host_descriptors_allowed(args, lowered.descriptor_arrays)))
+
+    def _host_variant_for(self, grid: tuple[int, int, int], args: Sequence[Any]) -> "TritonKernel | None":
+        """The host-descriptor variant when a launch of `grid` with `args` should run it."""
+        return self.host_descriptor_kernel() if many_blocks(grid) and self._may_take_host_descriptors(args) else None
+
     def _programs(self, flat: tuple) -> int:
         """How many programs a grid-loop kernel launches (at most; fewer when blocks are few)."""
         if self.interpret:
@@ -268,6 +288,9 @@ class TritonKernel:
                 self._recover(exc, (CompilationError, InterpreterError, OutOfResources))
 
     def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any, dependent: bool) -> None:
+        host = self._host_variant_for(grid, args)
+        if host is not None:
+            return host.launch(grid, args, stream, dependent=dependent)
         flat = self._flatten(*args)
         if self.lowered.prints:
             return self._launch_printing(grid, args, flat, stream, dependent)
@@ -384,7 +407,8 @@ class TritonKernel:
         baked = baked_flatten(self.lowered, args, flat)
         if not self.lowered.grid_loop:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-            return DirectLauncher(compiled, baked, self._descriptors)
+            host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
+            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host)
         flat = (*flat, 1, 1, 1)
         compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(flat),

@@ -54,6 +54,8 @@ class Target:
       does not fit the GPU (see fitting.py).
     cvt_tf32: the GPU rounds float32 to tfloat32 to nearest even in one instruction (PTX
       `cvt.rn.tf32.f32`, sm_90+): MMA operands are rounded with it (compute.py `_cast_tf32`).
+    host_descriptors: the kernel takes its tensor descriptors as parameters, made on the host
+      at each launch (`memory.descriptor_params`), instead of making them in every program.
     """
 
     interpret: bool
@@ -64,6 +66,7 @@ class Target:
     max_stages: int | None = None
     one_cta: bool = False
     cvt_tf32: bool = False
+    host_descriptors: bool = False
 
 
 @dataclass(frozen=True)

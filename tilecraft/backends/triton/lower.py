@@ -44,7 +44,7 @@ class LoweredKernel:
     helpers: tuple[str, ...]  # names of the helper functions defined before the kernel
     config: LaunchConfig
     def_line: int  # 1-based line of the kernel's `def` in `source`
-    uses_descriptors: bool
+    descriptor_arrays: tuple[int, ...]  # positions of the array arguments read through descriptors
     has_assert: bool
     loc: Location | None
     grid_params: tuple[str, ...] = ()  # grid-loop kernels: the parameters taking the grid's sizes
@@ -54,6 +54,10 @@ class LoweredKernel:
     prints: PrintPlan | None = None  # kernels with Print ops: their records (printing.py)
     launch: tuple[str, ...] = ()  # the expressions `flatten` returns, one per Triton argument
     flattened: bool = False  # grid-loop kernels: the grid loop is flattened into the pipelined loop
+
+    @property
+    def uses_descriptors(self) -> bool:
+        return bool(self.descriptor_arrays)
 
     @property
     def grid_loop(self) -> bool:
@@ -138,6 +142,8 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     kname = w.fresh(fn.name)
     aligned: list[int] = []
     params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
+    if target.host_descriptors:
+        memory.descriptor_params(w, fn, params, signature, launch)
     printing.add_params(w, fn, params, signature)
     if plan.grid_loop:
         sizes = (w.fresh("grid_x"), w.fresh("grid_y"), w.fresh("grid_z"))
@@ -169,9 +175,15 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     asserts = tuple((op.message or "", op.loc) for op in fn.walk() if isinstance(op, ops.Assert))
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
-                         bool(plan.descriptor_of), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
+                         _descriptor_arrays(fn, plan), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
                          asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
                          printing.plan_prints(fn), tuple(launch), plan.flatten_grid)
+
+
+def _descriptor_arrays(fn: Function, plan: LoweringPlan) -> tuple[int, ...]:
+    """Positions of the array parameters the plan reads or writes through tensor descriptors."""
+    arrays = {desc.array.id for desc in plan.descriptors}
+    return tuple(i for i, p in enumerate(fn.params) if p.id in arrays)
 
 
 def _lower_grid_loop(w: KernelWriter, fn: Function, flatten: bool) -> None:

@@ -16,14 +16,14 @@ ACQUIRE loads and RELEASE stores cannot be expressed with Triton 3.6's tl.load/t
 
 from __future__ import annotations
 
-from ...ir import AtomicFn, Value, ops
+from ...ir import AtomicFn, Function, Value, ops
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, MemoryScope, PaddingMode
 from . import interpret_workarounds as workarounds
 from .emitter import ArrayParam, KernelWriter, broadcast_index, covers, rule, shape_of
 from .plan import tile_shape
-from .spelling import is_float, negative_zero, py_literal, tl_dtype
+from .spelling import SIGNATURE_TYPES, is_float, negative_zero, py_literal, tl_dtype
 
 
 def _term(offset: str, stride: str | None) -> str:
@@ -50,9 +50,32 @@ def _padding_value(w: KernelWriter, mode: PaddingMode, dtype: DType) -> str | No
 
 # ---- tensor descriptors and carried pointer tiles (made from the plan) -----------------------
 
-def emit_descriptors(w: KernelWriter) -> None:
-    """Make the plan's tensor descriptors, once each, at the top of the kernel."""
+def descriptor_params(w: KernelWriter, fn: Function, params: list[str], signature: dict[str, str],
+                      launch: list[str]) -> None:
+    """The plan's tensor descriptors as kernel parameters (`Target.host_descriptors`), each made
+    on the host at the launch (Triton's `TensorDescriptor`, of the array's shape and strides,
+    as `emit_descriptors` would make it in the kernel). A descriptor made in the kernel is
+    written to global memory and fenced by every program, which costs a kernel of thousands of
+    short programs several percent (H200: benchmarks/results/attention-probe-h200-2026-12-01-c.json);
+    one made on the host costs a few microseconds of host time per launch instead."""
+    position = {p.id: i for i, p in enumerate(fn.params)}
     for desc in w.plan.descriptors:
+        arr, i, dtype = w.arrays[desc.array.id], position[desc.array.id], desc.array.type.dtype
+        w.descriptors[desc] = name = w.fresh(f"{arr.pointer}_desc")
+        params.append(name)
+        signature[name] = f"tensordesc<{SIGNATURE_TYPES[dtype]}[{', '.join(map(str, desc.block))}]>"
+        base = f"a{i}.view(torch.uint8)" if dtype is D.float8_e8m0fnu else f"a{i}"
+        shape = ", ".join(f"a{i}.shape[{k}]" for k in range(len(arr.shapes)))
+        strides = ", ".join(f"a{i}.stride({k})" if s else "1" for k, s in enumerate(arr.strides))
+        launch.append(f"TensorDescriptor({base}, [{shape}], [{strides}], {list(desc.block)}, {desc.padding!r})")
+
+
+def emit_descriptors(w: KernelWriter) -> None:
+    """Make the plan's tensor descriptors, once each, at the top of the kernel (those not taken
+    as parameters: `descriptor_params`)."""
+    for desc in w.plan.descriptors:
+        if desc in w.descriptors:
+            continue
         arr = w.arrays[desc.array.id]
         w.descriptors[desc] = name = w.fresh(f"{arr.pointer}_desc")
         w.loc = desc.loc
