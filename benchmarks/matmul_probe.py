@@ -16,6 +16,7 @@ sizes. Rows, each checked against torch (relative error < 1e-2) and then timed (
   persistent (the yardstick kernels of ../shared/bench).
 
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
+    PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only 4000x --rounds 3 --out $OUT/x.json  # one case, repeated
 """
 
 from __future__ import annotations
@@ -105,7 +106,10 @@ def variants(kernel: Any) -> list[Variant]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    out = claim(parser.parse_args().out)
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--rounds", type=int, default=1, help="measure every row this many times, in turn")
+    args = parser.parse_args()
+    out = claim(args.out)
     import cuda.tile as ct  # tilecraft, through the conformance shim
     import MatMul
     import triton_reference
@@ -116,7 +120,7 @@ def main() -> None:
                            "triton": triton.__version__, "gpu": torch.cuda.get_device_name()}
     stream = torch.cuda.current_stream()
     tm, tn, tk = TILES
-    for case, dt, (m, n, k) in CASES:
+    for case, dt, (m, n, k) in [c for c in CASES if args.only is None or args.only in c[0]]:
         a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
         c = torch.empty(m, n, device="cuda", dtype=dt)
         ref = (a.float() @ b.float())
@@ -146,14 +150,15 @@ def main() -> None:
                   if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
             out.write_json(doc)
 
-        record("as generated", "", lambda: lambda: ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk)))
-        compiled = list(MatMul.matmul_kernel.variants.values())[-1].compiled
-        ensure_allocator()
-        for var in variants(compiled):
-            record(var.name, var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
-        for persistent in (False, True):
-            record(f"plain triton{' persistent' if persistent else ''}", "w8 s3",
-                   lambda p=persistent: lambda: triton_reference.matmul(a, b, c, "desc", persistent=p))
+        for _ in range(args.rounds):
+            record("as generated", "", lambda: lambda: ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk)))
+            compiled = list(MatMul.matmul_kernel.variants.values())[-1].compiled
+            ensure_allocator()
+            for var in variants(compiled):
+                record(var.name, var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
+            for persistent in (False, True):
+                record(f"plain triton{' persistent' if persistent else ''}", "w8 s3",
+                       lambda p=persistent: lambda: triton_reference.matmul(a, b, c, "desc", persistent=p))
     doc["seconds"] = round(time.perf_counter() - start, 1)
     out.write_json(doc)
 
