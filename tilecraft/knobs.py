@@ -27,6 +27,10 @@ class Knob:
         ~25 times more). Reads CPython's os.environ internals (`_data`, `encodekey`)."""
         return os.environ._data.get(self._key)  # type: ignore[attr-defined]
 
+    def raw_lookup(self) -> tuple[dict[Any, Any], Any]:
+        """(mapping, key): `raw()` is `mapping.get(key)`, for generated code that inlines it."""
+        return os.environ._data, self._key  # type: ignore[attr-defined]
+
 
 BACKEND = Knob("TILECRAFT_BACKEND", "",
                "Force a backend for every launch by name: interpreter, triton, triton-interpret or one registered "

@@ -133,3 +133,36 @@ def test_many_blocks_run_the_host_descriptor_variant(dev, monkeypatch):
         if getattr(kernel, "lowered", None) is not None and kernel.lowered.uses_descriptors:
             host = kernel._host  # made by the first launch that ran it
             assert host is not None and "make_tensor_descriptor" not in host.source
+
+
+def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
+    """`DirectLauncher.fused_launch`, run by the runtime's quick path, gives the native launcher
+    what `DirectLauncher.launch` gives it; it declines the grids `launch` hands to its
+    host-descriptor variant, and is None for a grid-loop kernel or without the native launcher."""
+    from tilecraft import knobs
+    from tilecraft.backends.triton import launching
+    from tilecraft.runtime.fastpath import quick_launcher
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    compiled, args = _triton_kernel(scale_rows, (x, y, 2.5, 32))
+    flat = compiled._flatten(*args)
+    calls = []
+    dl = object.__new__(launching.DirectLauncher)
+    dl._flatten = baked_flatten(compiled.lowered, args, flat)
+    dl._fused_args = launching.baked_exprs(compiled.lowered, args, flat, address="p{}")
+    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = None
+    dl._descriptors, dl._native, dl._native_head = False, lambda *xs: calls.append(xs) or True, ("f", 128, 0, b"t")
+    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(), dl.fused_launch(),
+                           2**24 - 1)
+    x2, y2 = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    assert quick(0, (6,), (x2, y2, 1.5, 32))
+    dl.launch((6, 1, 1), (x2, y2, 1.5), 0)
+    assert calls[0] == calls[1] and x2.data_ptr() in calls[0] and 1.5 in calls[0]
+    dl._host_variant = lambda: pytest.fail("made the host variant")
+    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
+    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(), dl.fused_launch(),
+                           2**24 - 1)
+    assert quick(0, (3,), (x2, y2, 1.5, 32)) and not quick(0, (4,), (x2, y2, 1.5, 32)) and len(calls) == 3
+    dl._slots = 132
+    assert dl.fused_launch() is None
+    dl._slots, dl._native = None, None
+    assert dl.fused_launch() is None

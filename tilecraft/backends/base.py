@@ -126,7 +126,24 @@ def _pow2(size: int) -> int:
     return 1
 
 
+@dataclass(frozen=True)
+class FusedLaunch:
+    """A specialized kernel's launch as one Python expression, which the runtime writes into the
+    function it generates per specialization (runtime/fastpath.py `quick_launcher`), after its
+    checks that a launch's arguments have that specialization. The expression may use `gx, gy,
+    gz` (the grid, each in 1..2**24-1), `stream` (not None), `a<j>` (the j-th runtime argument,
+    in `Function.params` order), `p<j>` (the address of array `a<j>`, read once) and the names in
+    `env` (each starting with `_`). Its value is true when it launched, false when the caller
+    must launch the normal way (having done nothing)."""
+
+    expr: str
+    env: dict[str, Any]
+
+
 class CompiledKernel(Protocol):
+    """A compiled kernel. A specialized one (`specialize`'s result) may also have
+    `fused_launch() -> FusedLaunch | None`, its launch for the runtime's quick path."""
+
     def specialize(self, args: Sequence[Any]) -> "CompiledKernel":
         """A kernel for later launches whose arguments match `args` in dtype, device, shape,
         strides and alignment (it may skip per-launch checks); `self` where nothing is gained."""

@@ -17,7 +17,7 @@ from ..ir import ArrayType, Function, ListType, format_function
 from ..passes import optimize
 from .args import ArgumentError, ArrayArg, ListArg, ParamInfo, backend_args, describe_args, param_infos
 from .cache import default_cache, entry_key
-from .fastpath import Keyer, fast_key, fast_plan, typed_keyer
+from .fastpath import Keyer, Quick, fast_key, fast_plan, typed_keyer
 from .timeout import check_compile_time
 from .writes import check_writable, written_params
 
@@ -106,7 +106,8 @@ class Kernel:
     params: list[ParamInfo] = field(init=False)
     plan: tuple[bool, ...] | None = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
-    fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool]] = field(default_factory=dict, init=False)
+    fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool, Quick | None]] = field(default_factory=dict, init=False)
+    quick: Quick | None = field(default=None, init=False)  # the quick launcher of the variant launched last
     keyer: Keyer | None = field(default=None, init=False)  # fast_key for the argument types seen last
     keyers: dict[tuple[type, ...], Keyer | None] = field(default_factory=dict, init=False)  # by argument types
 
@@ -188,12 +189,14 @@ class Kernel:
             self.keyer = self.keyers[types]
         return found
 
-    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool]) -> None:
-        """Map a fast-path key to its compiled kernel, its backend and whether the backend takes
-        the arguments unconverted (bounded: cleared when it grows large)."""
+    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool, Quick | None]) -> None:
+        """Map a fast-path key to its compiled kernel, its backend, whether the backend takes
+        the arguments unconverted and its quick launcher (`fastpath.quick_launcher`), which
+        becomes the kernel's (bounded: cleared when it grows large)."""
         if len(self.fast) >= _FAST_LIMIT:
             self.fast.clear()
         self.fast[key] = hit
+        self.quick = hit[3]
 
     def variant(self, key: VariantKey, spec: BackendSpec) -> Variant:
         """The compiled variant for `key` (`spec`: the backend key.backend names)."""

@@ -14,6 +14,7 @@ from ..backends import registry
 from ..backends.base import BackendKind
 from ..backends.registry import CPU, CUDA, BackendSpec
 from .args import ArrayArg, ListArg, backend_args
+from .fastpath import Quick, quick_launcher
 from .kernel import Kernel, VariantKey
 
 _GRID_LIMIT = 2**24 - 1
@@ -92,13 +93,17 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     """
     if not isinstance(kernel, Kernel):
         raise TypeError(f"launch() expects a kernel made by @tilecraft.kernel, got {type(kernel).__name__}")
+    quick = kernel.quick  # the last variant's launch, when these arguments have its key exactly
+    if quick is not None and backend is None and not programmatic_dependent_launch \
+            and quick(stream, grid, kernel_args):
+        return
     # a dependent launch takes the full path: the fast path's launchers are compiled without PDL
     fast = None if programmatic_dependent_launch else kernel.fast_key(kernel_args)
     if fast is not None:
         fast_entry = (fast[0], backend, knobs.BACKEND.raw())  # a TILECRAFT_BACKEND change misses
         hit = kernel.fast.get(fast_entry)
         if hit is not None:
-            compiled, spec, as_given = hit
+            compiled, spec, as_given, kernel.quick = hit
             if spec.device == CUDA and stream is None:
                 raise TypeError(_NO_STREAM)
             flat = fast[1] if as_given else backend_args(fast[1], spec.to_array)
@@ -124,4 +129,17 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     variant.compiled.launch(grid3, runtime_args, stream, dependent=programmatic_dependent_launch)
     if fast is not None:
         as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
-        kernel.remember_fast(fast_entry, (variant.compiled.specialize(runtime_args), spec, as_given))
+        specialized = variant.compiled.specialize(runtime_args)
+        kernel.remember_fast(fast_entry, (specialized, spec, as_given,
+                                          quick_for(kernel, kernel_args, fast_entry, specialized, as_given)))
+
+
+def quick_for(kernel: Kernel, kernel_args: tuple, fast_entry: tuple, specialized: Any, as_given: bool) -> Quick | None:
+    """The quick launcher (`fastpath.quick_launcher`) of a fast-path entry: for launches without
+    a `backend` option whose backend takes the arguments unconverted and whose specialized
+    kernel has a `fused_launch`."""
+    fused = getattr(specialized, "fused_launch", None)
+    launch = fused() if fused is not None and as_given and fast_entry[1] is None else None
+    if launch is None or kernel.plan is None:
+        return None
+    return quick_launcher(kernel.plan, kernel_args, knobs.BACKEND, fast_entry[2], launch, _GRID_LIMIT)

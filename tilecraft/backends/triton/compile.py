@@ -44,8 +44,8 @@ from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import fitting
 from . import interpret_workarounds as workarounds
 from . import printing
-from .launching import (DirectLauncher, baked_flatten, current_stream, ensure_allocator, grid_loop_launch,
-                        host_descriptors_allowed, launch_lambda, many_blocks, sm_slots,
+from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator,
+                        grid_loop_launch, host_descriptors_allowed, launch_lambda, many_blocks, sm_slots,
                         stream_context, stream_handle)
 from .emitter import Target
 from .lower import LoweredKernel
@@ -408,7 +408,8 @@ class TritonKernel:
         if not self.lowered.grid_loop:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
             host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
-            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host)
+            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host,
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"))
         flat = (*flat, 1, 1, 1)
         compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(flat),

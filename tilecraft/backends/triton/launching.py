@@ -21,6 +21,7 @@ import triton
 from triton.runtime import driver
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from ..base import FusedLaunch
 from . import native_launch
 from .lower import LoweredKernel
 
@@ -126,24 +127,37 @@ _ARRAY = re.compile(r"a(\d+)(?:\.view\(torch\.uint8\))?")
 _SIZE = re.compile(r"a\d+\.(?:shape\[\d+\]|stride\(\d+\))")
 
 
-def baked_flatten(lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> Callable[..., tuple]:
-    """The launch-argument lambda of one specialization (`flat`: `args` flattened the general
-    way): arrays as their addresses, shapes and strides as the constants they are for every
-    call with the same key. The general lambda for kernels with list arguments (their tables
-    are made at each launch)."""
+def baked_exprs(lowered: LoweredKernel, args: Sequence[Any], flat: tuple, address: str = "a{}.data_ptr()") -> list[str] | None:
+    """The launch-argument expressions of one specialization (`flat`: `args` flattened the
+    general way), over `a<i>` (argument i): each torch tensor as its address, written
+    `address.format(i)`, and shapes and strides as the constants they are for every call with
+    the same key. None for kernels with list arguments (their tables are made at each launch)."""
     if not lowered.launch or any(expr.startswith("*") for expr in lowered.launch):
-        return launch_lambda(lowered.flatten)
+        return None
     exprs = []
     for expr, value in zip(lowered.launch, flat):
         array = _ARRAY.fullmatch(expr)
         if array and isinstance(args[int(array[1])], torch.Tensor):
-            exprs.append(f"a{array[1]}.data_ptr()")
+            exprs.append(address.format(array[1]))
         elif _SIZE.fullmatch(expr) and type(value) is int:
             exprs.append(repr(value))
         else:
             exprs.append(expr)
+    return exprs
+
+
+def baked_flatten(lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> Callable[..., tuple]:
+    """`baked_exprs` as the launch-argument lambda (the general lambda for kernels with list
+    arguments)."""
+    exprs = baked_exprs(lowered, args, flat)
+    if exprs is None:
+        return launch_lambda(lowered.flatten)
     params = ", ".join(f"a{i}" for i in range(len(args)))
     return launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
+
+
+_PLAIN = re.compile(r"[ap]\d+|-?\d+")
+"""A fused launch's argument: an argument, an address or a constant int (nothing to evaluate)."""
 
 
 class DirectLauncher:
@@ -152,12 +166,15 @@ class DirectLauncher:
     kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
     makes the launcher of its one-program-per-block variant (see `grid_loop_launch`); a kernel
     with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
-    for grids of `many_blocks`."""
+    for grids of `many_blocks`. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
+    `fused_launch`."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
-                 small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None) -> None:
+                 small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
+                 fused_args: Sequence[str] | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = flatten
+        self._fused_args = fused_args
         self._slots = slots
         self._small_grid = small_grid
         self._small: Any = None
@@ -194,3 +211,17 @@ class DirectLauncher:
         if self._descriptors:
             ensure_allocator()
         self._call(grid[0], grid[1], grid[2], handle, *self._head, *flat)
+
+    def fused_launch(self) -> FusedLaunch | None:
+        """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
+        native launcher's call, declining the grids `launch` hands to its host-descriptor
+        variant. None for a grid-loop kernel, without the native launcher, or with an argument
+        that is more than an address, a scalar or a constant."""
+        if self._native is None or self._slots is not None or self._fused_args is None \
+                or not all(_PLAIN.fullmatch(e) for e in self._fused_args):
+            return None
+        env: dict[str, Any] = {"_native": self._native, "_stream": stream_handle, "_many": many_blocks}
+        env.update((f"_h{i}", v) for i, v in enumerate(self._native_head))
+        args = [f"_h{i}" for i in range(len(self._native_head))] + list(self._fused_args)
+        call = f"_native(gx, gy, gz, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
+        return FusedLaunch(f"not _many((gx, gy, gz)) and {call}" if self._host_variant is not None else call, env)
