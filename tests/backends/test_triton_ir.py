@@ -453,6 +453,22 @@ def test_matmul_as_grid_stride_loop(grid_loop):
         assert kernel._small is not None and "for block in" not in kernel._small.source
 
 
+@dynamic_loops
+def test_grid_loop_takes_descriptors_from_the_host():
+    """A grid-loop kernel reading through descriptors runs its loop in the host-descriptor
+    variant (still a grid loop: 3 programs under the interpreter for 3x3x2 blocks); a grid of
+    at most 3 blocks runs the one-program-per-block variant, with descriptors made in it."""
+    mode = TritonBackend(BackendKind.TRITON_INTERPRET, descriptors=True)
+    facts = ArrayFacts(aligned16=True, unit_last=True, strides16=True)  # rows of 48, 260, 120 floats
+    kernel = mode.compile(_stacked_matmul().fn(), [facts] * 3)
+    assert kernel.lowered.grid_loop and "make_tensor_descriptor" in kernel.source
+    _check_stacked(kernel, 300, 260, 48, (3, 3, 2))
+    host = kernel._host
+    assert host is not None and host.lowered.grid_loop and "make_tensor_descriptor" not in host.source
+    _check_stacked(kernel, 100, 120, 48, (1, 1, 2))
+    assert kernel._small is not None and "make_tensor_descriptor" in kernel._small.source
+
+
 def test_grid_loop_only_for_one_mma_tile_per_block():
     """Kernels whose blocks may wait on each other (atomics, while loops), kernels without an
     MMA loop or with small MMA tiles and kernels with their own tile loop keep one program per

@@ -166,7 +166,7 @@ class DirectLauncher:
     kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
     makes the launcher of its one-program-per-block variant (see `grid_loop_launch`); a kernel
     with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
-    for grids of `many_blocks`. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
+    for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
     `fused_launch`."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
@@ -193,10 +193,8 @@ class DirectLauncher:
         self._native, self._native_head = native if native is not None else (None, ())
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
-        if self._host_variant is not None and many_blocks(grid):
-            if self._host is None:
-                self._host = self._host_variant()
-            return self._host.launch(grid, args, stream)
+        if self._host_variant is not None and self._slots is None and many_blocks(grid):
+            return self._host_launcher().launch(grid, args, stream)
         flat = self._flatten(*args)
         if self._slots is not None:
             looped = grid_loop_launch(grid, flat, self._slots)
@@ -204,6 +202,8 @@ class DirectLauncher:
                 if self._small is None:
                     self._small = self._small_grid()
                 return self._small.launch(grid, args, stream)
+            if self._host_variant is not None:
+                return self._host_launcher().launch(grid, args, stream)
             grid, flat = looped
         handle = current_stream() if stream is None else stream_handle(stream)
         if self._native is not None and self._native(grid[0], grid[1], grid[2], handle, *self._native_head, *flat):
@@ -211,6 +211,12 @@ class DirectLauncher:
         if self._descriptors:
             ensure_allocator()
         self._call(grid[0], grid[1], grid[2], handle, *self._head, *flat)
+
+    def _host_launcher(self) -> Any:
+        """The host-descriptor variant's launcher (made on first use)."""
+        if self._host is None:
+            self._host = self._host_variant()
+        return self._host
 
     def fused_launch(self) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
