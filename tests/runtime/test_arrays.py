@@ -123,10 +123,14 @@ def test_array_facts_describe_alignment_and_tiling():
     from tilecraft.runtime.args import to_array
     facts = to_array(np.zeros((4000, 3000), np.float16), "a", False).facts
     assert facts.unit_last and facts.contiguous and not facts.divisible16 and not facts.index64
-    assert facts.dim_pow2 == (32, 1)
-    assert facts.tiles_evenly(0, 32) and not facts.tiles_evenly(0, 64) and not facts.tiles_evenly(1, 8)
+    assert facts.dim_pow2 == (32, 8) and facts.stride_pow2 == (8, 1)
+    assert facts.tiles_evenly(0, 32) and not facts.tiles_evenly(0, 64)
+    assert facts.tiles_evenly(1, 8) and not facts.tiles_evenly(1, 16)
     view = to_array(np.zeros((512, 768), np.float32)[:, 256:], "v", False).facts
-    assert view.dim_pow2 == (256, 256) and view.divisible16 and not view.contiguous
+    assert view.dim_pow2 == (256, 256) and view.stride_pow2 == (256, 1) and view.divisible16 and not view.contiguous
+    odd = to_array(np.zeros((7, 0)), "o", False).facts  # odd sizes, an empty dim, a zero stride
+    assert odd.dim_pow2 == (1, 0)
+    assert to_array(np.broadcast_to(np.zeros(12), (5, 12)), "b", False).facts.stride_pow2 == (256, 1)
 
 
 def test_stream_handles_of_every_kind():

@@ -32,10 +32,14 @@ class ArrayFacts:
     contiguous: the array is dense row-major (no gaps between rows: strides follow the shape).
     divisible16: every dim size and every stride but the last is a multiple of 16 elements, so
       masked pointer accesses vectorize fully (Triton specializes those integers itself).
-    dim_pow2: per dim, the largest power of two in 16..256 dividing its size (1 if none; 0 for
-      a dim of size 0, which no tile divides). Along a dim that a tile's extent divides, a tile
-      is either inside the array or entirely outside, which cuTile leaves undefined: such tiles
-      need no per-lane bounds mask on that dim.
+    dim_pow2: per dim, the largest power of two up to 256 dividing its size (1 for an odd size;
+      0 for a dim of size 0, which no tile divides). Along a dim that a tile's extent divides, a
+      tile is either inside the array or entirely outside, which cuTile leaves undefined: such
+      tiles need no per-lane bounds mask on that dim.
+    stride_pow2: per dim, the largest power of two up to 256 dividing its stride (256 for a
+      stride of 0). With `dim_pow2` it tells the Triton backend what Triton's own specialization
+      (multiples of 16 only) does not: rows of 700 halves are 8-byte aligned, so their loads can
+      be vectorized.
     empty: the array has no elements (no tensor descriptor can describe it).
     """
 
@@ -46,6 +50,7 @@ class ArrayFacts:
     contiguous: bool = False
     divisible16: bool = False
     dim_pow2: tuple[int, ...] = ()
+    stride_pow2: tuple[int, ...] = ()
     empty: bool = False
 
     def tiles_evenly(self, axis: int, extent: int) -> bool:
@@ -108,22 +113,18 @@ def array_facts(ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], item
         index64=index64,
         contiguous=dense,
         divisible16=all(s % 16 == 0 for s in strides[:-1]) and all(d % 16 == 0 for d in shape),
-        dim_pow2=tuple(_pow2(d) for d in shape),
+        dim_pow2=tuple(_pow2(d, 0) for d in shape),
+        stride_pow2=tuple(_pow2(s, 256) for s in strides),
         empty=n == 0,
     )
 
 
-def _pow2(size: int) -> int:
-    """The largest power of two in 16..256 dividing `size`, else 1; 0 for size 0 (an empty dim
-    has no tile inside it, so none may skip its bounds mask)."""
-    if size == 0:
-        return 0
-    p = 256
-    while p >= 16:
-        if size % p == 0:
-            return p
-        p //= 2
-    return 1
+def _pow2(n: int, zero: int) -> int:
+    """The largest power of two up to 256 dividing `n` (1 when `n` is odd); `zero` for 0 (0 for
+    a size: an empty dim has no tile inside it, so none may skip its bounds mask)."""
+    if n == 0:
+        return zero
+    return min(256, n & -n)
 
 
 @dataclass(frozen=True)

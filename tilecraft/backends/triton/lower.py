@@ -128,7 +128,23 @@ def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts
         for k, s in enumerate(strides):
             if s is not None:
                 add(s, index_dtype, f"a{i}.stride({k})")
+        if f is not None:
+            _divisibility_hints(w, fn, [*zip(shapes, f.dim_pow2), *zip(strides, f.stride_pow2)])
     return params, signature, launch
+
+
+def _divisibility_hints(w: KernelWriter, fn: Function, sizes: Sequence[tuple[str | None, int]]) -> None:
+    """Tell Triton what the specialization knows of each (size or stride parameter, power of
+    two dividing it) below 16, which Triton's own specialization does not track (it marks
+    multiples of 16 only): `x = x // d * d` gives x divisibility d, so loads along a dim whose
+    size and row stride are multiples of 4 halves become 8-byte vectors (an H200 sm_90 compile
+    of the MatMul sample at 1000x500x700 fp16: 16-bit loads with 2400 bytes of spills per
+    thread become 8-byte cp.async with 104)."""
+    w.loc = fn.loc
+    for name, d in sizes:
+        if name is not None and 1 < d < 16:
+            w.emit(f"{name} = {name} // {d} * {d}")
+    w.loc = None
 
 
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
