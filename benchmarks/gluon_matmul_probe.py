@@ -253,25 +253,32 @@ def error_line(exc: BaseException) -> str:
 
 
 # ---- compile-only check (no GPU) ----------------------------------------------------------------
-def sm90_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
-    """`cfg` compiled for sm_90 here: shared memory (and whether an sm_90 block may have that
-    much), warps, registers, spills, and how the partitions' registers were set (setmaxnreg)."""
+def sm90_gluon(kernel: Any, args: dict[str, Any], consts: dict[str, Any], options: dict[str, Any]) -> dict:
+    """Gluon `kernel` compiled for sm_90 here, its runtime arguments `args` (by name: tensor
+    descriptors, or a signature type string for a scalar) and `consts` its constexprs: shared
+    memory (and whether an sm_90 block may have that much), warps, registers, spills, and how
+    the partitions' registers were set (setmaxnreg)."""
     import re
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
     from tilecraft.backends.triton.fitting import shared_memory_limit
     from tilecraft.tools.inspection import _resources
-    x = torch.empty(8192, 8192, dtype=dtype)
-    sig = {name: mangle_type(d) for name, d in zip(("a_desc", "b_desc", "c_desc"), descriptors(x, x, x, cfg))}
-    consts = constexprs(cfg)
+    sig = {name: a if isinstance(a, str) else mangle_type(a) for name, a in args.items()}
     sig.update({k: "constexpr" for k in consts})
-    src = GluonASTSource(gluon_matmul_kernel, signature=sig, constexprs=consts)
-    binary = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=dict(num_warps=4, maxnreg=cfg.MAXNREG))
+    src = GluonASTSource(kernel, signature=sig, constexprs=consts)
+    binary = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
     regs, spills = _resources(binary.asm["cubin"])
     return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
                 warps=binary.metadata.num_warps, registers=regs, spills=spills,
                 setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))))
+
+
+def sm90_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
+    """`cfg` compiled for sm_90 here (see sm90_gluon)."""
+    x = torch.empty(8192, 8192, dtype=dtype)
+    args = dict(zip(("a_desc", "b_desc", "c_desc"), descriptors(x, x, x, cfg)))
+    return sm90_gluon(gluon_matmul_kernel, args, constexprs(cfg), dict(num_warps=4, maxnreg=cfg.MAXNREG))
 
 
 def compile_only(out) -> None:
