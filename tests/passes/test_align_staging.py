@@ -135,6 +135,8 @@ def test_forced_alignment_staging_is_bit_identical(dev, staged_backend, dtype, l
     if loads == "tma":
         sources = [s.source for c in compiled for s in c._kernels.values()]
         assert all("A_desc = tl.make_tensor_descriptor" in s and "B_desc" in s for s in sources)
+        # staged launches take the full path each time: no host-descriptor variant adds to it
+        assert not any(s.host_descriptor_kernel() for c in compiled for s in c._kernels.values())
 
 
 @pytest.mark.only_backends("triton")

@@ -189,9 +189,11 @@ class TritonKernel:
     retries, before anything has run. `fallbacks` lists what was given up, and why, in order.
     """
 
-    def __init__(self, lower_for: Callable[[Target], LoweredKernel], target: Target, interpret: bool) -> None:
+    def __init__(self, lower_for: Callable[[Target], LoweredKernel], target: Target, interpret: bool,
+                 host_variants: bool = True) -> None:
         self._lower_for = lower_for
         self.interpret = interpret
+        self._host_variants = host_variants  # may launch its host-descriptor variant
         self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
@@ -262,7 +264,7 @@ class TritonKernel:
     def _may_take_host_descriptors(self, args: Sequence[Any]) -> bool:
         """Whether this kernel has a host-descriptor variant that `args` (if any) may launch."""
         lowered = self.lowered
-        return (lowered.uses_descriptors and not self.target.host_descriptors
+        return (self._host_variants and lowered.uses_descriptors and not self.target.host_descriptors
                 and (not args or host_descriptors_allowed(args, lowered.descriptor_arrays)))
 
     def _host_variant_for(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple) -> "TritonKernel | None":
