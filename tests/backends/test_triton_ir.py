@@ -485,6 +485,21 @@ def test_grid_loop_takes_descriptors_from_the_host():
     assert kernel._small is not None and "make_tensor_descriptor" in kernel._small.source
 
 
+def test_a_kernel_without_host_variants_keeps_them_off_in_its_small_grid_variant():
+    """`host_variants=False` (staged kernels) holds for the one-program-per-block variant a
+    grid-loop kernel hands small grids to, as for the kernel itself."""
+    from tilecraft.backends.triton.compile import TritonKernel
+    facts = [ArrayFacts(aligned16=True, unit_last=True, strides16=True)] * 3
+    fn = _stacked_matmul().fn()
+    target = Target(interpret=True, descriptors=True, grid_loop=True)
+    for host_variants in (True, False):
+        kernel = TritonKernel(lambda t: lower(fn, facts, t), target, True, host_variants=host_variants)
+        small = kernel.small_grid_kernel()
+        assert kernel.lowered.grid_loop and small is not None and small.lowered.uses_descriptors
+        assert (kernel.host_descriptor_kernel() is not None) is host_variants
+        assert (small.host_descriptor_kernel() is not None) is host_variants
+
+
 def test_grid_loop_only_for_one_mma_tile_per_block():
     """Kernels whose blocks may wait on each other (atomics, while loops), kernels without an
     MMA loop or with small MMA tiles and kernels with their own tile loop keep one program per

@@ -187,6 +187,9 @@ class TritonKernel:
     when Triton cannot build that schedule for the GPU (out of shared memory, or its compiler
     fails: see fitting.py) it lowers the kernel again for the next, more modest schedule and
     retries, before anything has run. `fallbacks` lists what was given up, and why, in order.
+    A kernel that makes tensor descriptors runs some launches in its host-descriptor variant
+    (`host_descriptor_kernel`) unless `host_variants` is False (staged kernels: their launches
+    take the full path every time, where host descriptors cost more than they save).
     """
 
     def __init__(self, lower_for: Callable[[Target], LoweredKernel], target: Target, interpret: bool,
@@ -197,7 +200,7 @@ class TritonKernel:
         self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
-        self._host: TritonKernel | None = None  # the variant for many blocks (`host_descriptor_kernel`)
+        self._host: TritonKernel | None = None  # many blocks, or a grid loop: `host_descriptor_kernel`
         self._adopt(target, lower_for(target))
 
     def _adopt(self, target: Target, lowered: LoweredKernel) -> None:
@@ -247,7 +250,8 @@ class TritonKernel:
         """The one-program-per-block variant of a grid-loop kernel (see `grid_loop_launch`;
         made on first use)."""
         if self._small is None and self.lowered.grid_loop:
-            self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret)
+            self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret,
+                                       host_variants=self._host_variants)
         return self._small
 
     def host_descriptor_kernel(self) -> "TritonKernel | None":
@@ -257,15 +261,15 @@ class TritonKernel:
         launch that runs a grid-loop kernel's loop (H200, the MatMul sample at 4000x3000x2000
         bf16, 3 rounds: 0.833-0.839x torch against 0.812x with descriptors made by each of its
         132 programs; benchmarks/results/matmul-probe-h200-2026-12-01-c.json)."""
-        if self._host is None and self._may_take_host_descriptors(()):
+        if self._host is None and self._may_take_host_descriptors(None):
             self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret)
         return self._host
 
-    def _may_take_host_descriptors(self, args: Sequence[Any]) -> bool:
-        """Whether this kernel has a host-descriptor variant that `args` (if any) may launch."""
+    def _may_take_host_descriptors(self, args: Sequence[Any] | None) -> bool:
+        """Whether this kernel has a host-descriptor variant, that `args` may launch (None: any)."""
         lowered = self.lowered
         return (self._host_variants and lowered.uses_descriptors and not self.target.host_descriptors
-                and (not args or host_descriptors_allowed(args, lowered.descriptor_arrays)))
+                and (args is None or host_descriptors_allowed(args, lowered.descriptor_arrays)))
 
     def _host_variant_for(self, grid: tuple[int, int, int], args: Sequence[Any], flat: tuple) -> "TritonKernel | None":
         """The host-descriptor variant when a launch of `grid` with `args` (`flat`: flattened)
