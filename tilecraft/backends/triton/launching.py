@@ -7,7 +7,9 @@ strides and alignment), so its argument list is a lambda with those shapes and s
 in as constants and each array passed as its address (`baked_flatten`): Triton's C launcher
 then neither calls `data_ptr()` nor asks the driver about each pointer. When the compiled kernel
 needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper, or
-where it can, tilecraft's own smaller one (native_launch.py).
+where it can, tilecraft's own smaller one (native_launch.py); `DirectLauncher.fused_launch` is
+that native call as one expression, for the runtime's quick path. Launches of many blocks, and
+grid loops, go to a kernel's host-descriptor variant (`HOST_DESCRIPTOR_BLOCKS`).
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ tensor descriptors launches its host-descriptor variant (`Target.host_descriptor
 programs then no longer each write and fence their own descriptors. H200, cuTile's attention
 sample (benchmarks/results/attention-probe-h200-2026-12-01-c.json): 64x128 tiles (8192 blocks)
 0.56 -> 0.63x cuDNN, 128x128 (4096 blocks) 0.67 -> 0.71x. With fewer blocks the programs make
-their descriptors side by side, and the host's few microseconds per launch would show instead."""
+their descriptors side by side, and the host's few microseconds per launch would show instead.
+(A grid-loop kernel takes the variant whenever it runs its loop, whatever the block count:
+`TritonKernel.host_descriptor_kernel`.)"""
 
 
 def many_blocks(grid: tuple[int, int, int]) -> bool:
@@ -166,8 +170,8 @@ class DirectLauncher:
     kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
     makes the launcher of its one-program-per-block variant (see `grid_loop_launch`); a kernel
     with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
-    for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
-    `fused_launch`."""
+    for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`:
+    `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch)."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,

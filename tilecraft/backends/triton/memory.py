@@ -57,7 +57,9 @@ def descriptor_params(w: KernelWriter, fn: Function, params: list[str], signatur
     as `emit_descriptors` would make it in the kernel). A descriptor made in the kernel is
     written to global memory and fenced by every program, which costs a kernel of thousands of
     short programs several percent (H200: benchmarks/results/attention-probe-h200-2026-12-01-c.json);
-    one made on the host costs a few microseconds of host time per launch instead."""
+    one made on the host costs a few microseconds of host time per launch instead. Appends each
+    descriptor to `params`, `signature` and `launch` (its `TensorDescriptor` expression over the
+    runtime argument `a<i>`) and names it in `w.descriptors`, which `emit_descriptors` skips."""
     position = {p.id: i for i, p in enumerate(fn.params)}
     for desc in w.plan.descriptors:
         arr, i, dtype = w.arrays[desc.array.id], position[desc.array.id], desc.array.type.dtype
