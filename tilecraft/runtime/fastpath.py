@@ -5,10 +5,9 @@ The key holds what decides the variant and the launch checks: each tensor's type
 device (`.device`: `get_device()` is -1 on CPU and meta alike), strides, shape and 16-byte base
 alignment (shape and strides also decide 64-bit indexing); for NumPy arrays also whether they
 are writable (a read-only array the kernel writes is refused on the full path, so it must
-never find a fast entry); each Constant's
-`constant_key` (floats by their bits: 0.0 and -0.0 differ); each scalar's type. Anything the
-fast key cannot describe returns None and takes the full path, which also produces every error
-message.
+never find a fast entry); each Constant's `constant_key` (floats by their bits: 0.0 and -0.0
+differ); each scalar's type. Anything the fast key cannot describe returns None and takes the
+full path, which also produces every error message.
 
 The key is one flat tuple (an array's five items inline, not a tuple per argument: less to build,
 hash and compare on each launch). It still reads back one way only: a Constant is one item, and
@@ -148,8 +147,8 @@ class _Code:
             self.items.append(f"T{i}")
 
     def unpack(self) -> str:
-        """Statements binding the argument names, returning `refuse` for an argument list of
-        another length or other types."""
+        """Statements binding the argument names, returning `REFUSE` (a name the caller's
+        environment defines) for an argument list of another length or other types."""
         n = len(self.names)
         return (f"    if type(args) is not tuple or len(args) != {n}:\n        return REFUSE\n"
                 f"    {', '.join(self.names)}{',' if n == 1 else ''} = args\n"
@@ -170,6 +169,7 @@ def typed_keyer(plan: tuple[bool, ...], args: tuple) -> Keyer | None:
 
 
 Quick = Callable[[Any, Any, Any], Any]
+"""`quick(stream, grid, args)` -> true when it launched (`quick_launcher`)."""
 
 
 def _grid_source() -> str:
@@ -188,11 +188,11 @@ def _grid_source() -> str:
 
 def quick_launcher(plan: tuple[bool, ...], args: tuple, knob: Knob, raw: Any, launch: FusedLaunch,
                    grid_limit: int) -> Quick | None:
-    """`quick(stream, grid, args)`: launches `launch` and returns true when `args` has `args`'
-    fast key exactly (checked item by item, each address read once), `knob.raw()` is `raw`
-    (the backend knob as it was), `stream` is not None and `grid` is a tuple of 1 to 3 ints in 1..`grid_limit`;
-    False, having done nothing, for anything else (also when `launch` declines). None when
-    `args` takes the full path."""
+    """`quick(stream, grid, call_args)`: launches `launch` and returns true when `call_args`
+    has the fast key of `args` exactly (checked item by item, each address read once),
+    `knob.raw()` is `raw` (the backend knob as it was), `stream` is not None and `grid` is a
+    tuple of 1 to 3 ints in 1..`grid_limit`; False, having done nothing, for anything else
+    (also when `launch` declines). None when `args` takes the full path."""
     found = fast_key(plan, args) if args else None
     if found is None:
         return None

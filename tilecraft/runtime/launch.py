@@ -131,13 +131,13 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
         as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
         specialized = variant.compiled.specialize(runtime_args)
         kernel.remember_fast(fast_entry, (specialized, spec, as_given,
-                                          quick_for(kernel, kernel_args, fast_entry, specialized, as_given)))
+                                          _quick_for(kernel, kernel_args, fast_entry, specialized, as_given)))
 
 
-def quick_for(kernel: Kernel, kernel_args: tuple, fast_entry: tuple, specialized: Any, as_given: bool) -> Quick | None:
-    """The quick launcher (`fastpath.quick_launcher`) of a fast-path entry: for launches without
-    a `backend` option whose backend takes the arguments unconverted and whose specialized
-    kernel has a `fused_launch`."""
+def _quick_for(kernel: Kernel, kernel_args: tuple, fast_entry: tuple, specialized: Any, as_given: bool) -> Quick | None:
+    """The quick launcher (`fastpath.quick_launcher`) of a fast-path entry (`fast_entry`: key,
+    `backend` option, raw TILECRAFT_BACKEND): for launches without a `backend` option whose
+    backend takes the arguments unconverted and whose specialized kernel has a `fused_launch`."""
     fused = getattr(specialized, "fused_launch", None)
     launch = fused() if fused is not None and as_given and fast_entry[1] is None else None
     if launch is None or kernel.plan is None:
