@@ -40,7 +40,8 @@ import triton
 import triton.language as tl
 
 from _results import claim
-from probing import Variant, config_label as _cfg, host_descriptors, launcher, loaded as _loaded, no_clamps, sub as _sub, variant_adder
+from probing import (Variant, check_and_time, config_label as _cfg, host_descriptors, launcher, loaded as _loaded,
+                     no_clamps, record_compile, sm90_resources, sub as _sub, summary, variant_adder)
 
 B, H, S, D = 4, 32, 4096, 128
 TILES = ((64, 128), (128, 128))
@@ -169,34 +170,15 @@ def _cpu_kernel(tm: int, tn: int) -> Any:
 
 
 def _sm90(fn: Any, signature: dict, options: dict, attrs: dict | None = None, constexprs: dict | None = None) -> dict:
-    """Compile `fn` for sm_90 here: shared memory (and whether an sm_90 block may have that
-    much), warps (more than asked where warp-specialized), registers, spills."""
-    from triton.backends.compiler import GPUTarget
+    """`fn` compiled for sm_90 here (`probing.sm90_resources`)."""
     from triton.compiler import ASTSource
-    from tilecraft.backends.triton.fitting import shared_memory_limit
-    from tilecraft.tools.inspection import _resources
-    binary = triton.compile(ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs),
-                            target=GPUTarget("cuda", 90, 32), options=options)
-    regs, spills = _resources(binary.asm["cubin"])
-    return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
-                warps=binary.metadata.num_warps, registers=regs, spills=spills)
+    return sm90_resources(ASTSource(fn, signature=signature, constexprs=constexprs, attrs=attrs), options)
 
 
 def compile_only(out) -> None:
     from triton.runtime.jit import mangle_type
     from triton.tools.tensor_descriptor import TensorDescriptor
     tmp, rows = Path(tempfile.mkdtemp()), []
-
-    def record(row: dict, build: Callable[[], dict]) -> None:
-        start = time.perf_counter()
-        try:
-            row.update(build())
-        except Exception as exc:  # noqa: BLE001 - a variant that does not build is a finding
-            row["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1][:300]}"
-        row["compile_s"] = round(time.perf_counter() - start, 2)
-        rows.append(row)
-        print(row, flush=True)
-        out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
 
     for tm, tn in TILES:
         kernel, targs = _cpu_kernel(tm, tn)
@@ -214,7 +196,7 @@ def compile_only(out) -> None:
                 shift = len(lead)
                 return _sm90(_loaded(v, tmp), {**lead, **v.base.lowered.signature}, v.options,
                              {(i + shift,): [["tt.divisibility", 16]] for i in sorted(aligned)})
-            record(dict(tiles=f"{tm}x{tn}", variant=v.name, config=v.config), build)
+            record_compile(out, rows, dict(tiles=f"{tm}x{tn}", variant=v.name, config=v.config), build)
     for name, tm, tn, config in plain_configs():
         options = {k: config[k] for k in ("num_warps", "num_stages")}
         constexprs = dict(BLOCK_M=tm, BLOCK_N=tn, HEAD_D=D, STAGES=config["STAGES"], WS=config["WS"])
@@ -222,7 +204,7 @@ def compile_only(out) -> None:
         sig = {p: mangle_type(TensorDescriptor.from_tensor(x, [bm, D]))
                for p, bm in zip(("q_desc", "k_desc", "v_desc", "o_desc"), (tm, tn, tn, tm))}
         sig.update(scale="fp32", seq="i32", **{k: "constexpr" for k in constexprs})
-        record(dict(tiles=f"{tm}x{tn}", variant=name, config=_cfg(None, options)),
+        record_compile(out, rows, dict(tiles=f"{tm}x{tn}", variant=name, config=_cfg(None, options)),
                lambda: _sm90(plain_attention, sig, options, {(5,): [["tt.divisibility", 16]]}, constexprs))
 
 
@@ -250,23 +232,9 @@ def gpu_run(out) -> None:
             skipped.append(f"{tiles} {name} {config}")
             return
         row = dict(tiles=tiles, variant=name, config=config)
-        t0 = time.perf_counter()
-        try:
-            fn = build()
-            o.fill_(float("nan"))
-            got = fn()
-            torch.cuda.synchronize()
-            row["rel_err"] = float(((o if got is None else got).float() - ref).norm() / ref.norm())
-            row["build_s"] = round(time.perf_counter() - t0, 2)
-            if row["rel_err"] < 1e-2:
-                t = triton.testing.do_bench(fn, rep=100, return_mode="median")
-                row.update(ms=t, ratio=t_ref / t, tflops=flop / t / 1e9)
-        except Exception as exc:  # noqa: BLE001 - a variant that fails is a row, not the end
-            lines = str(exc).strip().splitlines()
-            row["error"] = f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+        row.update(check_and_time(build, o, ref, t_ref, flop))
         rows.append(row)
-        print(f"{tiles:8s} {name:44s} {config:7s} " + (f"{row['ratio']:.2f}x cuDNN  {row['tflops']:.0f} TFLOP/s"
-              if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+        print(f"{tiles:8s} {name:44s} {config:7s} {summary(row, 'cuDNN')}", flush=True)
         out.write_json(doc)
 
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):

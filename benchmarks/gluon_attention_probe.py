@@ -47,7 +47,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from _results import claim
 from attention_probe import B, D, H, S, SCALE, plain_descriptors, plain_launch
-from gluon_matmul_probe import GL_DTYPES, error_line, hang_watchdog, sm90_gluon
+from gluon_matmul_probe import GL_DTYPES, hang_watchdog, sm90_gluon
+from probing import check_and_time, record_compile, summary
 
 BUDGET_S = 80.0  # rows not started by then are skipped
 PLAIN = (128, 128, dict(STAGES=3, WS=False, num_warps=8, num_stages=3))  # attention_probe's best
@@ -256,7 +257,7 @@ def launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, c
 
 
 # ---- compile-only check (no GPU) ----------------------------------------------------------------
-def sm90_resources(cfg: Config) -> dict:
+def config_resources(cfg: Config) -> dict:
     """`cfg` compiled for sm_90 here (see gluon_matmul_probe.sm90_gluon)."""
     x = torch.empty(B, H, S, D, dtype=torch.bfloat16)
     args: dict[str, Any] = dict(zip(("q_desc", "k_desc", "v_desc", "o_desc"), descriptors(x, x, x, x, cfg)))
@@ -265,18 +266,9 @@ def sm90_resources(cfg: Config) -> dict:
 
 
 def compile_only(out) -> None:
-    rows = []
+    rows: list[dict] = []
     for cfg in CONFIGS:
-        row: dict[str, Any] = dict(config=cfg.label)
-        start = time.perf_counter()
-        try:
-            row.update(sm90_resources(cfg))
-        except Exception as exc:  # noqa: BLE001 - a config that does not build is a finding
-            row["error"] = error_line(exc)
-        row["compile_s"] = round(time.perf_counter() - start, 2)
-        rows.append(row)
-        print(row, flush=True)
-        out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
+        record_compile(out, rows, dict(config=cfg.label), lambda cfg=cfg: config_resources(cfg))
 
 
 # ---- the GPU run --------------------------------------------------------------------------------
@@ -303,24 +295,11 @@ def gpu_run(out) -> None:
             doc["skipped"].append(name)
             return
         row: dict[str, Any] = dict(config=name)
-        t0 = time.perf_counter()
         watchdog = hang_watchdog(out, doc, name)
-        try:
-            fn = build()
-            o.fill_(float("nan"))
-            got = fn()
-            torch.cuda.synchronize()
-            row["rel_err"] = float(((o if got is None else got).float() - ref).norm() / ref.norm())
-            row["build_s"] = round(time.perf_counter() - t0, 2)
-            if row["rel_err"] < 1e-2:
-                t = triton.testing.do_bench(fn, rep=100, return_mode="median")
-                row.update(ms=t, ratio=t_ref / t, tflops=flop / t / 1e9)
-        except Exception as exc:  # noqa: BLE001 - a config that fails is a row, not the end
-            row["error"] = error_line(exc)
+        row.update(check_and_time(build, o, ref, t_ref, flop))
         watchdog.cancel()
         doc["rows"].append(row)
-        print(f"{name:32s} " + (f"{row['ratio']:.3f}x cuDNN {row['tflops']:.0f} TFLOP/s"
-              if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+        print(f"{name:32s} {summary(row, 'cuDNN')}", flush=True)
         out.write_json(doc)
 
     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
@@ -329,12 +308,8 @@ def gpu_run(out) -> None:
     plain = plain_descriptors(q, k, v, o, tm, tn)
     record(f"plain triton {tm}x{tn} w{config['num_warps']} s{config['num_stages']}",
            lambda: lambda: plain_launch(plain, tm, tn, config))
-    def gluon(cfg: Any) -> Callable[[], None]:
-        def run() -> None:  # not the CompiledKernel the launch returns: the output is `o`
-            launch(q, k, v, o, cfg)
-        return run
     for cfg in CONFIGS:
-        record(f"gluon {cfg.label}", lambda cfg=cfg: gluon(cfg))
+        record(f"gluon {cfg.label}", lambda cfg=cfg: launch(q, k, v, o, cfg))
     doc["seconds"] = round(time.perf_counter() - start, 1)
     out.write_json(doc)
 

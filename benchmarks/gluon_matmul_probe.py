@@ -44,6 +44,7 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from _results import claim
+from probing import check_and_time, record_compile, sm90_resources, summary
 
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
@@ -141,7 +142,6 @@ def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, orde
               GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
     """One warpgroup (WG 0 or 1): wgmma over the ring, one MMA in flight, then the epilogue."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
-    BK: gl.constexpr = a_desc.block_type.shape[1]
     BN: gl.constexpr = b_desc.block_type.shape[1]
     STAGES: gl.constexpr = a_bufs.type.shape[0]
     ROWS: gl.constexpr = c_desc.block_type.shape[0]  # BM in pingpong, BM // 2 in coop
@@ -243,38 +243,19 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: Config, sms: 
     return lambda: gluon_matmul_kernel[grid](*descs, **kw)
 
 
-def error_line(exc: BaseException) -> str:
-    """The innermost cause of `exc` in one line: a Gluon compile error's last line is a caret
-    under the failing call, and the message that says why is its cause's."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
-    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
-
-
 # ---- compile-only check (no GPU) ----------------------------------------------------------------
 def sm90_gluon(kernel: Any, args: dict[str, Any], consts: dict[str, Any], options: dict[str, Any]) -> dict:
-    """Gluon `kernel` compiled for sm_90 here, its runtime arguments `args` (by name: tensor
-    descriptors, or a signature type string for a scalar) and `consts` its constexprs: shared
-    memory (and whether an sm_90 block may have that much), warps, registers, spills, and how
-    the partitions' registers were set (setmaxnreg)."""
-    import re
-    from triton.backends.compiler import GPUTarget
+    """Gluon `kernel` compiled for sm_90 here (`probing.sm90_resources`), its runtime arguments
+    `args` (by name: tensor descriptors, or a signature type string for a scalar) and `consts`
+    its constexprs."""
     from triton.experimental.gluon._runtime import GluonASTSource
     from triton.runtime.jit import mangle_type
-    from tilecraft.backends.triton.fitting import shared_memory_limit
-    from tilecraft.tools.inspection import _resources
     sig = {name: a if isinstance(a, str) else mangle_type(a) for name, a in args.items()}
     sig.update({k: "constexpr" for k in consts})
-    src = GluonASTSource(kernel, signature=sig, constexprs=consts)
-    binary = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=options)
-    regs, spills = _resources(binary.asm["cubin"])
-    return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
-                warps=binary.metadata.num_warps, registers=regs, spills=spills,
-                setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))))
+    return sm90_resources(GluonASTSource(kernel, signature=sig, constexprs=consts), options)
 
 
-def sm90_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
+def config_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
     """`cfg` compiled for sm_90 here (see sm90_gluon)."""
     x = torch.empty(8192, 8192, dtype=dtype)
     args = dict(zip(("a_desc", "b_desc", "c_desc"), descriptors(x, x, x, cfg)))
@@ -282,18 +263,9 @@ def sm90_resources(cfg: Config, dtype: torch.dtype = torch.bfloat16) -> dict:
 
 
 def compile_only(out) -> None:
-    rows = []
+    rows: list[dict] = []
     for cfg in CONFIGS:
-        row: dict[str, Any] = dict(config=cfg.label)
-        start = time.perf_counter()
-        try:
-            row.update(sm90_resources(cfg))
-        except Exception as exc:  # noqa: BLE001 - a config that does not build is a finding
-            row["error"] = error_line(exc)
-        row["compile_s"] = round(time.perf_counter() - start, 2)
-        rows.append(row)
-        print(row, flush=True)
-        out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
+        record_compile(out, rows, dict(config=cfg.label), lambda cfg=cfg: config_resources(cfg))
 
 
 # ---- the GPU run --------------------------------------------------------------------------------
@@ -332,24 +304,11 @@ def gpu_run(out) -> None:
                 doc["skipped"].append(f"{case} {name}")
                 return
             row: dict[str, Any] = dict(case=case, config=name, torch_ms=t_torch)
-            t0 = time.perf_counter()
             watchdog = hang_watchdog(out, doc, f"{case} {name}")
-            try:
-                fn = build()
-                c.fill_(float("nan"))
-                fn()
-                torch.cuda.synchronize()
-                row["rel_err"] = float((c.float() - ref).norm() / ref.norm())
-                row["build_s"] = round(time.perf_counter() - t0, 2)
-                if row["rel_err"] < 1e-2:
-                    t = triton.testing.do_bench(fn, rep=100, return_mode="median")
-                    row.update(ms=t, ratio=t_torch / t, tflops=flop / t / 1e9)
-            except Exception as exc:  # noqa: BLE001 - a config that fails is a row, not the end
-                row["error"] = error_line(exc)
+            row.update(check_and_time(build, c, ref, t_torch, flop))
             watchdog.cancel()
             doc["rows"].append(row)
-            print(f"{case:20s} {name:36s} " + (f"{row['ratio']:.3f}x torch {row['tflops']:.0f} TFLOP/s"
-                  if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+            print(f"{case:20s} {name:36s} {summary(row, 'torch')}", flush=True)
             out.write_json(doc)
 
         record("torch", lambda: lambda: torch.matmul(a, b, out=c))

@@ -33,7 +33,8 @@ import torch
 import triton
 
 from _results import claim
-from probing import Variant, config_label, host_descriptors, launcher, no_clamps, sub, variant_adder
+from probing import (Variant, check_and_time, config_label, host_descriptors, launcher, no_clamps, sub, summary,
+                     variant_adder)
 
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
@@ -133,21 +134,9 @@ def main() -> None:
                 doc["skipped"].append(f"{case} {name} {config}")
                 return
             row = dict(case=case, variant=name, config=config, torch_ms=t_torch)
-            try:
-                fn = build()
-                c.fill_(float("nan"))
-                fn()
-                torch.cuda.synchronize()
-                row["rel_err"] = float((c.float() - ref).norm() / ref.norm())
-                if row["rel_err"] < 1e-2:
-                    t = triton.testing.do_bench(fn, rep=100, return_mode="median")
-                    row.update(ms=t, ratio=t_torch / t, tflops=flop / t / 1e9)
-            except Exception as exc:  # noqa: BLE001 - a variant that fails is a row, not the end
-                lines = str(exc).strip().splitlines()
-                row["error"] = f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+            row.update(check_and_time(build, c, ref, t_torch, flop))
             doc["rows"].append(row)
-            print(f"{case:20s} {name:48s} {config:16s} " + (f"{row['ratio']:.3f}x torch {row['tflops']:.0f} TFLOP/s"
-                  if "ms" in row else row.get("error", f"rel_err {row.get('rel_err')}")), flush=True)
+            print(f"{case:20s} {name:48s} {config:16s} {summary(row, 'torch')}", flush=True)
             out.write_json(doc)
 
         for _ in range(args.rounds):

@@ -1,16 +1,19 @@
 """What the probes share: edits of the Triton source tilecraft generated for a kernel, loading
-an edited source as a Triton kernel specialized as tilecraft's launch does, and launching it
-with tilecraft's grid (and persistent grid loop). A probe times such variants side by side to
-find what the compiler should generate; it is not a product benchmark.
+an edited source as a Triton kernel specialized as tilecraft's launch does, launching it with
+tilecraft's grid (and persistent grid loop), and checking then timing one row. A probe times
+such variants side by side to find what the compiler should generate; it is not a product
+benchmark.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import torch
 import triton
 
 from row_probe import _variant as load_variant  # also puts the samples and the shim on sys.path
@@ -110,3 +113,74 @@ def launcher(var: Variant, grid: tuple[int, int, int], args: tuple, tmp: Path) -
     def launch() -> None:  # not the CompiledKernel `fn[grid](...)` returns: outputs are arguments
         fn[grid](*flat, **var.options)
     return launch
+
+
+# ---- one row: check, then time ------------------------------------------------------------------
+def error_line(exc: BaseException) -> str:
+    """The innermost cause of `exc` in one line: a Gluon compile error's last line is a caret
+    under the failing call, and the message that says why is its cause's."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip() and set(ln.strip()) != {"^"}]
+    return f"{type(exc).__name__}: {lines[-1][:300] if lines else ''}"
+
+
+def check_and_time(build: Callable[[], Callable[[], Any]], output: torch.Tensor, ref: torch.Tensor,
+                   t_ref: float, flop: int) -> dict[str, Any]:
+    """A row's measurements: `build()` makes the launch; one run on `output` poisoned with NaN is
+    compared with `ref` (the result is the tensor the launch returns, else `output`: a Triton
+    launch returns its CompiledKernel); below a relative error of 1e-2 the launch is timed
+    (median of `triton.testing.do_bench`). Fields: rel_err, build_s, then ms, ratio (`t_ref` /
+    ms) and tflops; or error, for a launch that fails (a finding, not the end of the run)."""
+    row: dict[str, Any] = {}
+    start = time.perf_counter()
+    try:
+        fn = build()
+        output.fill_(float("nan"))
+        got = fn()
+        torch.cuda.synchronize()
+        result = got if isinstance(got, torch.Tensor) else output
+        row["rel_err"] = float((result.float() - ref).norm() / ref.norm())
+        row["build_s"] = round(time.perf_counter() - start, 2)
+        if row["rel_err"] < 1e-2:
+            t = triton.testing.do_bench(fn, rep=100, return_mode="median")
+            row.update(ms=t, ratio=t_ref / t, tflops=flop / t / 1e9)
+    except Exception as exc:  # noqa: BLE001 - a launch that fails is a row, not the end
+        row["error"] = error_line(exc)
+    return row
+
+
+def summary(row: dict[str, Any], yardstick: str) -> str:
+    """A row's result in a few words: its ratio to `yardstick` and TFLOP/s, or why it has none."""
+    if "ms" in row:
+        return f"{row['ratio']:.3f}x {yardstick} {row['tflops']:.0f} TFLOP/s"
+    return row.get("error", f"rel_err {row.get('rel_err')}")
+
+
+# ---- compile-only rows (no GPU) -----------------------------------------------------------------
+def sm90_resources(source: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """`source` (a Triton or Gluon AST source) compiled for sm_90 here: shared memory (and
+    whether an sm_90 block may have that much), warps (more than asked where warp-specialized),
+    registers, spills, and the registers warp-specialized partitions set (setmaxnreg)."""
+    from triton.backends.compiler import GPUTarget
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.tools.inspection import _resources
+    binary = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    regs, spills = _resources(binary.asm["cubin"])
+    return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
+                warps=binary.metadata.num_warps, registers=regs, spills=spills,
+                setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))))
+
+
+def record_compile(out: Any, rows: list[dict], row: dict[str, Any], build: Callable[[], dict]) -> None:
+    """Append `row` with what `build()` reports (or its error: a variant that does not build is a
+    finding) and the seconds it took to `rows`, print it, and rewrite `out`'s JSON."""
+    start = time.perf_counter()
+    try:
+        row.update(build())
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        row["error"] = error_line(exc)
+    row["compile_s"] = round(time.perf_counter() - start, 2)
+    rows.append(row)
+    print(row, flush=True)
+    out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
