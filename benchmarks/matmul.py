@@ -113,6 +113,16 @@ def tiles_for(dtype: torch.dtype) -> tuple[int, int, int]:
     return cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
 
 
+def impl_tiles(impl: str, dtype: torch.dtype) -> tuple[int, int, int]:
+    """The tiles a tilecraft implementation runs the sample with: "tilecraft@TMxTNxTK" names its
+    own (the size sweep's --tiles), any other the sample's."""
+    _, at, spec = impl.partition("@")
+    if not at:
+        return tiles_for(dtype)
+    tm, tn, tk = (int(t) for t in spec.split("x"))
+    return tm, tn, tk
+
+
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -129,7 +139,7 @@ def make_runner(impl: str, case: Case, A: torch.Tensor, B: torch.Tensor, C: torc
         if mode == "desc" and not tr.descriptors_supported(A, B, C):
             raise ValueError("rows are not 16-byte aligned: no tensor descriptors")
         return lambda: tr.matmul(A, B, C, mode, case.persistent, sms)
-    tm, tn, tk = tiles_for(case.dtype)
+    tm, tn, tk = impl_tiles(impl, case.dtype)
     num_tiles = ct.cdiv(case.M, tm) * ct.cdiv(case.N, tn)
     if case.persistent:
         kernel, grid = persistent_matmul_kernel, (min(sms, num_tiles), 1, 1)
@@ -209,7 +219,7 @@ def measure_case(case: Case, device: torch.device, timer: CudaTimer | None, sms:
     for impl in impls:
         rec: dict[str, Any] = {"case": case.label, "key": case.key, "impl": impl, "M": case.M, "N": case.N,
                                "K": case.K, "dtype": DTYPE_NAMES[case.dtype], "persistent": case.persistent,
-                               "tiles": None if impl == "torch" else list(tiles_for(case.dtype))}
+                               "tiles": None if impl == "torch" else list(impl_tiles(impl, case.dtype))}
         records.append(rec)
         with recorded_failure(rec):
             run = make_runner(impl, case, A, B, C, sms, (backends or {}).get(impl))

@@ -25,6 +25,9 @@ split (passes/split_k.py) next to torch, interleaved: one implementation `tilecr
 count N of COUNTS, where `auto` is the count `backends.splitting.auto_splits` gives the grid on
 this GPU (none where it declines: a grid over half the SMs), forced on a backend of its own.
 
+--tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
+how the same kernel fares with the tiles a compiler could choose for it.
+
 --cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
 TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks them; no timing.
 """
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -114,12 +118,13 @@ def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, di
 
 
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
-                 seed: int, counts: list[str] | None = None) -> list[dict[str, Any]]:
+                 seed: int, counts: list[str] | None = None, tiles: list[str] = ()) -> list[dict[str, Any]]:
     """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
     --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
     those apart from the squares' line)."""
     auto, backends = split_impls(case, sms, counts) if counts else (None, {})
-    records = measure_case(case, device, timer, sms, seed, IMPLS + tuple(backends), backends)
+    tiled = tuple(f"tilecraft@{t}" for t in tiles)
+    records = measure_case(case, device, timer, sms, seed, IMPLS + tiled + tuple(backends), backends)
     odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
     for rec in records:
         rec.update(flops=case.flops, odd_shape=odd)
@@ -151,12 +156,22 @@ def split_counts(text: str) -> list[str]:
     return counts
 
 
+def tile_list(text: str) -> list[str]:
+    """--tiles' value: TMxTNxTK tile shapes, comma-separated."""
+    shapes = text.split(",")
+    if not all(re.fullmatch(r"\d+x\d+x\d+", s) for s in shapes):
+        raise argparse.ArgumentTypeError(f"expected TMxTNxTK tile shapes, comma-separated: {text!r}")
+    return shapes
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/size-sweep-<date>.json)")
     p.add_argument("--only", choices=("matmul", "rowwise"), help="one of the two sweeps")
     p.add_argument("--split-k", metavar="COUNTS", type=split_counts,
                    help="the split-K comparison instead (see above): comma-separated split counts or 'auto'")
+    p.add_argument("--tiles", metavar="TILES", type=tile_list, default=[],
+                   help="also run the sample with these tiles (TMxTNxTK, comma-separated) as tilecraft@TILES")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")
     p.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left after this")
     p.add_argument("--min-runs", type=int, default=50, help="timed runs per measurement, at least")
@@ -187,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             doc["skipped"].append(case.label if sweep == "matmul" else "{} {}x{}".format(*case))
             continue
         if sweep == "matmul":
-            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k)
+            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k, args.tiles)
         else:
             doc["rowwise"] += sweep_rowwise(*case, timer)
         doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)

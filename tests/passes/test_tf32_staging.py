@@ -140,14 +140,18 @@ def _staged_ran(compiled: list) -> bool:
 def test_forced_staging_is_bit_identical(dev, staged_backend, loads):
     """100x72x302 with 32x32x32 tiles (K not a multiple of the tile, the copies' rows padded),
     staged on every launch (loads through pointers or tensor descriptors): the same bits as the
-    unstaged kernel, which is within tf32 error of float64 (of the rounded inputs)."""
+    unstaged kernel on the GPU (the same within BLAS reassociation on Triton's interpreter; seen on
+    the H200 host's NumPy), which is within tf32 error of float64 (of the rounded inputs)."""
     a, b = _mats(100, 72, 302)
     staged, compiled = _matmul(dev, staged_backend[loads], a, b, (32, 32, 32))
     plain, unstaged = _matmul(dev, staged_backend[False], a, b, (32, 32, 32))
     assert _staged_ran(compiled) and not _staged_ran(unstaged)
     ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
     np.testing.assert_allclose(plain, ref, atol=1e-5 * np.sqrt(302), rtol=1e-5)
-    np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+    if dev.name == "triton":
+        np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+    else:  # Triton's interpreter sums each dot in NumPy's BLAS, whose order can follow the layout
+        np.testing.assert_allclose(staged, plain, rtol=1e-6, atol=1e-6)
     if loads == "tma":
         assert all("make_tensor_descriptor" in k.source for c in compiled for k in c._kernels.values())
 
