@@ -28,6 +28,9 @@ this GPU (none where it declines: a grid over half the SMs), forced on a backend
 --tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
 how the same kernel fares with the tiles a compiler could choose for it.
 
+--unsplit adds the sample launched with tile splitting off (backends/tile_splitting.py), as
+`tilecraft-unsplit`: what the split gains where it applies (small grids).
+
 --cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
 TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks them; no timing.
 """
@@ -92,18 +95,18 @@ def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
     return [(kind, rows, cols) for kind in rowwise.KINDS for cols in lengths]
 
 
-def split_backend(splits: int) -> str:
+def variant_backend(suffix: str, **options: Any) -> str:
     """The name of the tilecraft backend of this run (TILECRAFT_BACKEND, default triton; a
-    Triton one) with every 1-D launch split `splits` ways, registered on first use."""
+    Triton one) built with TritonBackend `options`, registered on first use as `<name>-<suffix>`."""
     from tilecraft.backends.triton import TritonBackend
 
     base = registry.get(os.environ.get("TILECRAFT_BACKEND") or "triton")
     if base is None or not isinstance(base.backend, TritonBackend):
-        raise SystemExit("--split-k needs a Triton backend (TILECRAFT_BACKEND=triton or triton-interpret)")
-    name = f"{base.name}-split{splits}"
+        raise SystemExit("--split-k and --unsplit need a Triton backend (TILECRAFT_BACKEND=triton or triton-interpret)")
+    name = f"{base.name}-{suffix}"
     if registry.get(name) is None:
         kind = base.backend.kind
-        registry.register(registry.BackendSpec(name, base.device, lambda: TritonBackend(kind, split_k=splits),
+        registry.register(registry.BackendSpec(name, base.device, lambda: TritonBackend(kind, **options),
                                                base.to_array, base.packages))
     return name
 
@@ -114,22 +117,26 @@ def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, di
     tm, tn, _ = tiles_for(case.dtype)
     auto = auto_splits((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms)
     chosen = [auto if c == "auto" else int(c) for c in counts]
-    return auto, {f"tilecraft-s{n}": split_backend(n) for n in dict.fromkeys(chosen) if n is not None}
+    return auto, {f"tilecraft-s{n}": variant_backend(f"split{n}", split_k=n)
+                  for n in dict.fromkeys(chosen) if n is not None}
 
 
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
-                 seed: int, counts: list[str] | None = None, tiles: list[str] = ()) -> list[dict[str, Any]]:
+                 seed: int, counts: list[str] | None = None, tiles: list[str] = (),
+                 unsplit: bool = False) -> list[dict[str, Any]]:
     """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
     --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
     those apart from the squares' line)."""
     auto, backends = split_impls(case, sms, counts) if counts else (None, {})
+    if unsplit:
+        backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False)
     tiled = tuple(f"tilecraft@{t}" for t in tiles)
     records = measure_case(case, device, timer, sms, seed, IMPLS + tiled + tuple(backends), backends)
     odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
     for rec in records:
         rec.update(flops=case.flops, odd_shape=odd)
         if counts:
-            split = rec["impl"] in backends
+            split = rec["impl"].startswith("tilecraft-s")
             rec.update(auto_splits=auto, splits=int(rec["impl"].removeprefix("tilecraft-s")) if split else None)
     print_table(records, header=False)
     return records
@@ -172,6 +179,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="the split-K comparison instead (see above): comma-separated split counts or 'auto'")
     p.add_argument("--tiles", metavar="TILES", type=tile_list, default=[],
                    help="also run the sample with these tiles (TMxTNxTK, comma-separated) as tilecraft@TILES")
+    p.add_argument("--unsplit", action="store_true",
+                   help="also run the sample with tile splitting off, as tilecraft-unsplit")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")
     p.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left after this")
     p.add_argument("--min-runs", type=int, default=50, help="timed runs per measurement, at least")
@@ -202,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             doc["skipped"].append(case.label if sweep == "matmul" else "{} {}x{}".format(*case))
             continue
         if sweep == "matmul":
-            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k, args.tiles)
+            doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k, args.tiles,
+                                           args.unsplit)
         else:
             doc["rowwise"] += sweep_rowwise(*case, timer)
         doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)

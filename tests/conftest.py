@@ -207,19 +207,21 @@ class Device:
 
     def launch(self, grid: tuple[int, ...], kernel: Any, args: tuple[Any, ...], *, sync: bool = True,
                **options: Any) -> None:
-        """ct.launch on this backend (`options`: its keyword options); on the GPU, then wait for
-        the kernel unless `sync` is False."""
+        """ct.launch on this backend, or on `backend=` (a name registered for the same device;
+        `options`: ct.launch's other keyword options); on the GPU, then wait for the kernel
+        unless `sync` is False."""
         import tilecraft as ct
         if kernel not in self.launched:
             self.launched.append(kernel)
+        options.setdefault("backend", self.name)
         if self.name == "triton":
             import torch
             stream = torch.cuda.current_stream()
-            ct.launch(stream, grid, kernel, args, backend=self.name, **options)
+            ct.launch(stream, grid, kernel, args, **options)
             if sync:
                 torch.cuda.synchronize()
         else:
-            ct.launch(None, grid, kernel, args, backend=self.name, **options)
+            ct.launch(None, grid, kernel, args, **options)
 
 
 SENTINEL = 0x5A

@@ -51,7 +51,11 @@ ALIGN_STAGING = Knob("TILECRAFT_ALIGN_STAGING", "",
                       "aligned scratch in a prologue on sm_90+ GPUs (read when a kernel is compiled; see "
                       "backends/triton/operand_staging.py).")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TF32_STAGING, ALIGN_STAGING)
+TILE_SPLIT = Knob("TILECRAFT_TILE_SPLIT", "",
+                  "Set to 0 to keep a matmul-like kernel whose grid leaves most SMs idle from running each output "
+                  "tile as several smaller blocks on the GPU (read when a kernel is compiled; see "
+                  "backends/tile_splitting.py).")
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, TF32_STAGING, ALIGN_STAGING)
 
 
 def cache_dir() -> Path | None:

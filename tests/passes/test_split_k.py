@@ -124,15 +124,6 @@ def split_backend(backend_variant):
     return lambda splits: backend_variant(f"split{splits}", split_k=splits)
 
 
-def _launch(dev, name: str, grid, kernel, args) -> None:
-    """ct.launch on backend `name` (registered for `dev`'s device), then wait for it."""
-    if dev.name != "triton":
-        return ct.launch(None, grid, kernel, args, backend=name)
-    import torch
-    ct.launch(torch.cuda.current_stream(), grid, kernel, args, backend=name)
-    torch.cuda.synchronize()
-
-
 def _split_taken(kernel, name: str) -> bool:
     """Whether every variant for backend `name` launched its split parts (on sm_90+ a float32
     kernel comes wrapped in a tf32 StagedKernel, which runs the split kernel when not staging)."""
@@ -160,7 +151,7 @@ def test_split_matmul_sample(dev, split_backend, dtype, splits):
     results = []
     for _ in range(3 if dev.name == "triton" else 2):  # the GPU's third uses specialized launchers
         c = dev.poison((m, n), dtype)
-        _launch(dev, name, grid, kernel, (dev.put(a), dev.put(b), c, t, t, t))
+        dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, t, t, t), backend=name)
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=tol, rtol=0)
     assert _split_taken(kernel, name)
@@ -193,8 +184,8 @@ def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
     bias = RNG.standard_normal(n).astype(np.float32)
     name = split_backend(4)
     c = dev.poison((m, n), "float32")
-    _launch(dev, name, (ct.cdiv(m, t) * ct.cdiv(n, t), 1, 1), scaled_matmul_bias,
-            (dev.put(a), dev.put(b), c, dev.put(bias), -1.5, t))
+    dev.launch((ct.cdiv(m, t) * ct.cdiv(n, t), 1, 1), scaled_matmul_bias,
+               (dev.put(a), dev.put(b), c, dev.put(bias), -1.5, t), backend=name)
     ref = -1.5 * (a.astype(np.float64) @ b.astype(np.float64)) + bias
     np.testing.assert_allclose(dev.get(c), ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(scaled_matmul_bias, name)
@@ -300,7 +291,7 @@ def test_sliced_finish_matches_the_unsplit_kernel(dev, split_backend, m, n, k, t
     results = []
     for _ in range(2):
         c = dev.poison((m, n), "float32")
-        _launch(dev, name, grid, kernel, (dev.put(a), dev.put(b), c, tm, tn, tk))
+        dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, tm, tn, tk), backend=name)
         results.append(dev.get(c))
     assert _split_taken(kernel, name)
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
@@ -316,7 +307,7 @@ def test_unsliced_finish_keeps_whole_row_epilogues(dev, split_backend):
     a, b = _mats(m, n, k, np.float16)
     name = split_backend(3)
     c = dev.poison((m, n), "float32")
-    _launch(dev, name, (ct.cdiv(m, t), 1, 1), row_centered, (dev.put(a), dev.put(b), c, t))
+    dev.launch((ct.cdiv(m, t), 1, 1), row_centered, (dev.put(a), dev.put(b), c, t), backend=name)
     prod = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(dev.get(c), prod - prod.max(axis=1, keepdims=True), atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(row_centered, name)

@@ -163,3 +163,25 @@ class Backend(Protocol):
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> CompiledKernel:
         """Compile `fn`; `facts[i]` describes param i when it is an array, else None."""
+
+
+class SpecializedLaunchers:
+    """The specialized launchers (`CompiledKernel.specialize`) of the kernels a wrapper launches
+    in its place (split-K parts, tile-split variants), one per key: the first launch of a key
+    goes the full way, which surfaces compile errors, and makes the launcher later ones take."""
+
+    LIMIT = 64
+    """Keys kept before the cache starts over (a wrapper launched on ever new grids)."""
+
+    def __init__(self) -> None:
+        self._fast: dict[Any, Any] = {}
+
+    def run(self, key: Any, kernel: CompiledKernel, grid: tuple[int, int, int], args: Sequence[Any],
+            stream: Any) -> None:
+        fast = self._fast.get(key)
+        if fast is not None:
+            return fast.launch(grid, args, stream)
+        kernel.launch(grid, args, stream)
+        if len(self._fast) >= self.LIMIT:
+            self._fast.clear()
+        self._fast[key] = kernel.specialize(args)

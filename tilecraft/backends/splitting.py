@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.split_k import SplitK
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, array_facts
+from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, array_facts
 
 MAX_SPLITS = 8
 """At most this many splits: each costs a workspace tile written and read once."""
@@ -106,17 +106,14 @@ class SplitKernel:
         return SplitLauncher(self)
 
 
-_FAST_LIMIT = 64
-
-
 class SplitLauncher:
     """`SplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
     launchers of the kernel as compiled and of PARTIAL and FINISH per (G, S) (the workspace's
-    shape), each made after a normal launch with its arguments (which surfaces compile errors)."""
+    shape)."""
 
     def __init__(self, kernel: SplitKernel) -> None:
         self._kernel = kernel
-        self._fast: dict[Any, Any] = {}
+        self._launchers = SpecializedLaunchers()
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
@@ -124,17 +121,8 @@ class SplitLauncher:
         if splits is None:
             if dependent:
                 return k.main.launch(grid, args, stream, dependent=True)
-            return self._run("main", k.main, grid, args, stream)
+            return self._launchers.run("main", k.main, grid, args, stream)
         partial, finish = k.parts()
         full = k.split_args(grid, splits, args, stream)
-        self._run(("partial", grid[0], splits), partial, (grid[0], splits, 1), full, stream)
-        self._run(("finish", grid[0], splits), finish, (grid[0], k.split.slices, 1), full, stream)
-
-    def _run(self, key: Any, kernel: CompiledKernel, grid: Grid, args: Sequence[Any], stream: Any) -> None:
-        fast = self._fast.get(key)
-        if fast is not None:
-            return fast.launch(grid, args, stream)
-        kernel.launch(grid, args, stream)
-        if len(self._fast) >= _FAST_LIMIT:
-            self._fast.clear()
-        self._fast[key] = kernel.specialize(args)
+        self._launchers.run(("partial", grid[0], splits), partial, (grid[0], splits, 1), full, stream)
+        self._launchers.run(("finish", grid[0], splits), finish, (grid[0], k.split.slices, 1), full, stream)

@@ -13,8 +13,10 @@ import numpy as np
 
 from ...ir import Function, TileType
 from ...passes.split_k import split_k as find_split
+from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..splitting import SplitKernel, check_split_option, forced_splits
+from ..tile_splitting import TileSplitKernel
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .numerics import scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
@@ -75,21 +77,35 @@ class InterpreterBackend:
     """Runs kernels on the CPU with NumPy: the reference semantics of the language.
 
     `split_k`: a count N runs every 1-D launch of a kernel `passes.split_k` qualifies as its
-    split-K kernels, N ways (tests of the split; never by default: a CPU has no idle SMs)."""
+    split-K kernels, N ways; `tile_split`: a count N runs every launch of a kernel
+    `passes.tile_split` qualifies with its output tiles split N ways (tests of the splits; never
+    by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
     _split_k: int | None = None  # (also for subclasses that skip __init__)
+    _tile_split: int | None = None
 
-    def __init__(self, *, split_k: bool | int = False) -> None:
+    def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False) -> None:
         check_split_option(split_k)
+        check_split_option(tile_split)
         self._split_k = None if isinstance(split_k, bool) else split_k
+        self._tile_split = None if isinstance(tile_split, bool) else tile_split
 
-    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel:
+    def compile(self, fn: Function,
+                facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel | TileSplitKernel:
         """Compile `fn` into an `InterpretedKernel` (array facts do not matter here)."""
         kernel = InterpretedKernel(fn)
         split = find_split(fn) if self._split_k is not None else None
         if split is None:
-            return kernel
+            return self._tile_split_kernel(kernel, fn)
         forced = self._split_k
         return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
                            lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
+
+    def _tile_split_kernel(self, kernel: InterpretedKernel, fn: Function) -> InterpretedKernel | TileSplitKernel:
+        """`kernel` with its tiles split `tile_split` ways on every launch, where `fn` allows."""
+        forced = self._tile_split
+        splits = tile_splits(fn) if forced is not None else None
+        if splits is None or forced not in splits.counts():
+            return kernel
+        return TileSplitKernel(kernel, splits, InterpretedKernel, lambda grid, args: forced)

@@ -27,8 +27,10 @@ from ... import knobs  # noqa: E402
 from ...ir import Function  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
+from ...passes.tile_split import tile_splits  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
+from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -55,6 +57,10 @@ class TritonBackend:
     made every split launch on the H200 slower than the unsplit one; it now runs on 16-row
     slices with its loads pipelined, not yet measured; never under the interpreter); False
     never; a count N splits every 1-D launch N ways (tests).
+    `tile_split`: True runs a matmul-like kernel that `passes.tile_split` qualifies, on a launch
+    whose grid leaves most SMs idle, with each output tile cut into pieces of one block each
+    (backends/tile_splitting.py; on a GPU, unless TILECRAFT_TILE_SPLIT=0; split-K, where asked
+    for, comes first); False never; a count N splits every launch's tiles N ways (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
@@ -65,11 +71,14 @@ class TritonBackend:
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
-                 split_k: bool | int = True, stage_operands: bool | None = None) -> None:
+                 split_k: bool | int = True, tile_split: bool | int = True,
+                 stage_operands: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
+        check_split_option(tile_split)
         self._split_k = split_k
+        self._tile_split = tile_split
         self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
@@ -93,10 +102,12 @@ class TritonBackend:
             self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
         return self._available
 
-    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | StagedKernel:
+    def compile(self, fn: Function,
+                facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | TileSplitKernel | StagedKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
-        kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with a
-        staged variant in a StagedKernel (see `stage_operands`)."""
+        kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with
+        tile-split variants in a TileSplitKernel (see `tile_split`), one with a staged variant in
+        a StagedKernel (see `stage_operands`)."""
         target = Target(interpret=self.interpret, descriptors=self._use_descriptors(),
                         force_descriptors=self._forced is True, cvt_tf32=self._descriptors_available(),
                         **self._schedule)  # both: sm_90+
@@ -125,15 +136,16 @@ class TritonBackend:
         return stage_operands(fn, misaligned, tf32=tf32)
 
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None],
-                       target: Target) -> TritonKernel | SplitKernel:
-        """The kernel as compiled, wrapped with its split-K variants where `split_k` asks."""
+                       target: Target) -> TritonKernel | SplitKernel | TileSplitKernel:
+        """The kernel as compiled, wrapped with its split-K variants where `split_k` asks, else
+        with its tile-split variants where `tile_split` asks."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         automatic = self._split_k is True
         if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() != "1")):
-            return kernel
+            return self._tile_split_kernel(kernel, fn, facts, target)
         split = find_split(fn)
         if split is None:
-            return kernel
+            return self._tile_split_kernel(kernel, fn, facts, target)
         # the parts run only on grids the GPU holds at once: no grid loop
         parts = replace(target, grid_loop=False)
         forced = None if automatic else self._split_k
@@ -142,3 +154,20 @@ class TritonBackend:
             lambda part: TritonKernel(lambda t: lower(part, part_facts(fn, facts, split), t), parts, self.interpret),
             lambda grid, args: split_launch.choose(grid, args, forced),
             lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))
+
+    def _tile_split_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                           target: Target) -> TritonKernel | TileSplitKernel:
+        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn` qualifies."""
+        automatic = self._tile_split is True
+        if self._tile_split is False or (automatic and (self.interpret or knobs.TILE_SPLIT.get() == "0")):
+            return kernel
+        splits = tile_splits(fn)
+        counts = ([] if splits is None else splits.counts(MIN_AUTO_DIM) if automatic
+                  else [c for c in splits.counts() if c == self._tile_split])
+        if not counts:
+            return kernel
+        forced = None if automatic else self._tile_split
+        return TileSplitKernel(
+            kernel, splits,
+            lambda variant: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
+            lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts))

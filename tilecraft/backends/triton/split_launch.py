@@ -1,7 +1,8 @@
-"""The Triton backend's side of split-K launches (backends/splitting.py): how many splits a
-launch gets, from the SM count of the GPU holding its tensors, and its workspace, a torch
-tensor allocated on the launch's stream (the caching allocator reuses it only after the
-stream's later work, so the two kernels always see it alive)."""
+"""The Triton backend's side of split-K and tile-split launches (backends/splitting.py,
+backends/tile_splitting.py): how many splits a launch gets, from the SM count of the GPU holding
+its tensors, and split-K's workspace, a torch tensor allocated on the launch's stream (the
+caching allocator reuses it only after the stream's later work, so the two kernels always see
+it alive)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from ...language.dtypes import DType
 from ..splitting import Grid, auto_splits, forced_splits
+from ..tile_splitting import auto_count
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
@@ -29,14 +31,28 @@ def sm_count(index: int) -> int:
     return _sms[index]
 
 
+def _sms(args: Sequence[Any]) -> int | None:
+    """The SM count of the GPU holding a launch's tensors (None off CUDA)."""
+    device = _device(args)
+    if device is None or device.type != "cuda":
+        return None
+    return sm_count(device.index if device.index is not None else torch.cuda.current_device())
+
+
 def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
     """A launch's split count: `forced` on any 1-D grid, else `auto_splits` on a CUDA device."""
     if forced is not None:
         return forced_splits(grid, forced)
-    device = _device(args)
-    if device is None or device.type != "cuda":
-        return None
-    return auto_splits(grid, sm_count(device.index if device.index is not None else torch.cuda.current_device()))
+    sms = _sms(args)
+    return None if sms is None else auto_splits(grid, sms)
+
+
+def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int]) -> int | None:
+    """A launch's tile-split count: `forced` on any grid, else `auto_count` on a CUDA device."""
+    if forced is not None:
+        return forced
+    sms = _sms(args)
+    return None if sms is None else auto_count(grid, sms, counts)
 
 
 def workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream: Any) -> torch.Tensor:

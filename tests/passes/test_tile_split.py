@@ -1,0 +1,242 @@
+"""Tile splitting (tilecraft/passes/tile_split.py, backends/tile_splitting.py): which kernels
+qualify, the split variants' IR, how a launch picks its split, and the results of kernels split
+N ways on every backend (a registered backend `<name>-tiles<N>`): float64 references on
+poisoned outputs, odd sizes (edge tiles, K not a multiple of the tile), the same values as the
+unsplit kernel, bit-identical reruns through the fast path. On the GPU also the automatic split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.backends.tile_splitting import TileSplitKernel, TileSplitLauncher, auto_count
+from tilecraft.backends.triton.operand_staging import StagedKernel
+from tilecraft.ir import ops, verify
+from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
+from tilecraft.passes.ranges import nonnegative
+from tilecraft.passes.tile_split import split_factors, tile_splits
+
+ConstInt = ct.Constant[int]
+RNG = np.random.default_rng(5)
+ZERO = ct.PaddingMode.ZERO
+
+
+def _ir(kernel, *args):
+    specs, _, _ = kernel.describe(args)
+    return kernel.lower(specs)
+
+
+def _mats(m: int, n: int, k: int, dtype=np.float16):
+    return RNG.standard_normal((m, k)).astype(dtype), RNG.standard_normal((k, n)).astype(dtype)
+
+
+@ct.kernel
+def bias_relu(A, B, C, bias, alpha: float, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """C = relu(alpha * (A @ B) + bias[None, :]), one (tm, tn) tile per block, row-major order."""
+    n_cols = ct.cdiv(C.shape[1], tn)
+    row, col = ct.bid(0) // n_cols, ct.bid(0) % n_cols
+    bias_row = ct.reshape(ct.load(bias, index=(col,), shape=(tn,), padding_mode=ZERO), (1, tn))
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        a = ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc)
+    out = acc * alpha + bias_row
+    ct.store(C, index=(row, col), tile=ct.where(out > 0, out, 0.0).astype(C.dtype))
+
+
+# ---- which kernels qualify ------------------------------------------------------------------------
+def _loop(A, B, t):
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(t, t))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(t, t), padding_mode=ZERO),
+                     ct.load(B, index=(k, 0), shape=(t, t), padding_mode=ZERO), acc)
+    return acc
+
+
+@ct.kernel
+def row_centered(A, B, C, t: ConstInt):
+    """A reduction along the tile's columns: each piece would see part of a row."""
+    acc = _loop(A, B, t)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc - ct.max(acc, axis=1, keepdims=True))
+
+
+@ct.kernel
+def first_rows_only(A, B, C, t: ConstInt):
+    """A mask made from arange: positions within the tile."""
+    acc = _loop(A, B, t)
+    rows = ct.broadcast_to(ct.reshape(ct.arange(t, dtype=ct.int32), (t, 1)), (t, t))
+    ct.store(C, index=(ct.bid(0), 0), tile=ct.where(rows < 8, acc, ct.zeros((t, t), dtype=ct.float32)))
+
+
+@ct.kernel
+def stored_transposed(A, B, C, D, t: ConstInt):
+    """The accumulator stored as is and transposed: needed split two ways."""
+    acc = _loop(A, B, t)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+    ct.store(D, index=(0, ct.bid(0)), tile=ct.permute(acc, (1, 0)))
+
+
+@ct.kernel
+def counted(A, B, C, N, t: ConstInt):
+    """An atomic besides the store: it would run once per piece."""
+    ct.store(C, index=(ct.bid(0), 0), tile=_loop(A, B, t))
+    ct.atomic_add(N, (0,), 1)
+
+
+@ct.kernel
+def printed(A, B, C, t: ConstInt):
+    acc = _loop(A, B, t)
+    ct.printf("block %d\n", ct.bid(0))
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def copy_only(A, C, t: ConstInt):
+    """No MMA: nothing for more SMs to do."""
+    ct.store(C, index=(ct.bid(0), 0), tile=ct.load(A, index=(ct.bid(0), 0), shape=(t, t)))
+
+
+@ct.kernel
+def two_shapes(A, B, C, D, t: ConstInt):
+    acc = _loop(A, B, t)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+    ct.store(D, index=(ct.bid(0),), tile=ct.sum(acc, axis=1))
+
+
+_F32 = np.float32
+
+
+@pytest.mark.parametrize("kernel,extra", [
+    (row_centered, ()), (first_rows_only, ()), (stored_transposed, (np.zeros((32, 64), _F32),)),
+    (counted, (np.zeros(1, np.int32),)), (printed, ()), (two_shapes, (np.zeros(64, _F32),)),
+])
+def test_kernels_that_do_not_qualify(kernel, extra):
+    a, b = _mats(64, 32, 32, _F32)
+    assert tile_splits(_ir(kernel, a, b, np.zeros((64, 32), _F32), *extra, 32)) is None
+
+
+def test_kernel_without_mma_does_not_qualify():
+    a = np.zeros((64, 32), _F32)
+    assert tile_splits(_ir(copy_only, a, np.zeros_like(a), 32)) is None
+
+
+def test_qualifying_kernels_and_their_counts():
+    a, b = _mats(256, 512, 192)
+    c = np.zeros((256, 512), np.float16)
+    for kernel in (matmul_kernel, persistent_matmul_kernel):
+        splits = tile_splits(_ir(kernel, a, b, c, 128, 256, 64))
+        assert splits is not None and splits.shape == (128, 256)
+        assert splits.counts(64) == [2, 4, 8] and splits.counts() == [2, 4, 8, 16, 32, 64, 128]
+    bias = np.zeros(512, np.float32)
+    assert tile_splits(_ir(bias_relu, a, b, c, bias, 1.0, 64, 64, 32)).counts(64) == []  # no piece below 64
+
+
+def test_split_factors():
+    assert [split_factors((128, 256), n) for n in (1, 2, 4, 8)] == [(1, 1), (1, 2), (2, 2), (2, 4)]
+    assert split_factors((64, 64), 2) == (2, 1)  # a tie halves rows first
+    assert split_factors((64, 64), 3) is None and split_factors((2, 2), 8) is None
+
+
+def test_split_variant_ir():
+    """The variant verifies, keeps value ids unique, reads pieces (A's rows, B's columns), keeps
+    the function it came from unchanged, and leaves its `//` and `%` visibly non-negative."""
+    a, b = _mats(256, 512, 192)
+    fn = _ir(matmul_kernel, a, b, np.zeros((256, 512), np.float16), 128, 256, 64)
+    before = [op.name for op in fn.walk()]
+    variant = verify(tile_splits(fn).split(8))
+    ids = [p.id for p in variant.params] + [r.id for op in variant.walk() for r in op.results]
+    assert len(ids) == len(set(ids))
+    loads = [op for op in variant.walk() if isinstance(op, ops.Load)]
+    assert sorted(op.shape for op in loads) == [(64, 64), (64, 64)]
+    assert [op.tile.tile.shape for op in variant.walk() if isinstance(op, ops.Store)] == [(64, 64)]
+    assert [op.name for op in fn.walk()] == before
+    assert _signed_divisions(variant) == _signed_divisions(fn)  # the split adds none
+
+
+def _signed_divisions(fn) -> list[int]:
+    """The source lines of `fn`'s `//` and `%` whose dividend `ranges.nonnegative` cannot bound."""
+    positive = nonnegative(fn)
+    return [op.loc.line for op in fn.walk() if isinstance(op, ops.Binary)
+            and op.fn in (ops.BinaryFn.FLOORDIV, ops.BinaryFn.MOD) and op.lhs.id not in positive]
+
+
+def test_automatic_count():
+    assert auto_count((8, 1, 1), 132, [2, 4, 8]) == 8     # 512^3 with 128x256 tiles on the H200
+    assert auto_count((32, 1, 1), 132, [2, 4, 8]) == 4    # 1024^3
+    assert auto_count((18, 1, 1), 132, [2, 4, 8]) == 4    # 768^3
+    assert auto_count((72, 1, 1), 132, [2, 4, 8]) is None  # 1536^3: a split would need a second wave
+    assert auto_count((4, 4, 1), 132, [2, 4, 8]) == 8     # every grid axis counts
+    assert auto_count((8, 1, 1), 132, []) is None
+
+
+# ---- results --------------------------------------------------------------------------------------
+@pytest.fixture
+def tiles_backend(backend_variant):
+    """A function making (and registering, for this test) `backend` with tiles split N ways."""
+    return lambda count: backend_variant(f"tiles{count}", tile_split=count)
+
+
+def _split_taken(kernel, name: str, count: int) -> bool:
+    """Whether every variant for backend `name` launched its split `count` ways."""
+    compiled = [v.compiled for key, v in kernel.variants.items() if key.backend == name]
+    compiled = [c.main if isinstance(c, StagedKernel) else c for c in compiled]
+    return bool(compiled) and all(isinstance(c, TileSplitKernel) and list(c._variants) == [count] for c in compiled)
+
+
+def _run(dev, name, grid, kernel, a, b, args) -> np.ndarray:
+    c = dev.poison((a.shape[0], b.shape[1]), "float32")
+    dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, *args), backend=name)
+    return dev.get(c)
+
+
+@pytest.mark.parametrize("count", [2, 4, 8])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_split_matmul_sample(dev, tiles_backend, count, persistent):
+    """100x200x70 fp16 (fp32 output) with 32x64x32 tiles: edge tiles on both axes and a partial
+    last K step; the persistent kernel on 3 blocks walks several tiles each. Within fp32
+    accumulation of float64, equal to the unsplit kernel up to summation order, and the same
+    bits on a rerun (through the fast path's launcher)."""
+    m, n, k, tiles = 100, 200, 70, (32, 64, 32)
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel((persistent_matmul_kernel if persistent else matmul_kernel).fn)  # its own variants
+    grid = (3 if persistent else ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    unsplit = _run(dev, dev.name, grid, kernel, a, b, tiles)
+    name = tiles_backend(count)
+    first, again = (_run(dev, name, grid, kernel, a, b, tiles) for _ in range(2))
+    np.testing.assert_allclose(first, ref, atol=1e-4 * k, rtol=1e-5)
+    np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
+    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
+    assert _split_taken(kernel, name, count)
+    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == name] == [TileSplitLauncher]
+
+
+def test_split_epilogue_with_bias_and_relu(dev, tiles_backend):
+    """A bias row loaded once per block (reshaped, broadcast), a scalar argument and a `where`:
+    the bias is read in pieces with the columns."""
+    m, n, k = 70, 130, 50
+    a, b = _mats(m, n, k)
+    bias = RNG.standard_normal(n).astype(np.float32)
+    name = tiles_backend(4)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
+    got = _run(dev, name, grid, bias_relu, a, b, (dev.put(bias), -0.5, 32, 64, 32))
+    ref = np.maximum(-0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + bias, 0)
+    np.testing.assert_allclose(got, ref, atol=1e-4 * k, rtol=1e-5)
+    assert _split_taken(bias_relu, name, 4)
+
+
+@pytest.mark.only_backends("triton")
+def test_automatic_split_on_the_gpu(dev):
+    """256x256x512 fp16 with the sample's 128x256x64 tiles: 2 blocks, split 8 ways into 64x64
+    pieces on a GPU of at least 16 SMs; reruns through the fast path are bit-identical."""
+    m, n, k = 256, 256, 512
+    a, b = _mats(m, n, k)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    kernel = ct.kernel(matmul_kernel.fn)
+    results = [_run(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
+    np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
+    assert _split_taken(kernel, "triton", 8)
+    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [TileSplitLauncher]
+    for later in results[1:]:
+        np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))

@@ -1,0 +1,98 @@
+"""Tile-split launches, shared by the backends: a kernel that `passes.tile_split` can split runs,
+on a grid that leaves most of the GPU idle, as its variant with each output tile cut into S
+pieces, on a grid S times as long along axis 0; on any other grid it runs as compiled.
+
+On the H200 the cuTile MatMul sample (128x256 tiles) ran 0.56-0.62x torch from 256^3 to
+1024^3, and 0.87-1.02x with 64x128 or 64x64 tiles, which fill more SMs; at 1536^3 and above
+its own tiles were as fast or faster (benchmarks/results/size-sweep-h200-2026-12-01-i.json).
+So a launch gets the largest split count that keeps its blocks within one wave (`auto_count`),
+pieces at least `MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and
+how many SMs the launch's GPU has (or a count forced for tests).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from ..ir import Function
+from ..passes.tile_split import TileSplits
+from .base import INDEX32_LIMIT, CompiledKernel, SpecializedLaunchers
+
+Grid = tuple[int, int, int]
+
+MIN_AUTO_DIM = 64
+"""Pieces of automatic splits are at least this long on each split axis: a Hopper warpgroup's
+MMA has 64 rows, and 32-row pieces ran slower than 64 in the sweep above."""
+
+
+def auto_count(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:
+    """The largest of `counts` whose split keeps the grid's blocks at most one per SM, or None
+    (no split) when even the smallest would not."""
+    blocks = math.prod(grid)
+    return max((c for c in counts if blocks * c <= sms), default=None)
+
+
+class TileSplitKernel:
+    """A compiled kernel with tile-split variants (see the module docstring). Every attribute but
+    launch and specialize is the kernel's as compiled (`main`).
+
+    `compile_variant(fn)` compiles a variant (at its first launch); `choose(grid, args)` gives a
+    launch's split count or None."""
+
+    def __init__(self, main: CompiledKernel, splits: TileSplits,
+                 compile_variant: Callable[[Function], CompiledKernel],
+                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
+        self.main = main
+        self.splits = splits
+        self._compile_variant = compile_variant
+        self._choose = choose
+        self._variants: dict[int, CompiledKernel] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "main":  # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.main, name)
+
+    def variant(self, count: int) -> CompiledKernel:
+        """The kernel split `count` ways, compiled on first use."""
+        if count not in self._variants:
+            self._variants[count] = self._compile_variant(self.splits.split(count))
+        return self._variants[count]
+
+    def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
+        """The split count of a launch, or None to run the kernel as compiled (also for a
+        programmatic dependent launch, and a grid axis 0 that would outgrow 32 bits)."""
+        if dependent:
+            return None
+        count = self._choose(grid, args)
+        if count is None or grid[0] * count >= INDEX32_LIMIT:
+            return None
+        return count
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        count = self.count(grid, args, dependent)
+        if count is None:
+            return self.main.launch(grid, args, stream, dependent=dependent)
+        self.variant(count).launch((grid[0] * count, grid[1], grid[2]), args, stream)
+
+    def specialize(self, args: Sequence[Any]) -> "TileSplitLauncher":
+        return TileSplitLauncher(self)
+
+
+class TileSplitLauncher:
+    """`TileSplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
+    launchers of the kernel as compiled and of each variant."""
+
+    def __init__(self, kernel: TileSplitKernel) -> None:
+        self._kernel = kernel
+        self._launchers = SpecializedLaunchers()
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        k = self._kernel
+        count = k.count(grid, args, dependent)
+        if count is None:
+            if dependent:
+                return k.main.launch(grid, args, stream, dependent=True)
+            return self._launchers.run(1, k.main, grid, args, stream)
+        self._launchers.run(count, k.variant(count), (grid[0] * count, grid[1], grid[2]), args, stream)

@@ -1,0 +1,311 @@
+"""Tile splitting: one block's output tile computed by S blocks, each a 1/S piece of it.
+
+A matmul whose grid leaves most SMs idle (512^3 with the sample's 128x256 tiles: 8 blocks on
+the H200's 132 SMs) runs as fast as one SM walks the K loop of a whole tile. When every value
+of the kernel that has an output tile's axes keeps them element for element (loads, element-wise
+ops, broadcasts of rows or columns and reshapes that add or drop dims of 1, the M and N of an
+MMA, loop-carried accumulators, stores), the tile can be cut along those axes without changing
+what any element computes: block
+b * S + s of the split kernel runs the user's block b on piece s. The loads of a piece read the
+rows (columns) of A (B) it needs, and each element sums the same products in the same K order.
+
+`tile_splits(fn)` recognizes such a kernel (`TileSplits`, or None) and `TileSplits.split(count)`
+builds its variant for a split count: the store tile's larger axis is halved first
+(`split_factors`), the grid's axis 0 grows `count` times, `bid(0)` and `num_blocks(0)` read as the
+user's, and every load and store on a split axis at index i reads piece i * f + s of tiles 1/f
+the size, f the axis's factor. Nothing else changes, so the result equals the unsplit kernel's
+up to the order a smaller MMA instruction sums within one K step (and padding, masking and
+out-of-bounds behave as before: a piece is a tile of the same array).
+
+Kernels that qualify: one or more tile stores of one rank-2 shape, at least one MMA whose result
+reaches them, and no other effects (no atomics, scatters, prints or asserts, no ordered loads
+or stores: the user's block runs S times); no While. Every value on an output axis must keep it
+(a reduction, other reshape, permute, extract or arange across it declines the kernel), and a value must not be
+needed both whole and split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from ..ir import BinaryFn, Block, Builder, Function, Op, TileType, Value, ops
+from ..ir.types import IRType
+from ..language import dtypes as dt
+from .dce import eliminate_dead_code
+
+Labels = tuple[int | None, ...]
+"""Per dim of a tile value: the output axis (of the store tiles) it runs along, or None."""
+
+MIN_SPLIT_DIM = 16
+"""The smallest piece along a split axis (an MMA's M and N on every target)."""
+
+_SAME_SHAPE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where)
+"""Ops whose operands all have the result's shape, element by element."""
+
+
+class _Declined(Exception):
+    """The kernel does not qualify (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class TileSplits:
+    """A kernel that qualifies, with the output axis of every value on one (`labels`)."""
+
+    fn: Function
+    shape: tuple[int, ...]
+    labels: dict[int, Labels]
+
+    def counts(self, min_dim: int = MIN_SPLIT_DIM) -> list[int]:
+        """The split counts whose pieces keep every split axis at least `min_dim` long."""
+        found, count = [], 2
+        while (factors := split_factors(self.shape, count)) and all(
+                d // f >= min_dim for d, f in zip(self.shape, factors)):
+            found.append(count)
+            count *= 2
+        return found
+
+    def split(self, count: int) -> Function:
+        """The kernel with each output tile split `count` ways (see the module docstring)."""
+        factors = split_factors(self.shape, count)
+        if factors is None:
+            raise ValueError(f"cannot split a {self.shape} tile {count} ways")
+        return _Rebuild(self.fn, self.labels, factors).function(count)
+
+
+def split_factors(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
+    """Per axis of an output tile of `shape`, how many pieces a split in `count` cuts it into:
+    the longer piece side halved each time (axis 0 first on a tie); None if a side would go
+    below 1 or `count` is not a power of two."""
+    if count < 1 or count & (count - 1):
+        return None
+    factors = [1] * len(shape)
+    while math.prod(factors) < count:
+        sides = [d // f for d, f in zip(shape, factors)]
+        axis = sides.index(max(sides))
+        if sides[axis] < 2:
+            return None
+        factors[axis] *= 2
+    return tuple(factors)
+
+
+def tile_splits(fn: Function) -> TileSplits | None:
+    """The kernel's `TileSplits` when it qualifies (module docstring), else None."""
+    try:
+        stores = _stores(fn)
+        shape = stores[0].tile.tile.shape
+        labels = _propagate(fn, {s.tile.id: tuple(range(len(shape))) for s in stores})
+        _check(fn, labels)
+    except _Declined:
+        return None
+    if not any(isinstance(op, ops.Mma) and op.result.id in labels for op in fn.walk()):
+        return None
+    return TileSplits(fn, shape, labels)
+
+
+# ---- recognition -----------------------------------------------------------------------------------
+def _stores(fn: Function) -> list[ops.Store]:
+    """The kernel's stores, when they are its only effects and store tiles of one rank-2 shape."""
+    stores = []
+    for op in fn.walk():
+        if isinstance(op, (ops.Load, ops.Store)) and op.memory_order is not ops.MemoryOrder.WEAK:
+            raise _Declined
+        if isinstance(op, ops.Store):
+            stores.append(op)
+        elif type(op).effects and not isinstance(op, ops.Yield):
+            raise _Declined  # atomics, scatters, prints, asserts, while loops, grid dependencies
+    shapes = {s.tile.tile.shape for s in stores}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        raise _Declined
+    if any(s.order != (0, 1) for s in stores):
+        raise _Declined
+    return stores
+
+
+def _split(labels: Labels) -> bool:
+    """Whether a value with these labels is on an output axis at all."""
+    return any(a is not None for a in labels)
+
+
+def _operand_labels(op: Op, result: Labels | None) -> list[tuple[Value, Labels]]:
+    """The labels `op`'s tile operands must have for its result to have `result` (None: the
+    result is on no output axis); _Declined where `op` cannot carry an output axis."""
+    if result is None or not _split(result):
+        return []
+    if isinstance(op, ops.Load):
+        if op.order != tuple(range(len(op.shape))):
+            raise _Declined
+        return []
+    if isinstance(op, ops.Bitcast) and op.x.tile.shape == op.result.tile.shape:
+        return [(op.x, result)]
+    if isinstance(op, _SAME_SHAPE):
+        return [(v, result) for v in op.operands]
+    if isinstance(op, ops.Broadcast):
+        return [(op.x, tuple(r if s == d else None for r, s, d in zip(result, op.x.tile.shape, op.shape)))]
+    if isinstance(op, ops.Reshape):  # only dims of 1 added or dropped: the others keep their labels
+        kept = [(d, a) for d, a in zip(op.shape, result) if d != 1]
+        if [d for d in op.x.tile.shape if d != 1] != [d for d, _ in kept]:
+            raise _Declined
+        axes = iter(a for _, a in kept)
+        return [(op.x, tuple(None if d == 1 else next(axes) for d in op.x.tile.shape))]
+    if isinstance(op, ops.Mma):
+        batch = result[:-2]
+        return [(op.a, (*batch, result[-2], None)), (op.b, (*batch, None, result[-1])), (op.acc, result)]
+    raise _Declined  # reshape, permute, extract, reductions, if results...
+
+
+def _propagate(fn: Function, labels: dict[int, Labels]) -> dict[int, Labels]:
+    """Labels pushed from the store tiles back to every value they come from (to a fixed point:
+    a loop's carried value, its start, its yield and its result share one)."""
+    all_ops = list(fn.walk())
+
+    def give(v: Value, lab: Labels) -> bool:
+        if not _split(lab):
+            return False
+        old = labels.get(v.id)
+        if old is not None and old != lab:
+            raise _Declined  # needed split two ways
+        labels[v.id] = lab
+        return old is None
+
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(all_ops):
+            if isinstance(op, ops.For):
+                for i, res in enumerate(op.results):
+                    tied = (res, op.body.args[i + 1], op.body.terminator.values[i], op.init[i])
+                    lab = next((labels[v.id] for v in tied if v.id in labels), None)
+                    if lab is not None:
+                        changed |= any([give(v, lab) for v in tied])
+                continue
+            for res in op.results:
+                for v, lab in _operand_labels(op, labels.get(res.id)):
+                    changed |= give(v, lab)
+    return labels
+
+
+def _check(fn: Function, labels: dict[int, Labels]) -> None:
+    """Every op reads its operands as split as its result asks (a value split for one use and
+    whole for another, or an op that cannot carry an output axis, declines the kernel); only a
+    For carries split values through its region."""
+    for op in fn.walk():
+        if isinstance(op, (ops.Store, ops.Yield)):
+            continue  # a store's tile is split by definition; a yield is checked with its region's op
+        if isinstance(op, ops.For):
+            for i, res in enumerate(op.results):
+                tied = (res, op.body.args[i + 1], op.body.terminator.values[i], op.init[i])
+                if len({labels.get(v.id) for v in tied}) != 1:
+                    raise _Declined
+            continue
+        if any(v.id in labels for blk in op.blocks for v in (*blk.args, *(blk.terminator or ops.Yield()).operands)):
+            raise _Declined
+        wanted = {}
+        for res in op.results:
+            wanted.update((v.id, lab) for v, lab in _operand_labels(op, labels.get(res.id)) if _split(lab))
+        for v in op.operands:
+            if labels.get(v.id) != wanted.get(v.id):
+                raise _Declined
+
+
+# ---- building --------------------------------------------------------------------------------------
+class _Rebuild:
+    """The split kernel: `fn` copied with split values retyped, loads and stores on split axes
+    reading pieces, and the grid queries of axis 0 read as the user's."""
+
+    def __init__(self, fn: Function, labels: dict[int, Labels], factors: tuple[int, ...]) -> None:
+        self.fn = fn
+        self.labels = labels
+        self.factors = factors
+        self.b = Builder(first_id=fn.max_id() + 1)
+        self.map: dict[int, Value] = {}
+
+    def function(self, count: int) -> Function:
+        b, body = self.b, Block()
+        b.loc = self.fn.loc
+        with b.inside(body):
+            real = b.value(ops.Bid, axis=0)
+            blocks = b.value(ops.NumBlocks, axis=0)
+            self.user = self._div(real, count, BinaryFn.FLOORDIV)
+            self.user_blocks = self._div(blocks, count, BinaryFn.FLOORDIV)
+            piece = self._div(real, count, BinaryFn.MOD)
+            # the piece's coordinate per axis, the last axis fastest (row-major over the pieces)
+            self.piece = []
+            for k, f in enumerate(self.factors):
+                inner = math.prod(self.factors[k + 1:])
+                self.piece.append(self._div(piece if inner == 1 else self._div(piece, inner, BinaryFn.FLOORDIV), f,
+                                            BinaryFn.MOD))
+            self._copy(self.fn.body.ops)
+        fn = self.fn
+        split = Function(f"{fn.name}_split{count}", list(fn.params), list(fn.param_names), body, fn.loc,
+                         dict(fn.options))
+        return eliminate_dead_code(split)
+
+    def _div(self, x: Value, by: int, fn: BinaryFn) -> Value:
+        return self.b.value(ops.Binary, fn=fn, lhs=x, rhs=self.b.value(ops.Const, value=by, dtype=x.tile.dtype))
+
+    def _type(self, v: Value) -> IRType:
+        lab = self.labels.get(v.id)
+        if lab is None:
+            return v.type
+        t = v.tile
+        return TileType(t.dtype, tuple(d if a is None else d // self.factors[a] for d, a in zip(t.shape, lab)))
+
+    def _get(self, v: Value) -> Value:
+        return self.map.get(v.id, v)
+
+    def _index(self, index: tuple[Value, ...], lab: Labels) -> tuple[Value, ...]:
+        """A tile index as the index of this block's piece: i * f + s on each split axis."""
+        out = []
+        for i, a in zip(index, lab):
+            i = self._get(i)
+            if a is not None and self.factors[a] > 1:
+                t = i.tile.dtype
+                s = self.piece[a] if t is dt.int32 else self.b.value(ops.Cast, x=self.piece[a], dtype=t)
+                scaled = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=i,
+                                      rhs=self.b.value(ops.Const, value=self.factors[a], dtype=t))
+                i = self.b.value(ops.Binary, fn=BinaryFn.ADD, lhs=scaled, rhs=s)
+            out.append(i)
+        return tuple(out)
+
+    def _copy(self, source: list[Op]) -> None:
+        for op in source:
+            self.b.loc = op.loc
+            if isinstance(op, ops.Bid) and op.axis == 0:
+                self.map[op.result.id] = self.user
+            elif isinstance(op, ops.NumBlocks) and op.axis == 0:
+                self.map[op.result.id] = self.user_blocks
+            else:
+                self._emit(op)
+
+    def _block(self, block: Block) -> Block:
+        args = []
+        for a in block.args:
+            new = self.b.new_value(self._type(a), a.hint) if a.id in self.labels else a
+            self.map[a.id] = new
+            args.append(new)
+        copy = Block(args)
+        with self.b.inside(copy):
+            self._copy(block.ops)
+        return copy
+
+    def _emit(self, op: Op) -> None:
+        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
+        for name in op._operand_fields:
+            v = fields[name]
+            fields[name] = tuple(self._get(x) for x in v) if isinstance(v, tuple) else None if v is None else self._get(v)
+        for name in op._block_fields:
+            fields[name] = self._block(fields[name])
+        lab = self.labels.get(op.results[0].id) if op.results else None
+        if isinstance(op, ops.Load) and lab is not None:
+            fields.update(shape=self._type(op.result).shape, index=self._index(fields["index"], lab))
+        elif isinstance(op, (ops.Broadcast, ops.Reshape)) and lab is not None:
+            fields["shape"] = self._type(op.result).shape
+        elif isinstance(op, ops.Store):
+            fields["index"] = self._index(fields["index"], self.labels[op.tile.id])
+        new = self.b.emit(type(op), **fields)
+        for old, res in zip(op.results, new.results):
+            if res.type != self._type(old):
+                raise AssertionError(f"tile split retyped {old} as {res.type}")
+            self.map[old.id] = res
