@@ -240,3 +240,24 @@ def test_automatic_split_on_the_gpu(dev):
     assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [TileSplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))
+
+
+@pytest.mark.only_backends("triton-interpret")
+def test_launch_count_from_the_gpus_sm_count(monkeypatch):
+    """The Triton backend's choice for a CUDA launch: the SM count asked of the device once, then
+    `auto_count` (a CUDA device faked on the CPU); none off CUDA, a forced count on any grid."""
+    import torch
+
+    from tilecraft.backends.triton import split_launch
+
+    class Properties:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Properties)
+    monkeypatch.setattr(split_launch, "_sms", {})
+    cpu = [torch.empty(1)]
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8]) is None
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, 4, [2, 4, 8]) == 4
+    monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8]) == 8
+    assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8]) == 2

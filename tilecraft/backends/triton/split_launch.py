@@ -31,7 +31,7 @@ def sm_count(index: int) -> int:
     return _sms[index]
 
 
-def _sms(args: Sequence[Any]) -> int | None:
+def _launch_sms(args: Sequence[Any]) -> int | None:
     """The SM count of the GPU holding a launch's tensors (None off CUDA)."""
     device = _device(args)
     if device is None or device.type != "cuda":
@@ -43,7 +43,7 @@ def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
     """A launch's split count: `forced` on any 1-D grid, else `auto_splits` on a CUDA device."""
     if forced is not None:
         return forced_splits(grid, forced)
-    sms = _sms(args)
+    sms = _launch_sms(args)
     return None if sms is None else auto_splits(grid, sms)
 
 
@@ -51,7 +51,7 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
     """A launch's tile-split count: `forced` on any grid, else `auto_count` on a CUDA device."""
     if forced is not None:
         return forced
-    sms = _sms(args)
+    sms = _launch_sms(args)
     return None if sms is None else auto_count(grid, sms, counts)
 
 
