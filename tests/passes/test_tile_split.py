@@ -162,12 +162,19 @@ def _signed_divisions(fn) -> list[int]:
 
 
 def test_automatic_count():
-    assert auto_count((8, 1, 1), 132, [2, 4, 8]) == 8     # 512^3 with 128x256 tiles on the H200
-    assert auto_count((32, 1, 1), 132, [2, 4, 8]) == 4    # 1024^3
-    assert auto_count((18, 1, 1), 132, [2, 4, 8]) == 4    # 768^3
-    assert auto_count((72, 1, 1), 132, [2, 4, 8]) is None  # 1536^3: a split would need a second wave
-    assert auto_count((4, 4, 1), 132, [2, 4, 8]) == 8     # every grid axis counts
-    assert auto_count((8, 1, 1), 132, []) is None
+    """The split counts the H200 runs measured best for the sample's 128x256 tiles on 132 SMs."""
+    tile = 128 * 256
+    assert auto_count((2, 1, 1), 132, [2, 4, 8], tile) == 8      # 256^3
+    assert auto_count((8, 1, 1), 132, [2, 4, 8], tile) == 8      # 512^3
+    assert auto_count((16, 1, 1), 132, [2, 4, 8], tile) == 8     # 1000x500x700
+    assert auto_count((18, 1, 1), 132, [2, 4, 8], tile) == 4     # 768^3
+    assert auto_count((32, 1, 1), 132, [2, 4, 8], tile) == 4     # 1024^3
+    assert auto_count((72, 1, 1), 132, [2, 4, 8], tile) is None  # 1536^3: a split would need a second wave
+    assert auto_count((128, 1, 1), 132, [2, 4, 8], tile) is None  # 2048^3: one full wave
+    assert auto_count((288, 1, 1), 132, [2, 4, 8], tile) == 2    # 3072^3: the third wave 18% full
+    assert auto_count((384, 1, 1), 132, [2, 4, 8], tile) is None  # 4000x3000x2000: 97% of three waves
+    assert auto_count((4, 4, 1), 132, [2, 4, 8], tile) == 8      # every grid axis counts
+    assert auto_count((8, 1, 1), 132, [], tile) is None
 
 
 # ---- results --------------------------------------------------------------------------------------
@@ -256,8 +263,8 @@ def test_launch_count_from_the_gpus_sm_count(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Properties)
     monkeypatch.setattr(split_launch, "_sms", {})
     cpu = [torch.empty(1)]
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8]) is None
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, 4, [2, 4, 8]) == 4
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) is None
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, 4, [2, 4, 8], 128 * 256) == 4
     monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8]) == 8
-    assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8]) == 2
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 8
+    assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 2

@@ -4,10 +4,11 @@ pieces, on a grid S times as long along axis 0; on any other grid it runs as com
 
 On the H200 the cuTile MatMul sample (128x256 tiles) ran 0.56-0.62x torch from 256^3 to
 1024^3, and 0.87-1.02x with 64x128 or 64x64 tiles, which fill more SMs; at 1536^3 and above
-its own tiles were as fast or faster (benchmarks/results/size-sweep-h200-2026-12-01-i.json).
-So a launch gets the largest split count that keeps its blocks within one wave (`auto_count`),
-pieces at least `MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and
-how many SMs the launch's GPU has (or a count forced for tests).
+its own tiles were as fast or faster, but for 3072^3 (288 tiles: the third wave 18% full), where
+128x128 tiles ran 8% faster (benchmarks/results/size-sweep-h200-2026-12-01-i.json). A launch
+takes the split count that `auto_count`'s model of those runs rates fastest, pieces at least
+`MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and how many SMs
+the launch's GPU has (or a count forced for tests).
 """
 
 from __future__ import annotations
@@ -26,11 +27,34 @@ MIN_AUTO_DIM = 64
 MMA has 64 rows, and 32-row pieces ran slower than 64 in the sweep above."""
 
 
-def auto_count(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:
-    """The largest of `counts` whose split keeps the grid's blocks at most one per SM, or None
-    (no split) when even the smallest would not."""
+PIECE_SPEED = ((32768, 1.0), (16384, 0.95), (8192, 0.70), (4096, 0.52))
+"""Output elements per block -> the speed of a full GPU of such blocks relative to 128x256 ones:
+the sample at 4096^3 with 128x256, 128x128, 64x128 and 64x64 tiles ran at 0.99, 0.94, 0.69 and
+0.52x torch (size-sweep-h200-2026-12-01-i.json). Larger blocks count as 1.0, smaller as 0.52."""
+
+
+def _piece_speed(elements: int) -> float:
+    return next((speed for size, speed in PIECE_SPEED if elements >= size), PIECE_SPEED[-1][1])
+
+
+def _wave_use(blocks: int, sms: int) -> float:
+    """The share of the SMs' block slots `blocks` blocks use, one block per SM per wave."""
+    return blocks / (-(-blocks // sms) * sms)
+
+
+def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) -> int | None:
+    """The split count (one of `counts`) a launch on `grid` runs fastest with by the model
+    wave use x piece speed (`PIECE_SPEED`), for output tiles of `tile_elements`; None when
+    splitting does not beat the tile as written. It picks the runs' best everywhere they
+    measured: 8 pieces for 2 to 16 tiles on 132 SMs, 4 for 18 to 32, none for 72 (1536^3),
+    2 for 288 (3072^3), none for 384 or more in whole waves."""
     blocks = math.prod(grid)
-    return max((c for c in counts if blocks * c <= sms), default=None)
+
+    def rate(count: int) -> float:
+        return _wave_use(blocks * count, sms) * _piece_speed(tile_elements // count)
+
+    best = max([1, *counts], key=lambda c: (rate(c), -c))
+    return None if best == 1 else best
 
 
 class TileSplitKernel:

@@ -13,6 +13,7 @@ prologue (`stage_operands`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Sequence
 
@@ -58,9 +59,10 @@ class TritonBackend:
     slices with its loads pipelined, not yet measured; never under the interpreter); False
     never; a count N splits every 1-D launch N ways (tests).
     `tile_split`: True runs a matmul-like kernel that `passes.tile_split` qualifies, on a launch
-    whose grid leaves most SMs idle, with each output tile cut into pieces of one block each
-    (backends/tile_splitting.py; on a GPU, unless TILECRAFT_TILE_SPLIT=0; split-K, where asked
-    for, comes first); False never; a count N splits every launch's tiles N ways (tests).
+    whose grid leaves SMs idle (too few blocks, or a last wave mostly empty), with each output
+    tile cut into pieces of one block each (backends/tile_splitting.py; on a GPU, unless
+    TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
+    splits every launch's tiles N ways (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
@@ -167,7 +169,8 @@ class TritonBackend:
         if not counts:
             return kernel
         forced = None if automatic else self._tile_split
+        elements = math.prod(splits.shape)
         return TileSplitKernel(
             kernel, splits,
             lambda variant: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
-            lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts))
+            lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))

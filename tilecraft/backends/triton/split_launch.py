@@ -47,12 +47,13 @@ def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
     return None if sms is None else auto_splits(grid, sms)
 
 
-def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int]) -> int | None:
+def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int],
+                      tile_elements: int) -> int | None:
     """A launch's tile-split count: `forced` on any grid, else `auto_count` on a CUDA device."""
     if forced is not None:
         return forced
     sms = _launch_sms(args)
-    return None if sms is None else auto_count(grid, sms, counts)
+    return None if sms is None else auto_count(grid, sms, counts, tile_elements)
 
 
 def workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream: Any) -> torch.Tensor:
