@@ -181,6 +181,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="also run the sample with these tiles (TMxTNxTK, comma-separated) as tilecraft@TILES")
     p.add_argument("--unsplit", action="store_true",
                    help="also run the sample with tile splitting off, as tilecraft-unsplit")
+    p.add_argument("--cases", metavar="TEXT", type=lambda t: t.split(","), default=[],
+                   help="only the cases whose label contains one of these (comma-separated), e.g. 8192x,1000x500")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")
     p.add_argument("--budget-s", type=float, default=150.0, help="skip the cases left after this")
     p.add_argument("--min-runs", type=int, default=50, help="timed runs per measurement, at least")
@@ -203,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     split = bool(args.split_k)
     jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke, split)]
     jobs += [] if args.only == "matmul" or split else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]
+    if args.cases:
+        jobs = [(sweep, case) for sweep, case in jobs
+                if any(part in (case.label if sweep == "matmul" else "{} {}x{}".format(*case)) for part in args.cases)]
     if jobs and jobs[0][0] == "matmul":
         print_table([])  # the matmul header
     started = time.perf_counter()
