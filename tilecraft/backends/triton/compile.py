@@ -277,10 +277,16 @@ class TritonKernel:
         if not self._may_take_host_descriptors(args):
             return None
         if self.lowered.grid_loop:
-            runs = grid_loop_launch(grid, flat, self._programs(flat + grid)) is not None
+            runs = self._looped(grid, flat) is not None
         else:
             runs = many_blocks(grid)
         return self.host_descriptor_kernel() if runs else None
+
+    def _looped(self, grid: tuple[int, int, int], flat: tuple) -> tuple[tuple[int, int, int], tuple] | None:
+        """(launch grid, Triton args) of a grid-loop kernel running `grid` through its loop, with
+        the Triton arguments `flat`; None when its one-program-per-block variant should run
+        `grid` (see `grid_loop_launch`). Both the choice of variant and the launch ask this."""
+        return grid_loop_launch(grid, flat, self._programs(flat + grid))
 
     def _programs(self, flat: tuple) -> int:
         """How many programs a grid-loop kernel launches (at most; fewer when blocks are few)."""
@@ -340,7 +346,7 @@ class TritonKernel:
         """Run with the Triton arguments `flat` (`args`: the same as the kernel's, for the
         one-program-per-block variant a grid-loop kernel may hand the launch to)."""
         if self.lowered.grid_loop:
-            looped = grid_loop_launch(grid, flat, self._programs(flat + grid))
+            looped = self._looped(grid, flat)
             if looped is None:
                 return self.small_grid_kernel().launch(grid, args, stream, dependent=dependent)
             grid, flat = looped

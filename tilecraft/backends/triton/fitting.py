@@ -23,7 +23,7 @@ from ...errors import Location, TileCompilerExecutionError
 from ...ir import Function, ops
 from ...language.dtypes import DType
 from .emitter import Target, shape_of
-from .heuristics import hinted_loops, pipelined_loops
+from .heuristics import staged_loops
 
 # Bytes of shared memory one block may use, by compute capability (CUDA programming guide,
 # "maximum shared memory per thread block", opt-in), for compiling without the GPU at hand.
@@ -131,7 +131,7 @@ def staged_tiles(fn: Function) -> tuple[Staged, ...]:
         if isinstance(op, ops.Mma):
             for name, v in (("A", op.a), ("B", op.b)):
                 found.append(_staged(f"MMA operand {name}", shape_of(v), v.tile.dtype, op.loc))
-    for loop in pipelined_loops(fn) + hinted_loops(fn):
+    for loop in staged_loops(fn):
         for o in loop.body.ops:
             if isinstance(o, ops.Load):
                 found.append(_staged("tile loaded in a pipelined loop", o.shape, o.result.tile.dtype, o.loc))

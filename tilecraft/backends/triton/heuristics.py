@@ -102,6 +102,12 @@ def hinted_loops(fn: Function) -> list[ops.For]:
             and any(isinstance(o, ops.Load) and o.latency is not None for o in op.body.ops)]
 
 
+def staged_loops(fn: Function) -> list[ops.For]:
+    """FOR ops that run as `tl.range(num_stages=)`: the pipelined loops, then the hinted ones
+    (each buffers the tiles its body loads once per stage)."""
+    return pipelined_loops(fn) + hinted_loops(fn)
+
+
 def loop_stages(loop: ops.For, default: int, cap: int | None = None) -> int:
     """num_stages of pipelined `loop`: the largest `latency` hint among the loads directly in its
     body, at most what the shared-memory budget holds of the tiles it loads per iteration (at

@@ -27,8 +27,8 @@ from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
-from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, hinted_loops, is_persistent,
-                         loop_stages, pipelined_loops, tile_loops)
+from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, is_persistent, loop_stages,
+                         pipelined_loops, staged_loops, tile_loops)
 from .spelling import is_float
 
 TileAccess = ops.Load | ops.Store
@@ -100,7 +100,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
         nonneg=nonnegative(fn),
         stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, target.max_stages)
-                                 for loop in pipelined + hinted_loops(fn)}),
+                                 for loop in staged_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
         flatten_grid=flatten and grid_loop,
         barriers=ordering.barriers(fn),
