@@ -49,6 +49,7 @@ import triton
 import tilecraft as ct
 import triton_reference as tr  # benchmarks/ is sys.path[0] when this file is run
 from _results import claim
+from tilecraft.backends import registry
 from tilecraft.library import matmul_kernel, persistent_matmul_kernel
 
 ConstInt = ct.Constant[int]
@@ -149,6 +150,23 @@ def make_runner(impl: str, case: Case, A: torch.Tensor, B: torch.Tensor, C: torc
     if A.is_cuda:
         return lambda: ct.launch(torch.cuda.current_stream(), grid, kernel, (A, B, C, tm, tn, tk), **options)
     return lambda: ct.launch(None, grid, kernel, (A, B, C, tm, tn, tk), **options)
+
+
+def variant_backend(suffix: str, **options: Any) -> str:
+    """The name of the tilecraft backend of this run (TILECRAFT_BACKEND, default triton; a
+    Triton one) built with TritonBackend `options`, registered on first use as `<name>-<suffix>`."""
+    from tilecraft.backends.triton import TritonBackend
+
+    base = registry.get(os.environ.get("TILECRAFT_BACKEND") or "triton")
+    if base is None or not isinstance(base.backend, TritonBackend):
+        raise SystemExit("a variant of the tilecraft backend needs a Triton backend "
+                         "(TILECRAFT_BACKEND=triton or triton-interpret)")
+    name = f"{base.name}-{suffix}"
+    if registry.get(name) is None:
+        kind = base.backend.kind
+        registry.register(registry.BackendSpec(name, base.device, lambda: TritonBackend(kind, **options),
+                                               base.to_array, base.packages))
+    return name
 
 
 class CudaTimer:

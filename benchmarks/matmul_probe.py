@@ -15,8 +15,16 @@ sizes. Rows, each checked against torch (relative error < 1e-2) and then timed (
 - `plain triton`: `triton_reference.py`'s tensor-descriptor matmul, one program per tile and
   persistent (the yardstick kernels of ../shared/bench).
 
+The split cases (`--only split`; not run by default) probe tile splitting at the small sizes
+where it applies (backends/tile_splitting.py): `as generated` splits on its own there, and the
+edited rows start from the split variant that launch ran (`split N: ...`, N its split count),
+launched on the split grid: reloaded as generated, then at num_warps x num_stages of WARPS x
+STAGES (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
+were tuned for); `unsplit`: the sample on a backend with tile splitting off.
+
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only 4000x --rounds 3 --out $OUT/x.json  # one case, repeated
+    PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only split --out $OUT/split-probe.json  # the split cases
 """
 
 from __future__ import annotations
@@ -33,13 +41,16 @@ import torch
 import triton
 
 from _results import claim
+from matmul import variant_backend
 from probing import (Variant, check_and_time, config_label, host_descriptors, launcher, no_clamps, sub, summary,
                      variant_adder)
 
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
          ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
+SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512))
 TILES = (128, 256, 64)
+WARPS, STAGES = (4, 8), (2, 3, 4, 5)  # the split variant's sweep
 BUDGET_S = 240.0  # rows not started by then are skipped
 
 
@@ -84,10 +95,16 @@ EDITS: dict[str, Callable[[str], str]] = {
 }
 
 
+def reloaded(kernel: Any) -> tuple[list[Variant], Callable[..., None]]:
+    """The variants of `kernel`, so far its source as generated, and their `variant_adder`."""
+    out = [Variant("reloaded (control)", config_label(kernel.source, kernel._options), kernel.source,
+                   kernel._options, kernel)]
+    return out, variant_adder(out)
+
+
 def variants(kernel: Any) -> list[Variant]:
     src, opts = kernel.source, kernel._options
-    out = [Variant("reloaded (control)", config_label(src, opts), src, opts, kernel)]
-    add = variant_adder(out)
+    out, add = reloaded(kernel)
     for name, edit in EDITS.items():
         add(name, lambda: edit(src), opts, kernel)
     add("host descriptors", lambda: host_descriptors(src, kernel.lowered.name), opts, kernel)
@@ -104,10 +121,25 @@ def variants(kernel: Any) -> list[Variant]:
     return out
 
 
+def split_variants(kernel: Any) -> list[Variant]:
+    """A split variant (a TritonKernel) as generated, then at the other warps x stages."""
+    out, add = reloaded(kernel)
+    for warps in WARPS:
+        for stages in STAGES:
+            add("warps x stages", lambda: k_stages(kernel.source, stages),
+                dict(kernel._options, num_warps=warps, num_stages=stages), kernel)
+    return out
+
+
+def newest(kernel: Any, unless: str | None) -> Any:
+    """The compiled kernel of `kernel`'s newest variant not on the backend named `unless`."""
+    return next(v.compiled for key, v in reversed(kernel.variants.items()) if key.backend != unless)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--only", help="run only the cases whose name contains this text (split cases too)")
     parser.add_argument("--rounds", type=int, default=1, help="measure every row this many times, in turn")
     args = parser.parse_args()
     out = claim(args.out)
@@ -121,7 +153,9 @@ def main() -> None:
                            "triton": triton.__version__, "gpu": torch.cuda.get_device_name()}
     stream = torch.cuda.current_stream()
     tm, tn, tk = TILES
-    for case, dt, (m, n, k) in [c for c in CASES if args.only is None or args.only in c[0]]:
+    cases = CASES if args.only is None else [c for c in CASES + SPLIT_CASES if args.only in c[0]]
+    unsplit = variant_backend("unsplit", tile_split=False) if any(c in SPLIT_CASES for c in cases) else None
+    for case, dt, (m, n, k) in cases:
         a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
         c = torch.empty(m, n, device="cuda", dtype=dt)
         ref = (a.float() @ b.float())
@@ -139,10 +173,23 @@ def main() -> None:
             print(f"{case:20s} {name:48s} {config:16s} {summary(row, 'torch')}", flush=True)
             out.write_json(doc)
 
+        def sample(**options: Any) -> Callable[[], Callable[[], Any]]:
+            return lambda: lambda: ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk), **options)
+
         for _ in range(args.rounds):
-            record("as generated", "", lambda: lambda: ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk)))
-            compiled = list(MatMul.matmul_kernel.variants.values())[-1].compiled
+            record("as generated", "", sample())
+            compiled = newest(MatMul.matmul_kernel, unsplit)
             ensure_allocator()
+            if case.startswith("split"):
+                count = compiled.count(grid, (a, b, c), False) if hasattr(compiled, "variant") else None
+                if count is None:
+                    doc["skipped"].append(f"{case}: the launch did not split its tiles")
+                else:
+                    for var in split_variants(compiled.variant(count)):
+                        record(f"split {count}: {var.name}", var.config,
+                               lambda var=var: launcher(var, (grid[0] * count, 1, 1), (a, b, c), tmp))
+                record("unsplit", "", sample(backend=unsplit))
+                continue
             for var in variants(compiled):
                 record(var.name, var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
             for persistent in (False, True):

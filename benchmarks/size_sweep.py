@@ -54,9 +54,8 @@ import torch
 import rowwise  # benchmarks/ is sys.path[0] when this file is run
 from _results import claim
 from matmul import (DTYPE_NAMES, Case, CudaTimer, default_out, measure_case, meta, print_table, recorded_failure,
-                    start_run, tiles_for)
+                    start_run, tiles_for, variant_backend)
 from tilecraft import cdiv
-from tilecraft.backends import registry
 from tilecraft.backends.splitting import auto_splits
 
 IMPLS = ("tilecraft", "torch")
@@ -93,22 +92,6 @@ def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
     """(kind, rows, columns) for every row-wise kernel and row length."""
     rows, lengths = (SMOKE_ROWS, SMOKE_ROW_LENGTHS) if smoke else (ROWS, ROW_LENGTHS)
     return [(kind, rows, cols) for kind in rowwise.KINDS for cols in lengths]
-
-
-def variant_backend(suffix: str, **options: Any) -> str:
-    """The name of the tilecraft backend of this run (TILECRAFT_BACKEND, default triton; a
-    Triton one) built with TritonBackend `options`, registered on first use as `<name>-<suffix>`."""
-    from tilecraft.backends.triton import TritonBackend
-
-    base = registry.get(os.environ.get("TILECRAFT_BACKEND") or "triton")
-    if base is None or not isinstance(base.backend, TritonBackend):
-        raise SystemExit("--split-k and --unsplit need a Triton backend (TILECRAFT_BACKEND=triton or triton-interpret)")
-    name = f"{base.name}-{suffix}"
-    if registry.get(name) is None:
-        kind = base.backend.kind
-        registry.register(registry.BackendSpec(name, base.device, lambda: TritonBackend(kind, **options),
-                                               base.to_array, base.packages))
-    return name
 
 
 def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, dict[str, str]]:
