@@ -16,6 +16,7 @@ from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
 from tilecraft.passes.tile_split import split_factors, tile_splits
+from conftest import poisoned
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
@@ -268,3 +269,296 @@ def test_launch_count_from_the_gpus_sm_count(monkeypatch):
     monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
     assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 8
     assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 2
+
+
+# ---- adversarial kernels: declined, or split with the unsplit kernel's results ---------------------
+def _tile_of(C, tn):
+    """(row, col) of block bid(0) over C's tiles, row-major."""
+    n_cols = ct.cdiv(C.shape[1], tn)
+    return ct.bid(0) // n_cols, ct.bid(0) % n_cols
+
+
+def _product(A, B, row, col, tm, tn, tk, acc):
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        acc = ct.mma(ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO),
+                     ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc)
+    return acc
+
+
+def _f32(tm, tn):
+    return ct.full((tm, tn), 0, dtype=ct.float32)
+
+
+@ct.kernel
+def in_place(X, W, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """X = X @ W with one tile column (N <= tn): each block reads its rows of X whole, then
+    overwrites them; split by columns, a piece read columns another piece had written."""
+    ct.store(X, index=(ct.bid(0), 0), tile=_product(X, W, ct.bid(0), 0, tm, tn, tk, _f32(tm, tn)))
+
+
+@ct.kernel
+def plus_tile_sum(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """C = A @ B + sum(C's tile): C's tile read whole, then overwritten."""
+    row, col = _tile_of(C, tn)
+    total = ct.sum(ct.load(C, index=(row, col), shape=(tm, tn), padding_mode=ZERO))
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk, _f32(tm, tn)) + total)
+
+
+@ct.kernel
+def two_views(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """C's tile, then again 8 rows lower through a view: overlapping writes in program order."""
+    row, col = _tile_of(C, tn)
+    acc = _product(A, B, row, col, tm, tn, tk, _f32(tm, tn))
+    ct.store(C, index=(row, col), tile=acc)
+    ct.store(C.slice(0, 8, C.shape[0]), index=(row, col), tile=acc * 2)
+
+
+@ct.kernel
+def sliding_view(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """One block: A @ B + i stored at row 8 i for i = 0, 1, through a view made in the loop, the
+    second store overwriting most of the first."""
+    for i in range(2):
+        acc = _product(A, B, 0, 0, tm, tn, tk, _f32(tm, tn))
+        ct.store(C.slice(0, i * 8, C.shape[0]), index=(0, 0), tile=acc + i)
+
+
+@ct.kernel
+def list_in_loop(A, B, Cs, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """The product + g stored into each array Cs[g] of a list, which may share memory."""
+    for g in range(len(Cs)):
+        ct.store(Cs[g], index=(ct.bid(0), 0), tile=_product(A, B, ct.bid(0), 0, tm, tn, tk, _f32(tm, tn)) + g)
+
+
+@ct.kernel
+def column_mask(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """arange along the split columns."""
+    row, col = _tile_of(C, tn)
+    cols = ct.broadcast_to(ct.reshape(ct.arange(tn, dtype=ct.int32), (1, tn)), (tm, tn))
+    acc = _product(A, B, row, col, tm, tn, tk, _f32(tm, tn))
+    ct.store(C, index=(row, col), tile=ct.where(cols < 8, acc, 0.0))
+
+
+@ct.kernel
+def operand_also_added(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """A's tile (tk == tn) an MMA operand (rows split) and added to the output (both axes split)."""
+    row, col = _tile_of(C, tn)
+    acc = _f32(tm, tn)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        a = ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc) + a.astype(ct.float32)
+    ct.store(C, index=(row, col), tile=acc)
+
+
+@ct.kernel
+def k_row_sums(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """A reduction along K of the row-split A tile."""
+    row, col = _tile_of(C, tn)
+    acc = _f32(tm, tn)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        a = ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO)
+        acc = ct.mma(a, ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc)
+        acc = acc + ct.sum(a, axis=1, keepdims=True).astype(ct.float32)
+    ct.store(C, index=(row, col), tile=acc)
+
+
+@ct.kernel
+def b_by_order(A, Bt, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """B read from B^T with order=(1, 0)."""
+    row, col = _tile_of(C, tn)
+    acc = _f32(tm, tn)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        b = ct.load(Bt, index=(k, col), shape=(tk, tn), order=(1, 0), padding_mode=ZERO)
+        acc = ct.mma(ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO), b, acc)
+    ct.store(C, index=(row, col), tile=acc)
+
+
+@pytest.mark.parametrize("kernel", [in_place, plus_tile_sum, two_views, sliding_view, list_in_loop, column_mask,
+                                    operand_also_added, k_row_sums, b_by_order], ids=lambda k: k.fn.__name__)
+def test_more_kernels_that_do_not_qualify(kernel):
+    a, b = _mats(70, 64, 64, _F32)
+    c = np.zeros((70, 64), _F32)
+    args = (a, b) if kernel is in_place else (a, b, [c, c]) if kernel is list_in_loop else (a, b, c)
+    assert tile_splits(_ir(kernel, *args, 32, 64, 64)) is None
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_kernels_ordering_their_own_accesses_run_whole(dev, tiles_backend, count):
+    """Three kernels above whose block reads or overwrites what it stored, launched on a backend
+    forcing splits: not split, so X @ W in place, C + sum(C's tile) and the sliding view come
+    out as float64 says (split 4 ways, none did; `in_place` and `plus_tile_sum` not 2 ways either)."""
+    m, n, k = 70, 64, 64
+    x, w = _mats(m, n, k, _F32)
+    c = RNG.standard_normal((m, n)).astype(_F32)
+    a = RNG.standard_normal((m, k)).astype(_F32)
+    name, grid, tiles = tiles_backend(count), (ct.cdiv(m, 32), 1, 1), (32, 64, 32)
+    X, C, S = dev.put(x), dev.put(c), dev.poison((48, n), _F32)
+    dev.launch(grid, in_place, (X, dev.put(w), *tiles), backend=name)
+    dev.launch(grid, plus_tile_sum, (dev.put(a), dev.put(w), C, *tiles), backend=name)
+    dev.launch((1, 1, 1), sliding_view, (dev.put(a[:32]), dev.put(w), S, *tiles), backend=name)
+    xw, aw = x.astype(np.float64) @ w, a.astype(np.float64) @ w
+    np.testing.assert_allclose(dev.get(X), xw, atol=1e-4 * k, rtol=1e-5)
+    sums = np.repeat([c[r:r + 32].sum(dtype=np.float64) for r in range(0, m, 32)], 32)[:m, None]
+    np.testing.assert_allclose(dev.get(C), aw + sums, atol=1e-4 * k, rtol=1e-5)
+    np.testing.assert_allclose(dev.get(S)[:40], np.concatenate([aw[:8], aw[:32] + 1]), atol=1e-4 * k, rtol=1e-5)
+    assert not any(_split_taken(kernel, name, count) for kernel in (in_place, plus_tile_sum, sliding_view))
+
+
+@ct.kernel
+def branch_store(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Stores under an `if` on the block's tile: acc or -acc in a checkerboard."""
+    row, col = _tile_of(C, tn)
+    acc = _product(A, B, row, col, tm, tn, tk, _f32(tm, tn))
+    if (row + col) % 2 == 0:
+        ct.store(C, index=(row, col), tile=acc)
+    else:
+        ct.store(C, index=(row, col), tile=-acc)
+
+
+@ct.kernel
+def accumulate(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """C += A @ B: the accumulator starts as a load of C's tile (read and written in pieces)."""
+    row, col = _tile_of(C, tn)
+    init = ct.load(C, index=(row, col), shape=(tm, tn), padding_mode=ZERO)
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk, init))
+
+
+@ct.kernel
+def alpha_beta(A, B, C, D, alpha: float, beta: float, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """D = alpha * A @ B + beta * C, and C = A @ B: two stores of one shape."""
+    row, col = _tile_of(C, tn)
+    acc = _product(A, B, row, col, tm, tn, tk, _f32(tm, tn))
+    ct.store(D, index=(row, col), tile=alpha * acc + beta * ct.load(C, index=(row, col), shape=(tm, tn)))
+    ct.store(C, index=(row, col), tile=acc)
+
+
+@ct.kernel
+def bias_column(A, B, C, bias, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """A bias per row: a (tm,) load reshaped to (tm, 1), broadcast along the columns."""
+    row, col = _tile_of(C, tn)
+    column = ct.reshape(ct.load(bias, index=(row,), shape=(tm,), padding_mode=ZERO), (tm, 1))
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk, _f32(tm, tn)) + column)
+
+
+@ct.kernel
+def relu_half(A, B, C, D, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """C = A @ B (fp32) and D = relu(A @ B) (fp16, `where` with a scalar)."""
+    row, col = _tile_of(C, tn)
+    acc = _product(A, B, row, col, tm, tn, tk, _f32(tm, tn))
+    ct.store(C, index=(row, col), tile=acc)
+    ct.store(D, index=(row, col), tile=ct.where(acc > 0, acc, 0.0).astype(D.dtype))
+
+
+@ct.kernel
+def reversed_columns(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Tiles column-major from the last block back, plus bid(0) added to every element."""
+    rows = ct.cdiv(C.shape[0], tm)
+    t = ct.num_blocks(0) - 1 - ct.bid(0)
+    acc = _product(A, B, t % rows, t // rows, tm, tn, tk, _f32(tm, tn))
+    ct.store(C, index=(t % rows, t // rows), tile=acc + ct.bid(0).astype(ct.float32))
+
+
+@ct.kernel
+def batched_3d(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Batch bid(1): (1, tm, tk) @ (1, tk, tn) MMAs reshaped to 2-D, stored into the batch's rows
+    of C (a view)."""
+    row, col = _tile_of(C, tn)
+    acc = ct.full((1, tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=2, shape=(1, tm, tk))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(1), row, k), shape=(1, tm, tk), padding_mode=ZERO),
+                     ct.load(B, index=(ct.bid(1), k, col), shape=(1, tk, tn), padding_mode=ZERO), acc)
+    rows = C.slice(0, ct.bid(1) * A.shape[1], (ct.bid(1) + 1) * A.shape[1])
+    ct.store(rows, index=(row, col), tile=ct.reshape(acc, (tm, tn)))
+
+
+@ct.kernel
+def typed_acc(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """The accumulator in C's dtype: int8 -> int32, or fp16 -> fp16."""
+    row, col = _tile_of(C, tn)
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk, ct.zeros((tm, tn), dtype=C.dtype)))
+
+
+@ct.kernel
+def carried(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Loop-carried besides the accumulator: A's next tile (NaN padding, K masked by an arange
+    along K) and the running maximum of the partial sums."""
+    row, col = _tile_of(C, tn)
+    acc, top = _f32(tm, tn), ct.full((tm, tn), -1e30, dtype=ct.float32)
+    a = ct.load(A, index=(row, 0), shape=(tm, tk), padding_mode=ct.PaddingMode.NAN)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        inside = ct.broadcast_to(ct.reshape(ct.arange(tk, dtype=ct.int32) + k * tk < A.shape[1], (1, tk)), (tm, tk))
+        nxt = ct.load(A, index=(row, k + 1), shape=(tm, tk), padding_mode=ct.PaddingMode.NAN)
+        acc = ct.mma(ct.where(inside, a, ct.zeros((tm, tk), dtype=a.dtype)),
+                     ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc)
+        top, a = ct.maximum(top, acc), nxt
+    ct.store(C, index=(row, col), tile=acc + top)
+
+
+def _steps(a, b, tk):
+    """The partial products of a @ b after each tk-wide K step, in float64."""
+    return np.cumsum([a[:, k:k + tk].astype(np.float64) @ b[k:k + tk] for k in range(0, a.shape[1], tk)], axis=0)
+
+
+def _case(name, m, n, k):
+    """(kernel, grid, args, {arg position: float64 reference}) of an accepted kernel; outputs
+    poisoned (but C, read by `accumulate` and `alpha_beta`); an arg `dev -> array` makes a view."""
+    a, b = _mats(m, n, k)
+    ab = a.astype(np.float64) @ b.astype(np.float64)
+    c = RNG.standard_normal((m, n)).astype(_F32)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
+    out = poisoned((m, n), _F32)
+    tiles = (32, 64, 32)
+    checkerboard = np.where((np.arange(m)[:, None] // 32 + np.arange(n) // 64) % 2 == 0, 1, -1) * ab
+    if name == "branch_store":
+        return branch_store, grid, (a, b, out, *tiles), {2: checkerboard}
+    if name == "b_transposed_view":  # B a transposed view of B^T (strides (1, k)), read in identity order
+        bt = np.ascontiguousarray(b.T)
+        return branch_store, grid, (a, lambda dev: dev.permute(dev.put(bt), (1, 0)), out, *tiles), {2: checkerboard}
+    if name == "accumulate":
+        return accumulate, grid, (a, b, c, *tiles), {2: c + ab}
+    if name == "alpha_beta":
+        return alpha_beta, grid, (a, b, c, poisoned((m, n), _F32), 0.5, -2.0, *tiles), {2: ab, 3: 0.5 * ab - 2 * c}
+    if name == "bias_column":
+        bias = RNG.standard_normal(m).astype(_F32)
+        return bias_column, grid, (a, b, out, bias, *tiles), {2: ab + bias[:, None]}
+    if name == "relu_half":
+        return relu_half, grid, (a, b, out, poisoned((m, n), np.float16), *tiles), {2: ab, 3: np.maximum(ab, 0)}
+    if name == "reversed_columns":
+        tile = np.arange(m)[:, None] // 32 + ct.cdiv(m, 32) * (np.arange(n) // 64)
+        return reversed_columns, grid, (a, b, out, *tiles), {2: ab + grid[0] - 1 - tile}
+    if name == "batched_3d":
+        a3, b3 = np.stack([a, a[::-1]]), np.stack([b, -b])
+        ref = np.concatenate([x.astype(np.float64) @ y for x, y in zip(a3, b3)])
+        return batched_3d, (grid[0], 2, 1), (a3, b3, poisoned((2 * m, n), _F32), *tiles), {2: ref}
+    if name == "int8":
+        ai, bi = (RNG.integers(-128, 128, s).astype(np.int8) for s in ((m, k), (k, n)))
+        return typed_acc, grid, (ai, bi, poisoned((m, n), np.int32), *tiles), {2: ai.astype(np.float64) @ bi}
+    if name == "fp16_acc":
+        return typed_acc, grid, (a, b, poisoned((m, n), np.float16), *tiles), {2: ab}
+    assert name == "carried"
+    steps = _steps(a, b, 32)
+    return carried, grid, (a, b, out, *tiles), {2: steps[-1] + steps.max(axis=0)}
+
+
+def _launch_case(dev, name, kernel, grid, args, outs) -> dict:
+    args = [dev.put(x) if isinstance(x, np.ndarray) else x(dev) if callable(x) else x for x in args]
+    dev.launch(grid, kernel, tuple(args), backend=name)
+    return {i: dev.get(args[i]) for i in outs}
+
+
+@pytest.mark.parametrize("count", [2, 4])
+@pytest.mark.parametrize("case", ["branch_store", "b_transposed_view", "accumulate", "alpha_beta", "bias_column",
+                                  "relu_half", "reversed_columns", "batched_3d", "int8", "fp16_acc", "carried"])
+def test_split_results_of_accepted_kernels(dev, tiles_backend, case, count):
+    """70x130x50 (edge tiles both ways, a partial K step) with 32x64x32 tiles, split 2 ways (by
+    columns) and 4 (both): the float64 reference, and the unsplit kernel's values (fp32 to
+    summation order, fp16 to a few ulps, ints exactly)."""
+    m, n, k = 70, 130, 50
+    kernel, grid, args, refs = _case(case, m, n, k)
+    kernel = ct.kernel(kernel.fn)  # its own variants
+    name = tiles_backend(count)
+    unsplit, split = (_launch_case(dev, backend, kernel, grid, args, refs) for backend in (dev.name, name))
+    for i, ref in refs.items():
+        half = split[i].dtype == np.float16
+        np.testing.assert_allclose(split[i], ref, atol=0.1 if half else 1e-4 * k, rtol=1e-2 if half else 1e-5)
+        np.testing.assert_allclose(split[i], unsplit[i], atol=0.04 if half else 1e-5, rtol=2e-3 if half else 1e-6)
+    assert _split_taken(kernel, name, count)

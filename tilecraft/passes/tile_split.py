@@ -21,7 +21,10 @@ Kernels that qualify: one or more tile stores of one rank-2 shape, at least one 
 reaches them, and no other effects (no atomics, scatters, prints or asserts, no ordered loads
 or stores: the user's block runs S times); no While. Every value on an output axis must keep it
 (a reduction, other reshape, permute, extract or arange across it declines the kernel), and a value must not be
-needed both whole and split.
+needed both whole and split. The S blocks of one user block run in no order, where the user's
+block kept its own loads and stores of an array in program order: a stored array may be read
+only by loads of its own tiles split like the stores (C = A @ B + C), and only through the one
+array value stored to (a view or list element made outside loops: `_check_stored_arrays`).
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ def tile_splits(fn: Function) -> TileSplits | None:
         shape = stores[0].tile.tile.shape
         labels = _propagate(fn, {s.tile.id: tuple(range(len(shape))) for s in stores})
         _check(fn, labels)
+        _check_stored_arrays(fn, stores, labels)
     except _Declined:
         return None
     if not any(isinstance(op, ops.Mma) and op.result.id in labels for op in fn.walk()):
@@ -207,6 +211,50 @@ def _check(fn: Function, labels: dict[int, Labels]) -> None:
         for v in op.operands:
             if labels.get(v.id) != wanted.get(v.id):
                 raise _Declined
+
+
+def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int, Labels]) -> None:
+    """Within a block, accesses to one array keep program order (spec section 4), but the S
+    blocks of a split user block run in no order: a piece may read or overwrite a stored array
+    only where it alone writes. So every load of a stored array must be of the very array value
+    stored to and split on both output axes (C = A @ B + C loads its own tile); a whole or
+    differently split load, a gather, a second view or list element of the array, or a view
+    or list element made inside a loop (its tile grid may move between iterations: a list's
+    arrays may share memory) declines the kernel.
+    (Without this, X = X @ W in place, one tile column per block, read columns of X that
+    another piece had already overwritten.)"""
+    made = {op.result.id: op for op in fn.walk() if isinstance(op, (ops.ArraySlice, ops.ListGet))}
+
+    def chain(v: Value) -> list[Value]:  # v, then what it is a view or list element of, to a parameter
+        out = [v]
+        while out[-1].id in made:
+            op = made[out[-1].id]
+            out.append(op.array if isinstance(op, ops.ArraySlice) else op.list)
+        return out
+
+    targets = {s.array.id: chain(s.array) for s in stores}
+    looped = _arrays_made_in_loops(fn.body)
+    if any(v.id in looped for views in targets.values() for v in views):
+        raise _Declined
+    roots = {views[-1].id for views in targets.values()}
+    if len(roots) != len(targets):
+        raise _Declined  # two views of one array stored to: their tile grids differ
+    whole = tuple(range(len(stores[0].tile.tile.shape)))
+    for op in fn.walk():
+        if isinstance(op, (ops.Load, ops.Gather)) and chain(op.array)[-1].id in roots and not (
+                isinstance(op, ops.Load) and op.array.id in targets and labels.get(op.result.id) == whole):
+            raise _Declined
+
+
+def _arrays_made_in_loops(block: Block, looped: bool = False) -> set[int]:
+    """The ids of the array views and list elements made inside a For of `block`."""
+    found = set()
+    for op in block.ops:
+        if looped and isinstance(op, (ops.ArraySlice, ops.ListGet)):
+            found.add(op.result.id)
+        for inner in op.blocks:
+            found |= _arrays_made_in_loops(inner, looped or isinstance(op, ops.For))
+    return found
 
 
 # ---- building --------------------------------------------------------------------------------------
