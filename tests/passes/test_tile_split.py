@@ -562,3 +562,33 @@ def test_split_results_of_accepted_kernels(dev, tiles_backend, case, count):
         np.testing.assert_allclose(split[i], ref, atol=0.1 if half else 1e-4 * k, rtol=1e-2 if half else 1e-5)
         np.testing.assert_allclose(split[i], unsplit[i], atol=0.04 if half else 1e-5, rtol=2e-3 if half else 1e-6)
     assert _split_taken(kernel, name, count)
+
+
+def test_pieces_past_the_arrays_end_keep_their_bounds_checks():
+    """M = 192 with 128-row tiles: the second tile straddles the end, and its lower 64-row piece
+    lies wholly past it. 64 divides 192, so the variant's facts must not say so along the cut
+    axes (a backend would read such a piece unchecked); axes the user's tiles divide keep it."""
+    from tilecraft.backends.base import array_facts
+    from tilecraft.backends.tile_splitting import piece_facts
+
+    a, b = _mats(192, 256, 128)
+    fn = _ir(matmul_kernel, a, b, np.zeros((192, 256), np.float32), 128, 256, 64)
+    splits = tile_splits(fn)
+    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False)
+             for x in (a, b, np.zeros((192, 256), np.float32))]
+    assert [f.dim_pow2 for f in facts] == [(64, 128), (128, 256), (64, 256)]
+    got = piece_facts(splits, 8, [*facts, *[None] * (len(fn.params) - 3)])  # pieces of 64x64
+    assert [f.dim_pow2 for f in got[:3]] == [(32, 128), (128, 256), (32, 256)]
+    assert piece_facts(splits, 2, facts)[:3] == facts  # 128x128 pieces: rows not cut
+
+
+@pytest.mark.parametrize("count", [2, 8])
+def test_split_with_pieces_past_the_arrays_end(dev, tiles_backend, count):
+    """The same shapes run: every piece inside the array computed, the rest never written."""
+    m, n, k = 192, 256, 128
+    a, b = _mats(m, n, k)
+    name = tiles_backend(count)
+    kernel = ct.kernel(matmul_kernel.fn)
+    got = _run(dev, name, (2, 1, 1), kernel, a, b, (128, 256, 64))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=1e-4 * k, rtol=1e-5)
+    assert _split_taken(kernel, name, count)

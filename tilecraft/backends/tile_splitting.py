@@ -14,11 +14,12 @@ the launch's GPU has (or a count forced for tests).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.tile_split import TileSplits
-from .base import INDEX32_LIMIT, CompiledKernel, SpecializedLaunchers
+from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers
 
 Grid = tuple[int, int, int]
 
@@ -57,15 +58,35 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
     return None if best == 1 else best
 
 
+def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:
+    """The parameters' facts for the variant split `count` ways. Along an array axis that the
+    user's tiles do not divide, a tile straddles the end and a piece of it may lie wholly past
+    it; a piece extent that divides the axis would let a backend treat every piece as inside
+    or outside as a whole (`ArrayFacts.tiles_evenly`) and read that piece unchecked. Such axes
+    keep only divisors below the piece extent."""
+    out = list(facts)
+    index = {p.id: i for i, p in enumerate(splits.fn.params)}
+    for array, axis, extent, piece in splits.cuts(count):
+        i = index.get(array)
+        f = out[i] if i is not None and i < len(out) else None
+        if f is None or f.tiles_evenly(axis, extent):
+            continue
+        dims = list(f.dim_pow2)
+        dims[axis] = min(dims[axis], max(1, piece // 2))
+        out[i] = replace(f, dim_pow2=tuple(dims))
+    return out
+
+
 class TileSplitKernel:
     """A compiled kernel with tile-split variants (see the module docstring). Every attribute but
     launch and specialize is the kernel's as compiled (`main`).
 
-    `compile_variant(fn)` compiles a variant (at its first launch); `choose(grid, args)` gives a
+    `compile_variant(fn, count)` compiles the variant `fn` split `count` ways (at its first
+    launch; `piece_facts` gives its parameters' facts); `choose(grid, args)` gives a
     launch's split count or None."""
 
     def __init__(self, main: CompiledKernel, splits: TileSplits,
-                 compile_variant: Callable[[Function], CompiledKernel],
+                 compile_variant: Callable[[Function, int], CompiledKernel],
                  choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
         self.main = main
         self.splits = splits
@@ -81,7 +102,7 @@ class TileSplitKernel:
     def variant(self, count: int) -> CompiledKernel:
         """The kernel split `count` ways, compiled on first use."""
         if count not in self._variants:
-            self._variants[count] = self._compile_variant(self.splits.split(count))
+            self._variants[count] = self._compile_variant(self.splits.split(count), count)
         return self._variants[count]
 
     def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:

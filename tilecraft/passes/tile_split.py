@@ -60,6 +60,21 @@ class TileSplits:
     shape: tuple[int, ...]
     labels: dict[int, Labels]
 
+    def cuts(self, count: int) -> list[tuple[int, int, int, int]]:
+        """(array value id, array axis, the user's tile extent, the piece's) of every load and
+        store the split in `count` cuts along that axis (a backend may have assumed the extent when it decided
+        which accesses need bounds checks: a piece of a tile that straddles the array's end can
+        lie wholly outside it)."""
+        factors = split_factors(self.shape, count) or ()
+        found = []
+        for op in self.fn.walk():
+            tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
+            lab = None if tile is None else self.labels.get(tile.id)
+            if lab is not None:
+                found += [(op.array.id, k, tile.tile.shape[k], tile.tile.shape[k] // factors[a])
+                          for k, a in enumerate(lab) if a is not None and factors[a] > 1]
+        return found
+
     def counts(self, min_dim: int = MIN_SPLIT_DIM) -> list[int]:
         """The split counts whose pieces keep every split axis at least `min_dim` long."""
         found, count = [], 2
@@ -268,6 +283,15 @@ class _Rebuild:
         self.factors = factors
         self.b = Builder(first_id=fn.max_id() + 1)
         self.map: dict[int, Value] = {}
+        # value id -> the split axes it indexes: its piece indices are made where it is defined,
+        # so that an index invariant in a loop stays invariant (backends walk such tiles by pointer)
+        self.indexing: dict[int, set[int]] = {}
+        for op in fn.walk():
+            tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
+            for i, a in zip(op.index if tile is not None else (), labels.get(tile.id, ()) if tile is not None else ()):
+                if a is not None and factors[a] > 1:
+                    self.indexing.setdefault(i.id, set()).add(a)
+        self.pieces: dict[tuple[int, int], Value] = {}
 
     def function(self, count: int) -> Function:
         b, body = self.b, Block()
@@ -284,6 +308,8 @@ class _Rebuild:
                 inner = math.prod(self.factors[k + 1:])
                 self.piece.append(self._div(piece if inner == 1 else self._div(piece, inner, BinaryFn.FLOORDIV), f,
                                             BinaryFn.MOD))
+            for p in self.fn.params:
+                self._place(p)
             self._copy(self.fn.body.ops)
         fn = self.fn
         split = Function(f"{fn.name}_split{count}", list(fn.params), list(fn.param_names), body, fn.loc,
@@ -303,19 +329,20 @@ class _Rebuild:
     def _get(self, v: Value) -> Value:
         return self.map.get(v.id, v)
 
+    def _place(self, old: Value) -> None:
+        """Make the piece indices of `old` (a tile index on split axes, now mapped): i * f + s."""
+        i = self._get(old)
+        for a in sorted(self.indexing.get(old.id, ())):
+            t = i.tile.dtype
+            s = self.piece[a] if t is dt.int32 else self.b.value(ops.Cast, x=self.piece[a], dtype=t)
+            scaled = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=i,
+                                  rhs=self.b.value(ops.Const, value=self.factors[a], dtype=t))
+            self.pieces[old.id, a] = self.b.value(ops.Binary, fn=BinaryFn.ADD, lhs=scaled, rhs=s)
+
     def _index(self, index: tuple[Value, ...], lab: Labels) -> tuple[Value, ...]:
-        """A tile index as the index of this block's piece: i * f + s on each split axis."""
-        out = []
-        for i, a in zip(index, lab):
-            i = self._get(i)
-            if a is not None and self.factors[a] > 1:
-                t = i.tile.dtype
-                s = self.piece[a] if t is dt.int32 else self.b.value(ops.Cast, x=self.piece[a], dtype=t)
-                scaled = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=i,
-                                      rhs=self.b.value(ops.Const, value=self.factors[a], dtype=t))
-                i = self.b.value(ops.Binary, fn=BinaryFn.ADD, lhs=scaled, rhs=s)
-            out.append(i)
-        return tuple(out)
+        """A tile index (the original values) as the index of this block's piece."""
+        return tuple(self._get(i) if a is None or self.factors[a] == 1 else self.pieces[i.id, a]
+                     for i, a in zip(index, lab))
 
     def _copy(self, source: list[Op]) -> None:
         for op in source:
@@ -326,6 +353,8 @@ class _Rebuild:
                 self.map[op.result.id] = self.user_blocks
             else:
                 self._emit(op)
+            for r in op.results:
+                self._place(r)
 
     def _block(self, block: Block) -> Block:
         args = []
@@ -335,6 +364,8 @@ class _Rebuild:
             args.append(new)
         copy = Block(args)
         with self.b.inside(copy):
+            for a in block.args:
+                self._place(a)
             self._copy(block.ops)
         return copy
 
@@ -347,11 +378,11 @@ class _Rebuild:
             fields[name] = self._block(fields[name])
         lab = self.labels.get(op.results[0].id) if op.results else None
         if isinstance(op, ops.Load) and lab is not None:
-            fields.update(shape=self._type(op.result).shape, index=self._index(fields["index"], lab))
+            fields.update(shape=self._type(op.result).shape, index=self._index(op.index, lab))
         elif isinstance(op, (ops.Broadcast, ops.Reshape)) and lab is not None:
             fields["shape"] = self._type(op.result).shape
         elif isinstance(op, ops.Store):
-            fields["index"] = self._index(fields["index"], self.labels[op.tile.id])
+            fields["index"] = self._index(op.index, self.labels[op.tile.id])
         new = self.b.emit(type(op), **fields)
         for old, res in zip(op.results, new.results):
             if res.type != self._type(old):

@@ -108,4 +108,4 @@ class InterpreterBackend:
         splits = tile_splits(fn) if forced is not None else None
         if splits is None or forced not in splits.counts():
             return kernel
-        return TileSplitKernel(kernel, splits, InterpretedKernel, lambda grid, args: forced)
+        return TileSplitKernel(kernel, splits, lambda variant, count: InterpretedKernel(variant), lambda grid, args: forced)

@@ -31,7 +31,7 @@ from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.tile_split import tile_splits  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
-from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel  # noqa: E402
+from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel, piece_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -172,5 +172,6 @@ class TritonBackend:
         elements = math.prod(splits.shape)
         return TileSplitKernel(
             kernel, splits,
-            lambda variant: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
+            lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
+                                                target, self.interpret),
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
