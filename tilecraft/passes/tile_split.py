@@ -61,22 +61,19 @@ class TileSplits:
     labels: dict[int, Labels]
 
     def cuts(self, count: int) -> list[tuple[int, int, int, int]]:
-        """(array value id, array axis, the user's tile extent, the piece's) of every load and
-        store the split in `count` cuts along that axis (a backend may have assumed the extent when it decided
-        which accesses need bounds checks: a piece of a tile that straddles the array's end can
-        lie wholly outside it)."""
-        factors = split_factors(self.shape, count) or ()
-        found = []
-        for op in self.fn.walk():
-            tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
-            lab = None if tile is None else self.labels.get(tile.id)
-            if lab is not None:
-                found += [(op.array.id, k, tile.tile.shape[k], tile.tile.shape[k] // factors[a])
-                          for k, a in enumerate(lab) if a is not None and factors[a] > 1]
-        return found
+        """(array value id, array axis, the user's tile extent, the piece's) for every load and
+        store axis that the split in `count` cuts (a backend may have assumed the user's extent
+        when it decided which accesses need bounds checks: a piece of a tile that straddles the
+        array's end can lie wholly outside it)."""
+        factors = split_factors(self.shape, count)
+        if factors is None:
+            return []
+        return [(op.array.id, k, tile.tile.shape[k], tile.tile.shape[k] // factors[a])
+                for op, tile, k, a in _cut_axes(self.fn, self.labels, factors)]
 
     def counts(self, min_dim: int = MIN_SPLIT_DIM) -> list[int]:
-        """The split counts whose pieces keep every split axis at least `min_dim` long."""
+        """The split counts whose pieces are at least `min_dim` long on every axis (the axes a
+        split leaves whole too: a tile already thinner than `min_dim` is not split at all)."""
         found, count = [], 2
         while (factors := split_factors(self.shape, count)) and all(
                 d // f >= min_dim for d, f in zip(self.shape, factors)):
@@ -108,6 +105,20 @@ def split_factors(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
     return tuple(factors)
 
 
+def _cut_axes(fn: Function, labels: dict[int, Labels],
+              factors: tuple[int, ...]) -> list[tuple[ops.Load | ops.Store, Value, int, int]]:
+    """(load or store, its tile, array axis k, output axis) for every access axis on an output
+    axis that `factors` cuts (loads and stores are in array axis order: k is also the tile's dim
+    and the position of the index value)."""
+    found = []
+    for op in fn.walk():
+        tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
+        lab = None if tile is None else labels.get(tile.id)
+        if lab is not None:
+            found += [(op, tile, k, a) for k, a in enumerate(lab) if a is not None and factors[a] > 1]
+    return found
+
+
 def tile_splits(fn: Function) -> TileSplits | None:
     """The kernel's `TileSplits` when it qualifies (module docstring), else None."""
     try:
@@ -125,7 +136,8 @@ def tile_splits(fn: Function) -> TileSplits | None:
 
 # ---- recognition -----------------------------------------------------------------------------------
 def _stores(fn: Function) -> list[ops.Store]:
-    """The kernel's stores, when they are its only effects and store tiles of one rank-2 shape."""
+    """The kernel's stores, when they are its only effects, every load and store is weak (no
+    memory ordering), and the stores store tiles of one rank-2 shape in array order."""
     stores = []
     for op in fn.walk():
         if isinstance(op, (ops.Load, ops.Store)) and op.memory_order is not ops.MemoryOrder.WEAK:
@@ -171,7 +183,14 @@ def _operand_labels(op: Op, result: Labels | None) -> list[tuple[Value, Labels]]
     if isinstance(op, ops.Mma):
         batch = result[:-2]
         return [(op.a, (*batch, result[-2], None)), (op.b, (*batch, None, result[-1])), (op.acc, result)]
-    raise _Declined  # reshape, permute, extract, reductions, if results...
+    raise _Declined  # other reshapes, permute, extract, reductions, if results...
+
+
+def _carried(loop: ops.For) -> list[tuple[Value, Value, Value, Value]]:
+    """Per value `loop` carries: its result, body argument, yielded value and start, which must
+    be split alike."""
+    return [(res, loop.body.args[i + 1], loop.body.terminator.values[i], loop.init[i])
+            for i, res in enumerate(loop.results)]
 
 
 def _propagate(fn: Function, labels: dict[int, Labels]) -> dict[int, Labels]:
@@ -193,8 +212,7 @@ def _propagate(fn: Function, labels: dict[int, Labels]) -> dict[int, Labels]:
         changed = False
         for op in reversed(all_ops):
             if isinstance(op, ops.For):
-                for i, res in enumerate(op.results):
-                    tied = (res, op.body.args[i + 1], op.body.terminator.values[i], op.init[i])
+                for tied in _carried(op):
                     lab = next((labels[v.id] for v in tied if v.id in labels), None)
                     if lab is not None:
                         changed |= any([give(v, lab) for v in tied])
@@ -213,8 +231,7 @@ def _check(fn: Function, labels: dict[int, Labels]) -> None:
         if isinstance(op, (ops.Store, ops.Yield)):
             continue  # a store's tile is split by definition; a yield is checked with its region's op
         if isinstance(op, ops.For):
-            for i, res in enumerate(op.results):
-                tied = (res, op.body.args[i + 1], op.body.terminator.values[i], op.init[i])
+            for tied in _carried(op):
                 if len({labels.get(v.id) for v in tied}) != 1:
                     raise _Declined
             continue
@@ -254,10 +271,10 @@ def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int
     roots = {views[-1].id for views in targets.values()}
     if len(roots) != len(targets):
         raise _Declined  # two views of one array stored to: their tile grids differ
-    whole = tuple(range(len(stores[0].tile.tile.shape)))
+    like_stores = tuple(range(len(stores[0].tile.tile.shape)))
     for op in fn.walk():
         if isinstance(op, (ops.Load, ops.Gather)) and chain(op.array)[-1].id in roots and not (
-                isinstance(op, ops.Load) and op.array.id in targets and labels.get(op.result.id) == whole):
+                isinstance(op, ops.Load) and op.array.id in targets and labels.get(op.result.id) == like_stores):
             raise _Declined
 
 
@@ -286,11 +303,8 @@ class _Rebuild:
         # value id -> the split axes it indexes: its piece indices are made where it is defined,
         # so that an index invariant in a loop stays invariant (backends walk such tiles by pointer)
         self.indexing: dict[int, set[int]] = {}
-        for op in fn.walk():
-            tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
-            for i, a in zip(op.index if tile is not None else (), labels.get(tile.id, ()) if tile is not None else ()):
-                if a is not None and factors[a] > 1:
-                    self.indexing.setdefault(i.id, set()).add(a)
+        for op, _, k, a in _cut_axes(fn, labels, factors):
+            self.indexing.setdefault(op.index[k].id, set()).add(a)
         self.pieces: dict[tuple[int, int], Value] = {}
 
     def function(self, count: int) -> Function:
@@ -330,7 +344,8 @@ class _Rebuild:
         return self.map.get(v.id, v)
 
     def _place(self, old: Value) -> None:
-        """Make the piece indices of `old` (a tile index on split axes, now mapped): i * f + s."""
+        """Where `old` (already mapped) is the index of a tile on split axes, make its piece
+        index per axis right after it: i * f + s."""
         i = self._get(old)
         for a in sorted(self.indexing.get(old.id, ())):
             t = i.tile.dtype
