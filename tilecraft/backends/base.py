@@ -167,8 +167,8 @@ class Backend(Protocol):
 
 class SpecializedLaunchers:
     """The specialized launchers (`CompiledKernel.specialize`) of the kernels a wrapper launches
-    in its place (split-K parts, tile-split variants), one per key: the first launch of a key
-    goes the full way, which surfaces compile errors, and makes the launcher later ones take."""
+    (the kernel as compiled, split-K parts, tile-split variants), one per key: the first launch of
+    a key goes the full way, which surfaces compile errors, and makes the launcher later ones take."""
 
     LIMIT = 64
     """Keys kept before the cache starts over (a wrapper launched on ever new grids)."""
@@ -178,6 +178,7 @@ class SpecializedLaunchers:
 
     def run(self, key: Any, kernel: CompiledKernel, grid: tuple[int, int, int], args: Sequence[Any],
             stream: Any) -> None:
+        """Launch `kernel` through the launcher of `key` (made by this launch where there is none)."""
         fast = self._fast.get(key)
         if fast is not None:
             return fast.launch(grid, args, stream)
@@ -185,3 +186,11 @@ class SpecializedLaunchers:
         if len(self._fast) >= self.LIMIT:
             self._fast.clear()
         self._fast[key] = kernel.specialize(args)
+
+    def run_main(self, kernel: CompiledKernel, grid: tuple[int, int, int], args: Sequence[Any], stream: Any,
+                 dependent: bool) -> None:
+        """Launch the wrapped kernel as compiled, `kernel`: a programmatic dependent launch the
+        full way (specialized launchers launch plainly), any other as `run` with key "main"."""
+        if dependent:
+            return kernel.launch(grid, args, stream, dependent=True)
+        self.run("main", kernel, grid, args, stream)

@@ -119,9 +119,7 @@ class SplitLauncher:
         k = self._kernel
         splits = k.splits(grid, args, dependent)
         if splits is None:
-            if dependent:
-                return k.main.launch(grid, args, stream, dependent=True)
-            return self._launchers.run("main", k.main, grid, args, stream)
+            return self._launchers.run_main(k.main, grid, args, stream, dependent)
         partial, finish = k.parts()
         full = k.split_args(grid, splits, args, stream)
         self._launchers.run(("partial", grid[0], splits), partial, (grid[0], splits, 1), full, stream)

@@ -2,7 +2,7 @@
 on a grid that leaves most of the GPU idle, as its variant with each output tile cut into S
 pieces, on a grid S times as long along axis 0; on any other grid it runs as compiled.
 
-On the H200 the cuTile MatMul sample (128x256 tiles) ran 0.56-0.62x torch from 256^3 to
+On the H200 the cuTile MatMul sample (128x256 tiles) ran 0.56-0.69x torch from 256^3 to
 1024^3, and 0.87-1.02x with 64x128 or 64x64 tiles, which fill more SMs; at 1536^3 and above
 its own tiles were as fast or faster, but for 3072^3 (288 tiles: the third wave 18% full), where
 128x128 tiles ran 8% faster (benchmarks/results/size-sweep-h200-2026-12-01-i.json). A launch
@@ -24,8 +24,8 @@ from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLauncher
 Grid = tuple[int, int, int]
 
 MIN_AUTO_DIM = 64
-"""Pieces of automatic splits are at least this long on each split axis: a Hopper warpgroup's
-MMA has 64 rows, and 32-row pieces ran slower than 64 in the sweep above."""
+"""Pieces of automatic splits are at least this long on every axis (`TileSplits.counts`): a
+Hopper warpgroup's MMA has 64 rows, and 32-row pieces ran slower than 64 in the sweep above."""
 
 
 PIECE_SPEED = ((32768, 1.0), (16384, 0.95), (8192, 0.70), (4096, 0.52))
@@ -137,7 +137,5 @@ class TileSplitLauncher:
         k = self._kernel
         count = k.count(grid, args, dependent)
         if count is None:
-            if dependent:
-                return k.main.launch(grid, args, stream, dependent=True)
-            return self._launchers.run(1, k.main, grid, args, stream)
+            return self._launchers.run_main(k.main, grid, args, stream, dependent)
         self._launchers.run(count, k.variant(count), (grid[0] * count, grid[1], grid[2]), args, stream)
