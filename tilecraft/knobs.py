@@ -52,9 +52,10 @@ ALIGN_STAGING = Knob("TILECRAFT_ALIGN_STAGING", "",
                       "backends/triton/operand_staging.py).")
 
 TILE_SPLIT = Knob("TILECRAFT_TILE_SPLIT", "",
-                  "Set to 0 to keep a matmul-like kernel whose grid leaves most SMs idle from running each output "
-                  "tile as several smaller blocks on the GPU (read when a kernel is compiled; see "
-                  "backends/tile_splitting.py).")
+                  "Set to 0 to keep a matmul-like kernel whose grid leaves SMs idle (too few blocks, or a last wave "
+                  "mostly empty) from running each output tile as several smaller blocks on the GPU (read when a "
+                  "kernel is compiled; see backends/tile_splitting.py).")
+
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, TF32_STAGING, ALIGN_STAGING)
 
 

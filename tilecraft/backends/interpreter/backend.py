@@ -93,7 +93,8 @@ class InterpreterBackend:
 
     def compile(self, fn: Function,
                 facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel | TileSplitKernel:
-        """Compile `fn` into an `InterpretedKernel` (array facts do not matter here)."""
+        """Compile `fn` into an `InterpretedKernel` (array facts do not matter here), wrapped with
+        its split-K or tile-split variants where `split_k` or `tile_split` forces them."""
         kernel = InterpretedKernel(fn)
         split = find_split(fn) if self._split_k is not None else None
         if split is None:

@@ -6,9 +6,10 @@
     kernel.launch((blocks_x, blocks_y, blocks_z), [tensor_a, tensor_b, 256], stream=None)
 
 Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
-A matmul-like kernel on a grid that leaves most SMs idle can split its K loop (`split_k`); one
-whose MMA operands need rounding to tf32 or 16-byte aligned rows can get them copied so in a
-prologue (`stage_operands`).
+A matmul-like kernel on a grid that leaves SMs idle runs each output tile as several smaller
+blocks (`tile_split`, on by default) or splits its K loop (`split_k`, opt-in); one whose MMA
+operands need rounding to tf32 or 16-byte aligned rows can get them copied so in a prologue
+(`stage_operands`).
 """
 
 from __future__ import annotations
