@@ -43,7 +43,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 if __name__ == "__main__" and "--cpu-smoke" in sys.argv:  # must precede `import triton`
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -105,7 +105,7 @@ def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, di
 
 
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
-                 seed: int, counts: list[str] | None = None, tiles: list[str] = (),
+                 seed: int, counts: list[str] | None = None, tiles: Sequence[str] = (),
                  unsplit: bool = False) -> list[dict[str, Any]]:
     """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
     --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
@@ -176,6 +176,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def job_label(sweep: str, case: Any) -> str:
+    """A job's label (what --cases matches and "skipped" lists): a matmul Case's, or
+    "<kind> <rows>x<cols>" for a rowwise case."""
+    return case.label if sweep == "matmul" else "{} {}x{}".format(*case)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = claim(args.out or default_out("size-sweep", args.cpu_smoke))
@@ -189,14 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke, split)]
     jobs += [] if args.only == "matmul" or split else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]
     if args.cases:
-        jobs = [(sweep, case) for sweep, case in jobs
-                if any(part in (case.label if sweep == "matmul" else "{} {}x{}".format(*case)) for part in args.cases)]
+        jobs = [(sweep, case) for sweep, case in jobs if any(part in job_label(sweep, case) for part in args.cases)]
     if jobs and jobs[0][0] == "matmul":
         print_table([])  # the matmul header
     started = time.perf_counter()
     for i, (sweep, case) in enumerate(jobs):
         if time.perf_counter() - started > args.budget_s:
-            doc["skipped"].append(case.label if sweep == "matmul" else "{} {}x{}".format(*case))
+            doc["skipped"].append(job_label(sweep, case))
             continue
         if sweep == "matmul":
             doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k, args.tiles,
