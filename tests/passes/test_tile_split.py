@@ -93,6 +93,12 @@ def printed(A, B, C, t: ConstInt):
 
 
 @ct.kernel
+def plain(A, B, C, t: ConstInt):
+    """The kernels above without what declines them (their control)."""
+    ct.store(C, index=(ct.bid(0), 0), tile=_loop(A, B, t))
+
+
+@ct.kernel
 def copy_only(A, C, t: ConstInt):
     """No MMA: nothing for more SMs to do."""
     ct.store(C, index=(ct.bid(0), 0), tile=ct.load(A, index=(ct.bid(0), 0), shape=(t, t)))
@@ -115,6 +121,7 @@ _F32 = np.float32
 def test_kernels_that_do_not_qualify(kernel, extra):
     a, b = _mats(64, 32, 32, _F32)
     assert tile_splits(_ir(kernel, a, b, np.zeros((64, 32), _F32), *extra, 32)) is None
+    assert tile_splits(_ir(plain, a, b, np.zeros((64, 32), _F32), 32)) is not None  # the control
 
 
 def test_kernel_without_mma_does_not_qualify():
@@ -261,7 +268,8 @@ def test_launch_count_from_the_gpus_sm_count(monkeypatch):
     class Properties:
         multi_processor_count = 132
 
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Properties)
+    asked = []
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: asked.append(index) or Properties)
     monkeypatch.setattr(split_launch, "_sms", {})
     cpu = [torch.empty(1)]
     assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) is None
@@ -269,6 +277,7 @@ def test_launch_count_from_the_gpus_sm_count(monkeypatch):
     monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
     assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 8
     assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 2
+    assert asked == [0]
 
 
 # ---- adversarial kernels: declined, or split with the unsplit kernel's results ---------------------
@@ -379,6 +388,7 @@ def test_more_kernels_that_do_not_qualify(kernel):
     c = np.zeros((70, 64), _F32)
     args = (a, b) if kernel is in_place else (a, b, [c, c]) if kernel is list_in_loop else (a, b, c)
     assert tile_splits(_ir(kernel, *args, 32, 64, 64)) is None
+    assert tile_splits(_ir(accumulate, a, b, c, 32, 64, 64)) is not None  # a control that reads C too
 
 
 @pytest.mark.parametrize("count", [2, 4])

@@ -17,7 +17,6 @@ import sys
 
 import ml_dtypes
 import numpy as np
-
 import pytest
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX shares the GPU with torch's tests
