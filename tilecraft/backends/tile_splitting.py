@@ -47,8 +47,10 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
     """The split count (one of `counts`) a launch on `grid` runs fastest with by the model
     wave use x piece speed (`PIECE_SPEED`), for output tiles of `tile_elements`; None when
     splitting does not beat the tile as written. It picks the runs' best everywhere they
-    measured: 8 pieces for 2 to 16 tiles on 132 SMs, 4 for 18 to 32, none for 72 (1536^3),
-    2 for 288 (3072^3), none for 384 or more in whole waves."""
+    measured (128x256 tiles on 132 SMs): 8 pieces for 2 to 16 tiles, 4 for 18 to 32, none for
+    72 (1536^3) or 128, 2 for 288 (3072^3: the third wave 18% full), none for 384 (97% of three
+    waves); between them, 2 for 34 to 66 tiles and wherever the last of several waves is at most
+    half full."""
     blocks = math.prod(grid)
 
     def rate(count: int) -> float:
