@@ -224,6 +224,12 @@ class Device:
             ct.launch(None, grid, kernel, args, **options)
 
 
+def kernel_ir(kernel: Any, *args: Any) -> Any:
+    """The Tile IR `kernel` is specialized to for `args` (NumPy arrays stand for any arrays)."""
+    specs, _, _ = kernel.describe(args)
+    return kernel.lower(specs)
+
+
 SENTINEL = 0x5A
 
 

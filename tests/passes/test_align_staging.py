@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
+from conftest import kernel_ir
 from tilecraft.backends.base import array_facts
 from tilecraft.ir import ops
 from tilecraft.library.matmul import matmul_kernel
@@ -19,11 +20,6 @@ ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
 ZERO = ct.PaddingMode.ZERO
 ALIGN = Copy(rounded=False, transposed=False, misaligned=True)
-
-
-def _ir(kernel, *args):
-    specs, _, _ = kernel.describe(args)
-    return kernel.lower(specs)
 
 
 @ct.kernel
@@ -64,19 +60,19 @@ def test_which_parameters_stage_for_alignment():
     misaligned is staged once, for both reasons."""
     h = RNG.standard_normal((32, 32)).astype(np.float16)
     c = np.zeros((32, 32), np.float32)
-    fn = _ir(matmul_kernel, h, h, c.astype(np.float16), 16, 16, 16)
+    fn = kernel_ir(matmul_kernel, h, h, c.astype(np.float16), 16, 16, 16)
     staged = stage_operands(fn, [0, 1, 2])
     assert staged is not None and staged.params == {0: ALIGN, 1: ALIGN}  # C is stored: never staged
     loads = lambda f: [(op.array.id, op.order) for op in f.walk() if isinstance(op, ops.Load)]  # noqa: E731
     assert loads(staged.fn) == loads(fn)
     assert stage_operands(fn, [1]).params == {1: ALIGN}
     assert stage_operands(fn, []) is None
-    assert stage_operands(_ir(store_to_a, h, h, c, 16), [0, 1]).params == {1: ALIGN}
-    assert stage_operands(_ir(a_also_added, h, h, c, 16), [0, 1]).params == {1: ALIGN}
+    assert stage_operands(kernel_ir(store_to_a, h, h, c, 16), [0, 1]).params == {1: ALIGN}
+    assert stage_operands(kernel_ir(a_also_added, h, h, c, 16), [0, 1]).params == {1: ALIGN}
     f = h.astype(np.float32)
-    both = stage_operands(_ir(matmul_kernel, f, f, c, 16, 16, 16), [0])
+    both = stage_operands(kernel_ir(matmul_kernel, f, f, c, 16, 16, 16), [0])
     assert both.params == {0: Copy(True, False, True), 1: Copy(True, True, False)}
-    assert stage_operands(_ir(matmul_kernel, f, f, c, 16, 16, 16), [0], tf32=False).params == {0: ALIGN}
+    assert stage_operands(kernel_ir(matmul_kernel, f, f, c, 16, 16, 16), [0], tf32=False).params == {0: ALIGN}
 
 
 # ---- results ------------------------------------------------------------------------------------

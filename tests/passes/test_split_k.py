@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
+from conftest import kernel_ir
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
 from tilecraft.backends.triton.heuristics import hinted_loops
 from tilecraft.backends.triton.operand_staging import StagedKernel
@@ -20,11 +21,6 @@ from tilecraft.passes.split_k import FINISH_LATENCY, FINISH_ROWS, split_k
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
-
-
-def _ir(kernel, *args):
-    specs, _, _ = kernel.describe(args)
-    return kernel.lower(specs)
 
 
 def _mats(m: int, n: int, k: int, dtype=np.float32):
@@ -89,13 +85,13 @@ def store_before_loop(A, B, C, t: ConstInt):
 def test_kernels_that_do_not_qualify(kernel):
     a, b = _mats(32, 16, 48)
     c = np.zeros((32, 16), np.float32)
-    assert split_k(_ir(kernel, a, b, c, 16, 16, 16) if kernel is persistent_matmul_kernel
-                   else _ir(kernel, a, b, c, 16)) is None
+    assert split_k(kernel_ir(kernel, a, b, c, 16, 16, 16) if kernel is persistent_matmul_kernel
+                   else kernel_ir(kernel, a, b, c, 16)) is None
 
 
 def test_matmul_sample_splits_into_two_verified_kernels():
     a, b = _mats(100, 72, 300)
-    fn = _ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
     split = split_k(fn)
     assert split is not None and split.acc.shape == (32, 32)
     for part in (split.partial, split.finish):
@@ -257,18 +253,18 @@ def _finish_tiles(split) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def test_finish_runs_on_row_slices_where_the_epilogue_is_elementwise():
     a, b = _mats(64, 64, 64, np.float16)
     c = np.zeros((64, 64), np.float16)
-    sample = split_k(_ir(matmul_kernel, a, b, c, 128, 256, 64))
+    sample = split_k(kernel_ir(matmul_kernel, a, b, c, 128, 256, 64))
     assert sample.slices == 128 // FINISH_ROWS and _finish_tiles(sample) == ((FINISH_ROWS, 256), (FINISH_ROWS, 256))
     load = next(op for op in sample.finish.walk() if isinstance(op, ops.Load))
     assert load.latency == FINISH_LATENCY and hinted_loops(sample.finish)  # its loads overlap on the GPU
     bias = np.zeros(64, np.float32)
-    scaled = split_k(_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 64))  # a row of bias broadcast: sliced
+    scaled = split_k(kernel_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 64))  # a row of bias broadcast: sliced
     assert scaled.slices == 4 and _finish_tiles(scaled) == ((16, 64), (16, 64))
-    assert split_k(_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 16)).slices == 1  # one slice of 16 rows
+    assert split_k(kernel_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 16)).slices == 1  # one slice of 16 rows
     c32 = np.zeros((64, 64), np.float32)
     for kernel, args in ((row_centered, (a, b, c32, 64)), (first_rows_only, (a, b, c32, 64)),
                          (stored_twice, (a, b, c32, c32.copy(), 64))):
-        split = split_k(_ir(kernel, *args))
+        split = split_k(kernel_ir(kernel, *args))
         assert split.slices == 1 and _finish_tiles(split) == ((64, 64), (64, 64)), kernel
     for split in (sample, scaled):
         verify(split.finish)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
+from conftest import kernel_ir
 from tilecraft.ir import ops, verify
 from tilecraft.language import dtypes as dt
 from tilecraft.library.matmul import matmul_kernel
@@ -18,11 +19,6 @@ from tilecraft.passes.operand_staging import Copy, stage_operands
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
 ZERO = ct.PaddingMode.ZERO
-
-
-def _ir(kernel, *args):
-    specs, _, _ = kernel.describe(args)
-    return kernel.lower(specs)
 
 
 def _mats(m: int, n: int, k: int):
@@ -40,7 +36,7 @@ def _rn_tf32(x: np.ndarray) -> np.ndarray:
 # ---- which parameters qualify ------------------------------------------------------------------
 def test_library_matmul_stages_a_as_is_and_b_transposed():
     a, b = _mats(100, 72, 300)
-    fn = _ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((100, 72), np.float32), 32, 32, 32)
     staged = stage_operands(fn)
     assert staged is not None and staged.params == {0: Copy(True, False, False), 1: Copy(True, True, False)}
     verify(staged.fn)
@@ -105,12 +101,12 @@ def test_parameters_that_do_not_qualify():
     a = np.ascontiguousarray(a[:, :32])
     c = np.zeros((32, 32), np.float32)
     b_only = {1: Copy(True, True, False)}
-    assert stage_operands(_ir(store_to_a, a, b[:32], c, 16)).params == b_only
-    assert stage_operands(_ir(rounded_a_read_elsewhere, a, b[:32], c, 16)).params == b_only
-    assert stage_operands(_ir(directed_rounding, a, b[:32], c, 16)).params == b_only
-    assert stage_operands(_ir(a_times_a, a, c, 16)) is None
+    assert stage_operands(kernel_ir(store_to_a, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(kernel_ir(rounded_a_read_elsewhere, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(kernel_ir(directed_rounding, a, b[:32], c, 16)).params == b_only
+    assert stage_operands(kernel_ir(a_times_a, a, c, 16)) is None
     half = a.astype(np.float16)
-    assert stage_operands(_ir(matmul_kernel, half, half, c.astype(np.float16), 16, 16, 16)) is None  # no tf32
+    assert stage_operands(kernel_ir(matmul_kernel, half, half, c.astype(np.float16), 16, 16, 16)) is None  # no tf32
 
 
 # ---- results ------------------------------------------------------------------------------------

@@ -16,16 +16,11 @@ from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
 from tilecraft.passes.tile_split import split_factors, tile_splits
-from conftest import poisoned
+from conftest import kernel_ir, poisoned
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
 ZERO = ct.PaddingMode.ZERO
-
-
-def _ir(kernel, *args):
-    specs, _, _ = kernel.describe(args)
-    return kernel.lower(specs)
 
 
 def _mats(m: int, n: int, k: int, dtype=np.float16):
@@ -120,24 +115,24 @@ _F32 = np.float32
 ])
 def test_kernels_that_do_not_qualify(kernel, extra):
     a, b = _mats(64, 32, 32, _F32)
-    assert tile_splits(_ir(kernel, a, b, np.zeros((64, 32), _F32), *extra, 32)) is None
-    assert tile_splits(_ir(plain, a, b, np.zeros((64, 32), _F32), 32)) is not None  # the control
+    assert tile_splits(kernel_ir(kernel, a, b, np.zeros((64, 32), _F32), *extra, 32)) is None
+    assert tile_splits(kernel_ir(plain, a, b, np.zeros((64, 32), _F32), 32)) is not None  # the control
 
 
 def test_kernel_without_mma_does_not_qualify():
     a = np.zeros((64, 32), _F32)
-    assert tile_splits(_ir(copy_only, a, np.zeros_like(a), 32)) is None
+    assert tile_splits(kernel_ir(copy_only, a, np.zeros_like(a), 32)) is None
 
 
 def test_qualifying_kernels_and_their_counts():
     a, b = _mats(256, 512, 192)
     c = np.zeros((256, 512), np.float16)
     for kernel in (matmul_kernel, persistent_matmul_kernel):
-        splits = tile_splits(_ir(kernel, a, b, c, 128, 256, 64))
+        splits = tile_splits(kernel_ir(kernel, a, b, c, 128, 256, 64))
         assert splits is not None and splits.shape == (128, 256)
         assert splits.counts(64) == [2, 4, 8] and splits.counts() == [2, 4, 8, 16, 32, 64, 128]
     bias = np.zeros(512, np.float32)
-    assert tile_splits(_ir(bias_relu, a, b, c, bias, 1.0, 64, 64, 32)).counts(64) == []  # no piece below 64
+    assert tile_splits(kernel_ir(bias_relu, a, b, c, bias, 1.0, 64, 64, 32)).counts(64) == []  # no piece below 64
 
 
 def test_split_factors():
@@ -150,7 +145,7 @@ def test_split_variant_ir():
     """The variant verifies, keeps value ids unique, reads pieces (A's rows, B's columns), keeps
     the function it came from unchanged, and leaves its `//` and `%` visibly non-negative."""
     a, b = _mats(256, 512, 192)
-    fn = _ir(matmul_kernel, a, b, np.zeros((256, 512), np.float16), 128, 256, 64)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((256, 512), np.float16), 128, 256, 64)
     before = [op.name for op in fn.walk()]
     variant = verify(tile_splits(fn).split(8))
     ids = [p.id for p in variant.params] + [r.id for op in variant.walk() for r in op.results]
@@ -387,8 +382,8 @@ def test_more_kernels_that_do_not_qualify(kernel):
     a, b = _mats(70, 64, 64, _F32)
     c = np.zeros((70, 64), _F32)
     args = (a, b) if kernel is in_place else (a, b, [c, c]) if kernel is list_in_loop else (a, b, c)
-    assert tile_splits(_ir(kernel, *args, 32, 64, 64)) is None
-    assert tile_splits(_ir(accumulate, a, b, c, 32, 64, 64)) is not None  # a control that reads C too
+    assert tile_splits(kernel_ir(kernel, *args, 32, 64, 64)) is None
+    assert tile_splits(kernel_ir(accumulate, a, b, c, 32, 64, 64)) is not None  # a control that reads C too
 
 
 @pytest.mark.parametrize("count", [2, 4])
@@ -582,7 +577,7 @@ def test_pieces_past_the_arrays_end_keep_their_bounds_checks():
     from tilecraft.backends.tile_splitting import piece_facts
 
     a, b = _mats(192, 256, 128)
-    fn = _ir(matmul_kernel, a, b, np.zeros((192, 256), np.float32), 128, 256, 64)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((192, 256), np.float32), 128, 256, 64)
     splits = tile_splits(fn)
     facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False)
              for x in (a, b, np.zeros((192, 256), np.float32))]
