@@ -353,15 +353,15 @@ def fmt(x: Any, width: int, precision: int) -> str:
 
 def print_table(records: list[dict[str, Any]], header: bool = True) -> None:
     if header:
-        print(f"{'case':36s} {'impl':12s} {'ms':>9s} {'TFLOP/s':>8s} {'x torch':>8s} {'x triton':>8s} "
+        print(f"{'case':36s} {'impl':20s} {'ms':>9s} {'TFLOP/s':>8s} {'x torch':>8s} {'x triton':>8s} "
               f"{'relerr':>9s} {'first s':>8s}")
     for r in records:
         if "error" in r:
-            print(f"{r['case']:36s} {r['impl']:12s} ERROR {r['error'].splitlines()[0][:100]}")
+            print(f"{r['case']:36s} {r['impl']:20s} ERROR {r['error'].splitlines()[0][:100]}")
             continue
         flag = "" if r.get("ok") else "  TOLERANCE EXCEEDED"
         impl = f"{r['impl']}({r['source'].removeprefix('triton-')})" if "source" in r else r["impl"]
-        print(f"{r['case']:36s} {impl:12s} {fmt(r.get('ms'), 9, 4)} {fmt(r.get('tflops'), 8, 1)} "
+        print(f"{r['case']:36s} {impl:20s} {fmt(r.get('ms'), 9, 4)} {fmt(r.get('tflops'), 8, 1)} "
               f"{fmt(r.get('ratio_torch'), 8, 3)} {fmt(r.get('ratio_triton'), 8, 3)} "
               f"{max(r['relerr'], r['relerr_again']):9.2e} {r['first_call_s']:8.2f}{flag}")
 
