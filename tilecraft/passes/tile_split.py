@@ -5,9 +5,9 @@ the H200's 132 SMs) runs as fast as one SM walks the K loop of a whole tile. Whe
 of the kernel that has an output tile's axes keeps them element for element (loads, element-wise
 ops, broadcasts of rows or columns and reshapes that add or drop dims of 1, the M and N of an
 MMA, loop-carried accumulators, stores), the tile can be cut along those axes without changing
-what any element computes: block
-b * S + s of the split kernel runs the user's block b on piece s. The loads of a piece read the
-rows (columns) of A (B) it needs, and each element sums the same products in the same K order.
+what any element computes: block b * S + s of the split kernel runs the user's block b on piece
+s. The loads of a piece read the rows (columns) of A (B) it needs, and each element sums the
+same products in the same K order.
 
 `tile_splits(fn)` recognizes such a kernel (`TileSplits`, or None) and `TileSplits.split(count)`
 builds its variant for a split count: the store tile's larger axis is halved first
@@ -20,11 +20,14 @@ out-of-bounds behave as before: a piece is a tile of the same array).
 Kernels that qualify: one or more tile stores of one rank-2 shape, at least one MMA whose result
 reaches them, and no other effects (no atomics, scatters, prints or asserts, no ordered loads
 or stores: the user's block runs S times); no While. Every value on an output axis must keep it
-(a reduction, other reshape, permute, extract or arange across it declines the kernel), and a value must not be
-needed both whole and split. The S blocks of one user block run in no order, where the user's
-block kept its own loads and stores of an array in program order: a stored array may be read
-only by loads of its own tiles split like the stores (C = A @ B + C), and only through the one
-array value stored to (a view or list element made outside loops: `_check_stored_arrays`).
+(a reduction, other reshape, permute, extract or arange across it declines the kernel), and a
+value must not be needed both whole and split. The S blocks of one user block run in no order,
+where the user's block kept its own loads and stores of an array in program order: a stored
+array may be read only by loads of its own tiles split like the stores (C = A @ B + C), and only
+through the one array value stored to (a view or list element made outside loops:
+`_check_stored_arrays`). A piece of a tile that straddles an array's end may lie wholly past it:
+`TileSplits.cuts` tells a backend which accesses' extents changed (backends/tile_splitting.py
+`piece_facts`).
 """
 
 from __future__ import annotations
@@ -388,7 +391,10 @@ class _Rebuild:
         fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
         for name in op._operand_fields:
             v = fields[name]
-            fields[name] = tuple(self._get(x) for x in v) if isinstance(v, tuple) else None if v is None else self._get(v)
+            if isinstance(v, tuple):
+                fields[name] = tuple(self._get(x) for x in v)
+            elif v is not None:
+                fields[name] = self._get(v)
         for name in op._block_fields:
             fields[name] = self._block(fields[name])
         lab = self.labels.get(op.results[0].id) if op.results else None
