@@ -165,6 +165,19 @@ class Backend(Protocol):
         """Compile `fn`; `facts[i]` describes param i when it is an array, else None."""
 
 
+class WrappedKernel:
+    """Base of a compiled kernel that launches in place of `main` (split-K parts, tile-split
+    variants, a staged copy) and is `main` in every other respect: every attribute a subclass
+    does not set (source, lowered, compile_for...) is `main`'s."""
+
+    main: CompiledKernel
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "main":  # not set yet: no recursion
+            raise AttributeError(name)
+        return getattr(self.main, name)
+
+
 class SpecializedLaunchers:
     """The specialized launchers (`CompiledKernel.specialize`) of the kernels a wrapper launches
     (the kernel as compiled, split-K parts, tile-split variants), one per key: the first launch of

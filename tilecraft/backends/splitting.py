@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.split_k import SplitK
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, array_facts
+from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, WrappedKernel, array_facts
 
 MAX_SPLITS = 8
 """At most this many splits: each costs a workspace tile written and read once."""
@@ -50,7 +50,7 @@ def part_facts(fn: Function, facts: Sequence[ArrayFacts | None], split: SplitK) 
     return [*facts, *[None] * (len(fn.params) - len(facts)), None, work]
 
 
-class SplitKernel:
+class SplitKernel(WrappedKernel):
     """A compiled kernel with split-K variants (see the module docstring). Every attribute but
     launch and specialize is the kernel's as compiled (`main`): source, lowered, compile_for...
 
@@ -67,11 +67,6 @@ class SplitKernel:
         self._choose = choose
         self._workspace = workspace
         self._parts: tuple[CompiledKernel, CompiledKernel] | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "main":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.main, name)
 
     def parts(self) -> tuple[CompiledKernel, CompiledKernel]:
         """PARTIAL and FINISH, compiled on first use."""

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.tile_split import TileSplits
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers
+from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, WrappedKernel
 
 Grid = tuple[int, int, int]
 
@@ -79,7 +79,7 @@ def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | Non
     return out
 
 
-class TileSplitKernel:
+class TileSplitKernel(WrappedKernel):
     """A compiled kernel with tile-split variants (see the module docstring). Every attribute but
     launch and specialize is the kernel's as compiled (`main`).
 
@@ -95,11 +95,6 @@ class TileSplitKernel:
         self._compile_variant = compile_variant
         self._choose = choose
         self._variants: dict[int, CompiledKernel] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "main":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.main, name)
 
     def variant(self, count: int) -> CompiledKernel:
         """The kernel split `count` ways, compiled on first use."""

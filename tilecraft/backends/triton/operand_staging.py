@@ -27,7 +27,7 @@ import torch
 import triton
 
 from ...passes.operand_staging import Copy, Staged
-from ..base import ArrayFacts, CompiledKernel, array_facts, needs_index64
+from ..base import ArrayFacts, CompiledKernel, WrappedKernel, array_facts, needs_index64
 from .compile import _load, write_source
 from .helpers import HELPERS
 from .launching import stream_context
@@ -106,7 +106,7 @@ def _min_elements(copy: Copy) -> int:
     return ALIGN_MIN_ELEMENTS if copy.misaligned else STAGE_MIN_ELEMENTS
 
 
-class StagedKernel:
+class StagedKernel(WrappedKernel):
     """A compiled kernel (`main`: a TritonKernel or SplitKernel) with a staged variant; every
     attribute but launch, specialize and staged_kernel is main's.
 
@@ -123,11 +123,6 @@ class StagedKernel:
         self._interpret = interpret
         self._forced = forced
         self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "main":  # not set yet: no recursion
-            raise AttributeError(name)
-        return getattr(self.main, name)
 
     def stages(self, args: Sequence[Any], dependent: bool) -> bool:
         """Whether a launch with `args` stages (never a programmatic dependent launch: the
