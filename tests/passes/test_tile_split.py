@@ -597,3 +597,28 @@ def test_split_with_pieces_past_the_arrays_end(dev, tiles_backend, count):
     got = _run(dev, name, (2, 1, 1), kernel, a, b, (128, 256, 64))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, name, count)
+
+
+def test_specialized_launcher_chooses_once_per_grid():
+    """A specialized launcher's arguments keep their device, so it asks for a grid's split count
+    once; a dependent launch asks nothing and runs the kernel as compiled."""
+    from tilecraft.backends.interpreter.backend import InterpretedKernel
+
+    m, n, k = 64, 128, 32
+    a, b = _mats(m, n, k)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((m, n), np.float32), 32, 64, 32)
+    asked = []
+
+    def choose(grid, args):
+        asked.append(grid)
+        return 2 if grid[0] == 4 else None
+
+    wrapped = TileSplitKernel(InterpretedKernel(fn), tile_splits(fn), lambda f, count: InterpretedKernel(f), choose)
+    launcher = wrapped.specialize(None)
+    for grid in [(4, 1, 1), (4, 1, 1), (2, 1, 1), (4, 1, 1), (2, 1, 1)]:
+        c = poisoned((m, n), np.float32)
+        launcher.launch(grid, [a, b, c])
+        cols = 64 * grid[0] // 2  # the sample's grouped order: 2 blocks cover the first tile column
+        np.testing.assert_allclose(c[:, :cols], (a.astype(np.float64) @ b)[:, :cols], atol=1e-4 * k, rtol=1e-5)
+    launcher.launch((4, 1, 1), [a, b, poisoned((m, n), np.float32)], dependent=True)
+    assert asked == [(4, 1, 1), (2, 1, 1)] and list(wrapped._variants) == [2]
