@@ -18,13 +18,16 @@ sizes. Rows, each checked against torch (relative error < 1e-2) and then timed (
 The split cases (`--only split`; not run by default) probe tile splitting at the small sizes
 where it applies (backends/tile_splitting.py): `as generated` splits on its own there, and the
 edited rows start from the split variant that launch ran (`split N: ...`, N its split count),
-launched on the split grid: reloaded as generated, then at num_warps x num_stages of WARPS x
-STAGES (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
-were tuned for); `unsplit`: the sample on a backend with tile splitting off.
+launched on the split grid: reloaded as generated, then at each num_warps x num_stages of
+SWEEPS (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
+were tuned for); where the launch does not split (1536^3), the whole-tile kernel the same way
+(`whole tiles: ...`); `unsplit`: the sample on a backend with tile splitting off. The fp32 cases
+(`--only fp32`) sweep the sample's 32x32x32 tf32 kernel at the seed sizes TC2 and TC3 the same way.
 
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only 4000x --rounds 3 --out $OUT/x.json  # one case, repeated
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only split --out $OUT/split-probe.json  # the split cases
+    PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only fp32 --out $OUT/fp32-probe.json  # TC2, TC3
 """
 
 from __future__ import annotations
@@ -48,10 +51,14 @@ from probing import (Variant, check_and_time, config_label, host_descriptors, la
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
          ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
-SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512))
-TILES = (128, 256, 64)
-WARPS, STAGES = (4, 8), (2, 3, 4, 5)  # the split variant's sweep
-BUDGET_S = 240.0  # rows not started by then are skipped
+SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512, 1536))
+FP32_CASES = (("fp32 TC2 512x512x768", torch.float32, (512, 512, 768)),
+              ("fp32 TC3 1000x500x700", torch.float32, (1000, 500, 700)))
+TILES = {torch.float16: (128, 256, 64), torch.bfloat16: (128, 256, 64), torch.float32: (32, 32, 32)}
+"""The sample's tiles per input dtype (as the matmul benchmark launches it)."""
+SWEEPS = {"split": ((4, 8), (3, 4, 5, 6, 7)), "fp32": ((1, 2, 4), (2, 3, 4, 5, 6))}
+"""num_warps x num_stages swept per kind of case."""
+BUDGET_S = 300.0  # rows not started by then are skipped
 
 
 def _grid_loop(source: str, extra: str) -> str:
@@ -121,11 +128,11 @@ def variants(kernel: Any) -> list[Variant]:
     return out
 
 
-def split_variants(kernel: Any) -> list[Variant]:
-    """A split variant (a TritonKernel) as generated, then at the other warps x stages."""
+def sweep_variants(kernel: Any, warps_list: tuple[int, ...], stages_list: tuple[int, ...]) -> list[Variant]:
+    """A kernel (a TritonKernel) as generated, then at each num_warps x num_stages."""
     out, add = reloaded(kernel)
-    for warps in WARPS:
-        for stages in STAGES:
+    for warps in warps_list:
+        for stages in stages_list:
             add("warps x stages", lambda: k_stages(kernel.source, stages),
                 dict(kernel._options, num_warps=warps, num_stages=stages), kernel)
     return out
@@ -149,13 +156,15 @@ def main() -> None:
     from tilecraft.backends.triton.launching import ensure_allocator
 
     start, tmp = time.perf_counter(), Path(tempfile.mkdtemp())
-    doc: dict[str, Any] = {"tiles": list(TILES), "rows": [], "skipped": [], "torch": torch.__version__,
+    doc: dict[str, Any] = {"tiles": {str(d).removeprefix("torch."): list(t) for d, t in TILES.items()},
+                           "rows": [], "skipped": [], "torch": torch.__version__,
                            "triton": triton.__version__, "gpu": torch.cuda.get_device_name()}
     stream = torch.cuda.current_stream()
-    tm, tn, tk = TILES
-    cases = CASES if args.only is None else [c for c in CASES + SPLIT_CASES if args.only in c[0]]
+    every = CASES + SPLIT_CASES + FP32_CASES
+    cases = CASES if args.only is None else [c for c in every if args.only in c[0]]
     unsplit = variant_backend("unsplit", tile_split=False) if any(c in SPLIT_CASES for c in cases) else None
     for case, dt, (m, n, k) in cases:
+        tm, tn, tk = TILES[dt]
         a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
         c = torch.empty(m, n, device="cuda", dtype=dt)
         ref = (a.float() @ b.float())
@@ -180,15 +189,18 @@ def main() -> None:
             record("as generated", "", sample())
             compiled = newest(MatMul.matmul_kernel, unsplit)
             ensure_allocator()
-            if case.startswith("split"):
+            if case.startswith(("split", "fp32")):
+                sweep = SWEEPS[case.split()[0]]
                 count = compiled.count(grid, (a, b, c), False) if hasattr(compiled, "variant") else None
-                if count is None:
-                    doc["skipped"].append(f"{case}: the launch did not split its tiles")
+                if count is None:  # not split: the kernel as compiled, at each warps x stages
+                    for var in sweep_variants(getattr(compiled, "main", compiled), *sweep):
+                        record(f"whole tiles: {var.name}", var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
                 else:
-                    for var in split_variants(compiled.variant(count)):
+                    for var in sweep_variants(compiled.variant(count), *sweep):
                         record(f"split {count}: {var.name}", var.config,
                                lambda var=var: launcher(var, (grid[0] * count, 1, 1), (a, b, c), tmp))
-                record("unsplit", "", sample(backend=unsplit))
+                if unsplit is not None:
+                    record("unsplit", "", sample(backend=unsplit))
                 continue
             for var in variants(compiled):
                 record(var.name, var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))

@@ -25,7 +25,7 @@ from tilecraft.backends.interpreter import rounding as reference  # noqa: E402
 from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
 from tilecraft.backends.triton import rounding  # noqa: E402
 from tilecraft.backends.triton.emitter import KIND_TABLES, RULES, UNSUPPORTED, Target, covers  # noqa: E402
-from tilecraft.backends.triton.heuristics import choose_config  # noqa: E402
+from tilecraft.backends.triton.heuristics import DEEP_STAGES, SMEM_BUDGET, choose_config  # noqa: E402
 from tilecraft.backends.triton.lower import lower  # noqa: E402
 from tilecraft.backends.triton.plan import build_plan  # noqa: E402
 from tilecraft.errors import Location, TileCompilerExecutionError, TileUnsupportedFeatureError  # noqa: E402
@@ -1015,7 +1015,13 @@ def test_launch_config_heuristics():
     cfg = choose_config(mma_kernel(128, 128, 64, D.float16))
     assert (cfg.num_warps, cfg.num_stages) == (4, 4)
     cfg = choose_config(mma_kernel(32, 32, 32, D.float32))
-    assert (cfg.num_warps, cfg.num_stages) == (4, 3)
+    assert (cfg.num_warps, cfg.num_stages) == (4, 4)
+    # a launch of about one block per SM (tile-split pieces) pipelines deeper, as far as
+    # shared memory holds: 64x128x64 fp16 takes 24 KiB a stage
+    cfg = choose_config(mma_kernel(64, 128, 64, D.float16), deep=True)
+    assert (cfg.num_warps, cfg.num_stages) == (4, DEEP_STAGES)
+    cfg = choose_config(mma_kernel(128, 128, 128, D.float16), deep=True)  # 64 KiB a stage
+    assert cfg.num_stages == SMEM_BUDGET // (64 * 1024) == 3
     assert choose_config(_vector_add(1024).fn()).num_warps == 4
     fn = _vector_add(64).fn()
     fn.options.update(num_ctas=2, occupancy=2)

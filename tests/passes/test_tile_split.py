@@ -622,3 +622,22 @@ def test_specialized_launcher_chooses_once_per_grid():
         np.testing.assert_allclose(c[:, :cols], (a.astype(np.float64) @ b)[:, :cols], atol=1e-4 * k, rtol=1e-5)
     launcher.launch((4, 1, 1), [a, b, poisoned((m, n), np.float32)], dependent=True)
     assert asked == [(4, 1, 1), (2, 1, 1)] and list(wrapped._variants) == [2]
+
+
+def test_split_variants_pipeline_deeper():
+    """A split launch runs about one block per SM: the variant's K loop gets DEEP_STAGES
+    pipeline stages where the kernel as compiled has the usual 4 (a Triton backend's choice)."""
+    from tilecraft.backends.base import array_facts
+    from tilecraft.backends import BackendKind
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.backends.triton.heuristics import DEEP_STAGES
+
+    m = n = k = 256
+    a, b = _mats(m, n, k)
+    c = np.zeros((m, n), np.float16)
+    fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
+    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in (a, b, c)]
+    compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, [*facts, *[None] * (len(fn.params) - 3)])
+    assert isinstance(compiled, TileSplitKernel)
+    assert "num_stages=4)" in compiled.main.source
+    assert f"num_stages={DEEP_STAGES})" in compiled.variant(2).source

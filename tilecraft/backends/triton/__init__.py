@@ -174,5 +174,5 @@ class TritonBackend:
         return TileSplitKernel(
             kernel, splits,
             lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
-                                                target, self.interpret),
+                                                replace(target, deep_pipeline=True), self.interpret),
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))

@@ -56,6 +56,8 @@ class Target:
       `cvt.rn.tf32.f32`, sm_90+): MMA operands are rounded with it (compute.py `_cast_tf32`).
     host_descriptors: the kernel takes its tensor descriptors as parameters, made on the host
       at each launch (`memory.descriptor_params`), instead of making them in every program.
+    deep_pipeline: the kernel runs about one block per SM (a tile-split variant): its MMA
+      loops get deeper pipelines (`heuristics.DEEP_STAGES`).
     """
 
     interpret: bool
@@ -67,6 +69,7 @@ class Target:
     one_cta: bool = False
     cvt_tf32: bool = False
     host_descriptors: bool = False
+    deep_pipeline: bool = False
 
 
 @dataclass(frozen=True)

@@ -41,20 +41,25 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def _mma_config(op: ops.Mma, live: int) -> tuple[int, int, int]:
+DEEP_STAGES = 6
+"""Pipeline stages of an MMA's K loop in a launch that runs about one block per SM (tile-split
+pieces, `choose_config(deep=True)`), where no other block hides the loads' latency: on the H200
+the split sample's pieces (64x128 and 64x64) ran 6-15% faster with 6 stages than with 4 at
+512^3-1024^3 fp16 (benchmarks/results/split-probe-h200-2026-12-01-b.json)."""
+
+
+def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     """(accumulator elements, warps, stages) for one MMA; `live`: the accumulator elements of
-    the MMAs in its block together (attention keeps two accumulators in registers at once)."""
+    the MMAs in its block together (attention keeps two accumulators in registers at once);
+    `deep`: as many as DEEP_STAGES stages. Small tiles take 4 stages like 64x64 ones: the
+    sample's 32x32x32 tf32 kernel ran 24% faster with 4 than with 3 at TC2 (512x512x768) and
+    the same at TC3 (benchmarks/results/fp32-probe-h200-2026-12-01.json)."""
     a, acc = op.a.tile, op.acc.tile
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
-    if live > 128 * 128:
-        warps, cap = 8, 3
-    elif m * n >= 64 * 64:
-        warps, cap = 4, 4
-    else:
-        warps, cap = 4, 3
-    return m * n, warps, max(2, min(cap, SMEM_BUDGET // max(per_stage, 1)))
+    warps, cap = (8, 3) if live > 128 * 128 else (4, 4)
+    return m * n, warps, max(2, min(DEEP_STAGES if deep else cap, SMEM_BUDGET // max(per_stage, 1)))
 
 
 def _live_accumulators(fn: Function) -> dict[ops.Mma, int]:
@@ -173,10 +178,12 @@ def tile_loops(fn: Function, pipelined: list[ops.For]) -> list[ops.For]:
     return [op for op in fn.walk() if isinstance(op, ops.For) and any(o in inner for o in op.body.ops)]
 
 
-def choose_config(fn: Function, max_stages: int | None = None, one_cta: bool = False) -> LaunchConfig:
+def choose_config(fn: Function, max_stages: int | None = None, one_cta: bool = False,
+                  deep: bool = False) -> LaunchConfig:
     """num_warps / num_stages for `fn`, overridden by its `options` where they name them; at
-    most `max_stages` stages; `one_cta`: without its `num_ctas` option."""
-    mmas = [_mma_config(op, live) for op, live in _live_accumulators(fn).items()]
+    most `max_stages` stages; `one_cta`: without its `num_ctas` option; `deep`: a launch of
+    about one block per SM (DEEP_STAGES)."""
+    mmas = [_mma_config(op, live, deep) for op, live in _live_accumulators(fn).items()]
     if mmas:
         _, warps, stages = max(mmas)
     else:

@@ -80,7 +80,7 @@ class LoweringPlan:
 
 def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> LoweringPlan:
     """The plan for lowering `fn` for `target`; `facts[i]` describes array param i (or None)."""
-    config = choose_config(fn, target.max_stages, target.one_cta)
+    config = choose_config(fn, target.max_stages, target.one_cta, target.deep_pipeline)
     grid_loop = target.grid_loop and grid_loop_candidate(fn)
     arrays = _array_facts(fn, facts)
     descriptor_of = _plan_descriptors(fn, arrays, target, grid_loop) if target.descriptors else {}
