@@ -20,8 +20,10 @@ where it applies (backends/tile_splitting.py): `as generated` splits on its own 
 edited rows start from the split variant that launch ran (`split N: ...`, N its split count),
 launched on the split grid: reloaded as generated, then at each num_warps x num_stages of
 SWEEPS (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
-were tuned for); where the launch does not split (1536^3), the whole-tile kernel the same way
-(`whole tiles: ...`); `unsplit`: the sample on a backend with tile splitting off. The fp32 cases
+were tuned for); where the launch runs as stream-K (1536^3, 3072^3: backends/stream_k.py), the
+stream-K kernel the same way (`stream-K P: ...`, P programs, its counters zeroed before each
+launch as launches do); where it does neither, the whole-tile kernel (`whole tiles: ...`);
+`unsplit`: the sample on a backend with tile splitting and stream-K off. The fp32 cases
 (`--only fp32`) sweep the sample's 32x32x32 tf32 kernel at the seed sizes TC2 and TC3 the same way.
 
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
@@ -51,7 +53,7 @@ from probing import (Variant, check_and_time, config_label, host_descriptors, la
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
          ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
-SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512, 1536))
+SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512, 1536, 3072))
 FP32_CASES = (("fp32 TC2 512x512x768", torch.float32, (512, 512, 768)),
               ("fp32 TC3 1000x500x700", torch.float32, (1000, 500, 700)))
 TILES = {torch.float16: (128, 256, 64), torch.bfloat16: (128, 256, 64), torch.float32: (32, 32, 32)}
@@ -138,6 +140,14 @@ def sweep_variants(kernel: Any, warps_list: tuple[int, ...], stages_list: tuple[
     return out
 
 
+def zeroing(work: torch.Tensor, rows: int, launch: Callable[[], None]) -> Callable[[], None]:
+    """`launch` preceded by zeroing the last `rows` rows of `work` (a stream-K workspace's counters)."""
+    def run() -> None:
+        work[-rows:].zero_()
+        launch()
+    return run
+
+
 def newest(kernel: Any, unless: str | None) -> Any:
     """The compiled kernel of `kernel`'s newest variant not on the backend named `unless`."""
     return next(v.compiled for key, v in reversed(kernel.variants.items()) if key.backend != unless)
@@ -153,6 +163,10 @@ def main() -> None:
     import cuda.tile as ct  # tilecraft, through the conformance shim
     import MatMul
     import triton_reference
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.stream_k import StreamKKernel
+    from tilecraft.backends.tile_splitting import TileSplitKernel
+    from tilecraft.backends.triton.compile import TritonKernel
     from tilecraft.backends.triton.launching import ensure_allocator
 
     start, tmp = time.perf_counter(), Path(tempfile.mkdtemp())
@@ -162,7 +176,7 @@ def main() -> None:
     stream = torch.cuda.current_stream()
     every = CASES + SPLIT_CASES + FP32_CASES
     cases = CASES if args.only is None else [c for c in every if args.only in c[0]]
-    unsplit = variant_backend("unsplit", tile_split=False) if any(c in SPLIT_CASES for c in cases) else None
+    unsplit = variant_backend("unsplit", tile_split=False, stream_k=False) if any(c in SPLIT_CASES for c in cases) else None
     for case, dt, (m, n, k) in cases:
         tm, tn, tk = TILES[dt]
         a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
@@ -191,12 +205,21 @@ def main() -> None:
             ensure_allocator()
             if case.startswith(("split", "fp32")):
                 sweep = SWEEPS[case.split()[0]]
-                count = compiled.count(grid, (a, b, c), False) if hasattr(compiled, "variant") else None
-                if count is None:  # not split: the kernel as compiled, at each warps x stages
-                    for var in sweep_variants(getattr(compiled, "main", compiled), *sweep):
+                tiles = wrapped_as(compiled, TileSplitKernel)
+                count = None if tiles is None else tiles.count(grid, (a, b, c), False)
+                streamed = wrapped_as(compiled, StreamKKernel)
+                programs = None if streamed is None else streamed.programs(grid, (a, b, c), False)
+                if programs is not None:  # the stream-K kernel, its counters zeroed before each launch as launches do
+                    full = tuple(streamed.stream_args(grid, programs, (a, b, c), stream))
+                    rows = streamed.stream_k.counter_rows(grid[0])
+                    for var in sweep_variants(streamed.variant(), *sweep):
+                        record(f"stream-K {programs}: {var.name}", var.config,
+                               lambda var=var: zeroing(full[-1], rows, launcher(var, (programs, 1, 1), full, tmp)))
+                elif count is None:  # not split: the kernel as compiled, at each warps x stages
+                    for var in sweep_variants(wrapped_as(compiled, TritonKernel), *sweep):
                         record(f"whole tiles: {var.name}", var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))
                 else:
-                    for var in sweep_variants(compiled.variant(count), *sweep):
+                    for var in sweep_variants(tiles.variant(count), *sweep):
                         record(f"split {count}: {var.name}", var.config,
                                lambda var=var: launcher(var, (grid[0] * count, 1, 1), (a, b, c), tmp))
                 if unsplit is not None:

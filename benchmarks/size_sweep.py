@@ -28,8 +28,9 @@ this GPU (none where it declines: a grid over half the SMs), forced on a backend
 --tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
 how the same kernel fares with the tiles a compiler could choose for it.
 
---unsplit adds the sample launched with tile splitting off (backends/tile_splitting.py), as
-`tilecraft-unsplit`: what the split gains where it applies (small grids).
+--unsplit adds the sample launched with tile splitting and stream-K off
+(backends/tile_splitting.py, backends/stream_k.py), as `tilecraft-unsplit`: what dealing the
+work out to more blocks gains where it applies (grids that fill few waves, or a last one poorly).
 
 --cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
 TILECRAFT_BACKEND, default triton-interpret; no bf16: NumPy has none) and checks them; no timing.
@@ -112,7 +113,7 @@ def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms:
     those apart from the squares' line)."""
     auto, backends = split_impls(case, sms, counts) if counts else (None, {})
     if unsplit:
-        backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False)
+        backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False, stream_k=False)
     tiled = tuple(f"tilecraft@{t}" for t in tiles)
     records = measure_case(case, device, timer, sms, seed, IMPLS + tiled + tuple(backends), backends)
     odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
@@ -163,7 +164,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tiles", metavar="TILES", type=tile_list, default=[],
                    help="also run the sample with these tiles (TMxTNxTK, comma-separated) as tilecraft@TILES")
     p.add_argument("--unsplit", action="store_true",
-                   help="also run the sample with tile splitting off, as tilecraft-unsplit")
+                   help="also run the sample with tile splitting and stream-K off, as tilecraft-unsplit")
     p.add_argument("--cases", metavar="TEXT", type=lambda t: t.split(","), default=[],
                    help="only the cases whose label contains one of these (comma-separated), e.g. 8192x,1000x500")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")

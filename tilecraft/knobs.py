@@ -56,7 +56,12 @@ TILE_SPLIT = Knob("TILECRAFT_TILE_SPLIT", "",
                   "mostly empty) from running each output tile as several smaller blocks on the GPU (read when a "
                   "kernel is compiled; see backends/tile_splitting.py).")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, TF32_STAGING, ALIGN_STAGING)
+STREAM_K = Knob("TILECRAFT_STREAM_K", "",
+                 "Set to 0 to keep a matmul-like kernel whose grid's last wave would leave many SMs idle from "
+                 "running as one program per SM over all tiles' K iterations on the GPU (read when a kernel is "
+                 "compiled; see backends/stream_k.py).")
+
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, TF32_STAGING, ALIGN_STAGING)
 
 
 def cache_dir() -> Path | None:

@@ -13,7 +13,7 @@ import tilecraft as ct
 from conftest import kernel_ir
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
 from tilecraft.backends.triton.heuristics import hinted_loops
-from tilecraft.backends.triton.operand_staging import StagedKernel
+from tilecraft.backends.base import wrapped_as
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
@@ -124,8 +124,8 @@ def _split_taken(kernel, name: str) -> bool:
     """Whether every variant for backend `name` launched its split parts (on sm_90+ a float32
     kernel comes wrapped in a tf32 StagedKernel, which runs the split kernel when not staging)."""
     compiled = [v.compiled for key, v in kernel.variants.items() if key.backend == name]
-    compiled = [c.main if isinstance(c, StagedKernel) else c for c in compiled]
-    return bool(compiled) and all(isinstance(c, SplitKernel) and c._parts is not None for c in compiled)
+    compiled = [wrapped_as(c, SplitKernel) for c in compiled]
+    return bool(compiled) and all(c is not None and c._parts is not None for c in compiled)
 
 
 def _fast_launchers(kernel, name: str) -> list:

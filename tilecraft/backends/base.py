@@ -178,6 +178,16 @@ class WrappedKernel:
         return getattr(self.main, name)
 
 
+def wrapped_as(kernel: Any, cls: type) -> Any:
+    """The first of `kernel` and the kernels it wraps (`WrappedKernel.main`, in turn) that is a
+    `cls`, or None (a staged kernel wraps a stream-K one, which wraps a tile-split one...)."""
+    while not isinstance(kernel, cls):
+        if not isinstance(kernel, WrappedKernel):
+            return None
+        kernel = kernel.main
+    return kernel
+
+
 class SpecializedLaunchers:
     """The specialized launchers (`CompiledKernel.specialize`) of the kernels a wrapper launches
     (the kernel as compiled, split-K parts, tile-split variants), one per key: the first launch of

@@ -73,7 +73,7 @@ class SplitK:
 
 def split_k(fn: Function) -> SplitK | None:
     """PARTIAL and FINISH of `fn` when it has the shape of the module docstring, else None."""
-    found = _k_loop(fn)
+    found = k_loop(fn)
     if found is None:
         return None
     prologue, loop, epilogue = found
@@ -83,7 +83,7 @@ def split_k(fn: Function) -> SplitK | None:
 
 
 # ---- recognition -----------------------------------------------------------------------------------
-def _k_loop(fn: Function) -> tuple[list[Op], ops.For, list[Op]] | None:
+def k_loop(fn: Function) -> tuple[list[Op], ops.For, list[Op]] | None:
     """(prologue, K loop, epilogue) of a kernel that qualifies, else None."""
     top = fn.body.ops
     loops = [i for i, op in enumerate(top) if isinstance(op, ops.For)]

@@ -13,9 +13,11 @@ import numpy as np
 
 from ...ir import Function, TileType
 from ...passes.split_k import split_k as find_split
+from ...passes.stream_k import stream_k as find_stream_k
 from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..splitting import SplitKernel, check_split_option, forced_splits
+from ..stream_k import StreamKKernel
 from ..tile_splitting import TileSplitKernel
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .numerics import scalar
@@ -78,27 +80,32 @@ class InterpreterBackend:
 
     `split_k`: a count N runs every 1-D launch of a kernel `passes.split_k` qualifies as its
     split-K kernels, N ways; `tile_split`: a count N runs every launch of a kernel
-    `passes.tile_split` qualifies with its output tiles split N ways (tests of the splits; never
-    by default: a CPU has no idle SMs)."""
+    `passes.tile_split` qualifies with its output tiles split N ways; `stream_k`: a count N runs
+    every 1-D launch of a kernel `passes.stream_k` qualifies as its stream-K kernel on N programs
+    (tests of the splits; never by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
     _split_k: int | None = None  # (also for subclasses that skip __init__)
     _tile_split: int | None = None
+    _stream_k: int | None = None
 
-    def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False) -> None:
-        check_split_option(split_k)
-        check_split_option(tile_split)
+    def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False,
+                 stream_k: bool | int = False) -> None:
+        for option in (split_k, tile_split, stream_k):
+            check_split_option(option)
         self._split_k = None if isinstance(split_k, bool) else split_k
         self._tile_split = None if isinstance(tile_split, bool) else tile_split
+        self._stream_k = None if isinstance(stream_k, bool) else stream_k
 
     def compile(self, fn: Function,
-                facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel | TileSplitKernel:
+                facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel | TileSplitKernel | StreamKKernel:
         """Compile `fn` into an `InterpretedKernel` (array facts do not matter here), wrapped with
-        its split-K or tile-split variants where `split_k` or `tile_split` forces them."""
+        its split-K, tile-split or stream-K variants where `split_k`, `tile_split` or `stream_k`
+        forces them."""
         kernel = InterpretedKernel(fn)
         split = find_split(fn) if self._split_k is not None else None
         if split is None:
-            return self._tile_split_kernel(kernel, fn)
+            return self._stream_k_kernel(self._tile_split_kernel(kernel, fn), fn)
         forced = self._split_k
         return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
                            lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
@@ -110,3 +117,22 @@ class InterpreterBackend:
         if splits is None or forced not in splits.counts():
             return kernel
         return TileSplitKernel(kernel, splits, lambda variant, count: InterpretedKernel(variant), lambda grid, args: forced)
+
+    def _stream_k_kernel(self, kernel: InterpretedKernel | TileSplitKernel,
+                         fn: Function) -> InterpretedKernel | TileSplitKernel | StreamKKernel:
+        """`kernel` run as its stream-K kernel on `stream_k` programs on every 1-D launch, where `fn` allows."""
+        forced = self._stream_k
+        found = find_stream_k(fn) if forced is not None else None
+        if found is None:
+            return kernel
+        dtype = found.acc.dtype.np_dtype
+        return StreamKKernel(kernel, found, InterpretedKernel, lambda grid, args: forced,
+                             lambda dims, rows, args, stream: _stream_k_workspace(dims, rows, dtype))
+
+
+def _stream_k_workspace(dims: tuple[int, int], counter_rows: int, dtype: np.dtype) -> np.ndarray:
+    """A stream-K workspace poisoned (NaN, or the least integer: a slot read before it is
+    written shows) but for its counters, zero."""
+    work = np.full(dims, np.nan if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min, dtype)
+    work[-counter_rows:] = 0
+    return work

@@ -29,9 +29,11 @@ from ... import knobs  # noqa: E402
 from ...ir import Function  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
+from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
 from ...passes.tile_split import tile_splits  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
+from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
 from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel, piece_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
@@ -64,6 +66,11 @@ class TritonBackend:
     tile cut into pieces of one block each (backends/tile_splitting.py; on a GPU, unless
     TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
+    `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
+    whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
+    (backends/stream_k.py; on a GPU, unless TILECRAFT_STREAM_K=0; before tile splitting, which
+    takes the launches it declines); False never; a count N runs every 1-D launch on N programs
+    (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
@@ -74,14 +81,16 @@ class TritonBackend:
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
-                 split_k: bool | int = True, tile_split: bool | int = True,
+                 split_k: bool | int = True, tile_split: bool | int = True, stream_k: bool | int = True,
                  stage_operands: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
         check_split_option(tile_split)
+        check_split_option(stream_k)
         self._split_k = split_k
         self._tile_split = tile_split
+        self._stream_k = stream_k
         self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
@@ -106,7 +115,7 @@ class TritonBackend:
         return self._available
 
     def compile(self, fn: Function,
-                facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | TileSplitKernel | StagedKernel:
+                facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | TileSplitKernel | StreamKKernel | StagedKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
         kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with
         tile-split variants in a TileSplitKernel (see `tile_split`), one with a staged variant in
@@ -145,10 +154,10 @@ class TritonBackend:
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         automatic = self._split_k is True
         if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() != "1")):
-            return self._tile_split_kernel(kernel, fn, facts, target)
+            return self._wrapped(kernel, fn, facts, target)
         split = find_split(fn)
         if split is None:
-            return self._tile_split_kernel(kernel, fn, facts, target)
+            return self._wrapped(kernel, fn, facts, target)
         # the parts run only on grids the GPU holds at once: no grid loop
         parts = replace(target, grid_loop=False)
         forced = None if automatic else self._split_k
@@ -158,9 +167,32 @@ class TritonBackend:
             lambda grid, args: split_launch.choose(grid, args, forced),
             lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))
 
-    def _tile_split_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                           target: Target) -> TritonKernel | TileSplitKernel:
-        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn` qualifies."""
+    def _wrapped(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                 target: Target) -> TritonKernel | TileSplitKernel | StreamKKernel:
+        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn`
+        qualifies, then with its stream-K variant where `stream_k` asks and `fn` qualifies."""
+        return self._stream_k_kernel(self._tiles_kernel(kernel, fn, facts, target), fn, facts, target)
+
+    def _stream_k_kernel(self, kernel: TritonKernel | TileSplitKernel, fn: Function,
+                         facts: Sequence[ArrayFacts | None], target: Target) -> TritonKernel | TileSplitKernel | StreamKKernel:
+        automatic = self._stream_k is True
+        if self._stream_k is False or (automatic and (self.interpret or knobs.STREAM_K.get() == "0")):
+            return kernel
+        found = find_stream_k(fn)
+        if found is None:
+            return kernel
+        forced = None if automatic else self._stream_k
+        programs = replace(target, grid_loop=False)  # one program per SM already
+        return StreamKKernel(
+            kernel, found,
+            lambda variant: TritonKernel(lambda t: lower(variant, stream_k_facts(fn, facts, found), t), programs,
+                                         self.interpret),
+            lambda grid, args: split_launch.choose_stream_k(grid, args, forced, math.prod(found.acc.shape)),
+            lambda shape, rows, args, stream: split_launch.stream_k_workspace(shape, rows, found.acc.dtype, args,
+                                                                               stream))
+
+    def _tiles_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                      target: Target) -> TritonKernel | TileSplitKernel:
         automatic = self._tile_split is True
         if self._tile_split is False or (automatic and (self.interpret or knobs.TILE_SPLIT.get() == "0")):
             return kernel

@@ -1,8 +1,8 @@
-"""The Triton backend's side of split-K and tile-split launches (backends/splitting.py,
-backends/tile_splitting.py): how many splits a launch gets, from the SM count of the GPU holding
-its tensors, and split-K's workspace, a torch tensor allocated on the launch's stream (the
-caching allocator reuses it only after the stream's later work, so the two kernels always see
-it alive)."""
+"""The Triton backend's side of split-K, tile-split and stream-K launches (backends/splitting.py,
+backends/tile_splitting.py, backends/stream_k.py): how many splits or programs a launch gets,
+from the SM count of the GPU holding its tensors, and the workspaces, torch tensors allocated on
+the launch's stream (the caching allocator reuses one only after the stream's later work, so
+the kernels always see it alive)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 
 from ...language.dtypes import DType
 from ..splitting import Grid, auto_splits, forced_splits
+from ..stream_k import auto_programs
 from ..tile_splitting import auto_count
 from .launching import stream_context
 
@@ -56,9 +57,31 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
     return None if sms is None else auto_count(grid, sms, counts, tile_elements)
 
 
+def choose_stream_k(grid: Grid, args: Sequence[Any], forced: int | None, tile_elements: int) -> int | None:
+    """A launch's stream-K program count: `forced` on any grid, else `auto_programs` on a CUDA device."""
+    if forced is not None:
+        return forced
+    sms = _launch_sms(args)
+    return None if sms is None else auto_programs(grid, sms, tile_elements)
+
+
+def stream_k_workspace(shape: tuple[int, ...], counter_rows: int, dtype: DType, args: Sequence[Any],
+                       stream: Any) -> torch.Tensor:
+    """`workspace` with its last `counter_rows` rows zeroed on the launch's stream."""
+    with _on_stream(args, stream):
+        work = torch.empty(shape, dtype=getattr(torch, dtype.name), device=_device(args))
+        work[-counter_rows:].zero_()
+    return work
+
+
 def workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream: Any) -> torch.Tensor:
     """An uninitialized tensor of `shape` and `dtype` on the launch's device, allocated on its stream."""
+    with _on_stream(args, stream):
+        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=_device(args))
+
+
+def _on_stream(args: Sequence[Any], stream: Any) -> Any:
+    """A context making `stream` current where the launch's tensors are on a CUDA device."""
     device = _device(args)
-    on_stream = stream is not None and device is not None and device.type == "cuda"
-    with stream_context(stream) if on_stream else contextlib.nullcontext():
-        return torch.empty(shape, dtype=getattr(torch, dtype.name), device=device)
+    on_cuda = stream is not None and device is not None and device.type == "cuda"
+    return stream_context(stream) if on_cuda else contextlib.nullcontext()
