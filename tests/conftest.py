@@ -322,5 +322,5 @@ def backend_variant(backend):
 def staged_backend(backend_variant):
     """`backend` (a Triton one) with operand staging forced on every launch (key True), also with
     tensor descriptors forced ("tma"), and with staging off (False): key -> name."""
-    return {key: backend_variant(f"staged-{key}", stage_operands=stage, descriptors=tma)
+    return {key: backend_variant(f"staged-{key}", stage_operands=stage, descriptors=tma, stream_k=False)
             for key, stage, tma in ((True, True, None), ("tma", True, True), (False, False, None))}

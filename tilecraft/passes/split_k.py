@@ -78,7 +78,7 @@ def split_k(fn: Function) -> SplitK | None:
         return None
     prologue, loop, epilogue = found
     acc = loop.init[0].tile
-    slices = max(1, acc.shape[0] // FINISH_ROWS) if _sliceable(prologue, loop, epilogue) else 1
+    slices = max(1, acc.shape[0] // FINISH_ROWS) if sliceable(prologue, loop, epilogue) else 1
     return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue, slices), acc, slices)
 
 
@@ -141,7 +141,7 @@ def _mma_chain(body: Block) -> bool:
     return mmas > 0 and uses[carried.id] == 1
 
 
-def _sliceable(prologue: list[Op], loop: ops.For, epilogue: list[Op]) -> bool:
+def sliceable(prologue: list[Op], loop: ops.For, epilogue: list[Op]) -> bool:
     """Whether the epilogue runs on row slices of the accumulator unchanged: besides ops without
     effects that do not read it, it has `_ELEMENTWISE` ops on values derived from the loop's
     result (each other operand a broadcast of one row, `_row_broadcast`), then one tile store
@@ -253,7 +253,7 @@ def _partial(fn: Function, prologue: list[Op], loop: ops.For) -> Function:
 
 def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op], slices: int) -> Function:
     """FINISH: the sum of the S partial tiles (row slice bid(1) of them when `slices` > 1, the
-    epilogue then rebuilt on that slice by `_sliced_epilogue`)."""
+    epilogue then rebuilt on that slice by `sliced_epilogue`)."""
     b, splits, work, body = _start(fn, loop)
     acc = loop.init[0].tile
     part = TileType(acc.dtype, (acc.shape[0] // slices, *acc.shape[1:]))
@@ -267,7 +267,7 @@ def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op],
         with b.inside(step):
             index = _workspace_index(b, work, step.args[0], grid_row)
             if row is not None:
-                index = _slice_index(b, index, slices, row)
+                index = slice_index(b, index, slices, row)
             tile = b.value(ops.Load, array=work, index=index, shape=part.shape, order=tuple(range(acc.ndim)),
                            latency=FINISH_LATENCY)
             b.emit(ops.Yield, values=(_binary(b, BinaryFn.ADD, step.args[1], tile),))
@@ -277,7 +277,7 @@ def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op],
             body.ops.extend(_copy_op(op) for op in epilogue)
         else:
             body.ops.append(total)
-            _sliced_epilogue(b, prologue, epilogue, {loop.results[0].id: total.result}, slices, row)
+            sliced_epilogue(b, prologue, epilogue, {loop.results[0].id: total.result}, slices, row)
     return eliminate_dead_code(_function(fn, "finish", splits, work, body))  # the K loop's bounds, wide broadcasts
 
 
@@ -289,7 +289,7 @@ def _zero_tile(b: Builder, prologue: list[Op], loop: ops.For, tile: TileType) ->
     return b.value(ops.Broadcast, x=b.value(ops.Reshape, x=value, shape=(1,) * tile.ndim), shape=tile.shape)
 
 
-def _slice_index(b: Builder, index: tuple[Value, ...], slices: int, row: Value) -> tuple[Value, ...]:
+def slice_index(b: Builder, index: tuple[Value, ...], slices: int, row: Value) -> tuple[Value, ...]:
     """`index` of a tile as the index of its row slice `row` of `slices` (same array: the index's
     first coordinate in units of the slice's rows)."""
     t = index[0].tile.dtype
@@ -298,11 +298,11 @@ def _slice_index(b: Builder, index: tuple[Value, ...], slices: int, row: Value) 
     return (_binary(b, BinaryFn.ADD, scaled, first), *index[1:])
 
 
-def _sliced_epilogue(b: Builder, prologue: list[Op], epilogue: list[Op], sliced: dict[int, Value], slices: int,
+def sliced_epilogue(b: Builder, prologue: list[Op], epilogue: list[Op], sliced: dict[int, Value], slices: int,
                      row: Value) -> None:
-    """The epilogue (`_sliceable`) on row slice `row`: ops reading the sliced values (`sliced`:
+    """The epilogue (`sliceable`) on row slice `row`: ops reading the sliced values (`sliced`:
     original value id -> its slice) rebuilt on slices, with their row broadcasts made anew to the
-    slice's shape and the store's index scaled (`_slice_index`); the other ops copied."""
+    slice's shape and the store's index scaled (`slice_index`); the other ops copied."""
     defs = {r.id: op for op in prologue for r in op.results}
     for op in epilogue:
         defs.update((r.id, op) for r in op.results)
@@ -319,6 +319,6 @@ def _sliced_epilogue(b: Builder, prologue: list[Op], epilogue: list[Op], sliced:
                 shape = (v.tile.shape[0] // slices, *v.tile.shape[1:])
                 fields[name] = b.value(ops.Broadcast, x=wide.x, shape=shape)
         if isinstance(op, ops.Store):
-            fields["index"] = _slice_index(b, op.index, slices, row)
+            fields["index"] = slice_index(b, op.index, slices, row)
         new = b.emit(type(op), **fields)
         sliced.update((r.id, n) for r, n in zip(op.results, new.results))

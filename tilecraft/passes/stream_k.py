@@ -7,18 +7,20 @@ pieces (slower per element) nor split-K's fixed splits (which quantize the same 
 of all tiles in a row (T: the K loop's trip count; at least 1): program p takes iterations
 [p * L, min((p + 1) * L, G * T)) with L = cdiv(G * T, P), tile by tile, one segment per tile
 it meets. For each segment it runs the user's prologue for that tile (`bid(0)` is the tile,
-`num_blocks(0)` is G) and the K loop over the segment's iterations, then:
-
-- a segment covering its whole tile runs the epilogue at once;
-- a segment of a tile cut between programs stores its partial accumulator into its slot of the
-  workspace and adds 1 to the tile's counter there (acq_rel, device scope); the segment that
-  finds the counter at parts - 1 (the last to arrive, whichever that is) sums the tile's slots
-  in segment order onto the accumulator's zero and runs the epilogue on the sum.
+`num_blocks(0)` is G) and the K loop over the segment's iterations, stores the accumulator into
+its slot of the workspace, and, for a tile cut between programs, adds 1 to the tile's counter
+there (acq_rel, device scope). The segment that finds the counter at parts - 1 (the last to
+arrive, whichever that is), or the only segment of a whole tile, sums the tile's slots in
+segment order and runs the epilogue on the sum, on row slices of FINISH_ROWS where the epilogue
+allows (`split_k.sliceable`): a 128x256 fp32 sum beside a loaded partial would not fit in
+registers (the first version, which kept them whole, spilled 368 bytes a thread and ran 1536^3
+at a third of torch's speed, benchmarks/results/size-sweep-h200-2026-12-01-n.json).
 
 No program waits for another, so programs may run in any order, or one at a time as the
 interpreters run them. The sum's order is fixed: runs agree bit for bit, and the result differs
-from the unsplit kernel's only by the reassociation at the cuts. Only a program's first and
-last segments can be partial, so each program has two slots.
+from the unsplit kernel's only by the reassociation at the cuts (a whole tile's is its
+accumulator exactly). Only a program's first and last segments can be partial, so each program
+has two slots (a middle segment, whole, reuses the last one's).
 
 The kernel takes two parameters after `fn`'s: G (int32, the grid the user launched) and the
 workspace W (the accumulator's dtype, [2 * P * TM + C, TN] for a TM x TN accumulator: slot s of
@@ -40,7 +42,7 @@ from dataclasses import dataclass
 from ..ir import ArrayType, AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope
-from .split_k import k_loop
+from .split_k import FINISH_ROWS, k_loop, slice_index, sliced_epilogue, sliceable
 
 
 @dataclass(frozen=True)
@@ -154,69 +156,98 @@ def _kernel(fn: Function, hoisted: list[Op], per_tile: list[Op], loop: ops.For, 
             k1 = e.bin(BinaryFn.MIN, per, e.add(k0, e.sub(end, it)))
             grid = {ops.Bid: tile, ops.NumBlocks: tiles}
             zero = e.const(0)
-            after.ops.extend(_as_tile(op, grid, zero) for op in per_tile)
+            per_tile = [_as_tile(op, grid, zero) for op in per_tile]
+            after.ops.extend(per_tile)
             lower = e.add(loop.lower, e.mul(k0, step))
             upper = e.bin(BinaryFn.MIN, e.add(loop.lower, e.mul(k1, step)), loop.upper)
             part = b.value(ops.For, lower=lower, upper=upper, step=loop.step, init=loop.init,
                            body=_as_tile_block(loop.body, grid, zero))
-            whole = e.bin(BinaryFn.AND, e.cmp(CompareFn.EQ, k0, zero), e.cmp(CompareFn.EQ, k1, per))
-            then, orelse = Block(), Block()
-            with b.inside(then):
-                b.emit(ops.Yield, values=(part, e.const(True, dt.bool_)))
-            with b.inside(orelse):
-                total, last = _fix_up(e, work, part, loop, it, start, program, programs, tile, first, per, chunk, tiles)
-                b.emit(ops.Yield, values=(total, last))
-            fixed = b.make(ops.If, cond=whole, then=then, orelse=orelse)
-            b.block.ops.append(dataclasses.replace(fixed, results=(loop.results[0], fixed.results[1])))
-            run, skip = Block(), Block()
-            with b.inside(run):
-                run.ops.extend(_as_tile(op, grid, zero) for op in epilogue)
+            b.emit(ops.Store, array=work, index=(_slot(e, program, chunk, first), zero), tile=part, order=(0, 1),
+                   allow_tma=False)
+            q0 = e.div(first, chunk)  # the programs holding the tile's segments: q0..q1
+            q1 = e.div(e.sub(e.add(first, per), one), chunk)
+            last = _arrived_last(e, work, programs, tile, q0, q1, acc)
+            finish = Block()
+            with b.inside(finish):
+                _finish(e, work, [*hoisted, *per_tile], loop, [_as_tile(op, grid, zero) for op in epilogue],
+                        first, chunk, q0, q1)
                 b.emit(ops.Yield, values=())
-            with b.inside(skip):
-                b.emit(ops.Yield, values=())
-            b.emit(ops.If, cond=fixed.results[1], then=run, orelse=skip)
+            b.emit(ops.If, cond=last, then=finish, orelse=_empty(b))
             b.emit(ops.Yield, values=(e.add(it, e.sub(k1, k0)),))
         b.emit(ops.While, init=(start,), before=before, after=after)
     return Function(f"{fn.name}_stream_k", [*fn.params, tiles, work], [*fn.param_names, "tiles", "workspace"],
                     body, fn.loc, dict(fn.options))
 
 
-def _fix_up(e: _Emit, work: Value, part: Value, loop: ops.For, it: Value, start: Value, program: Value,
-            programs: Value, tile: Value, first: Value, per: Value, chunk: Value, tiles: Value) -> tuple[Value, Value]:
-    """A partial segment: store `part` in the program's slot, count it in, and, arriving last,
-    sum the tile's slots in segment order. Returns (that sum or `part`, whether it is the sum)."""
+def _empty(b: Builder) -> Block:
+    block = Block()
+    with b.inside(block):
+        b.emit(ops.Yield, values=())
+    return block
+
+
+def _slot(e: _Emit, q: Value, chunk: Value, first: Value) -> Value:
+    """Program q's workspace slot for the tile starting at iteration `first`: 2q when q starts
+    inside that tile (its first segment), 2q + 1 when it started in an earlier one (its last)."""
+    later = e.where(e.cmp(CompareFn.LT, e.mul(q, chunk), first), e.const(1), e.const(0))
+    return e.add(e.mul(e.const(2), q), later)
+
+
+def _arrived_last(e: _Emit, work: Value, programs: Value, tile: Value, q0: Value, q1: Value, acc: TileType) -> Value:
+    """Whether this segment is its tile's last to arrive: always for a tile of one segment,
+    else when the tile's counter (acq_rel add, after the slot's store) was at parts - 1."""
     b = e.b
-    acc = part.tile
-    one, zero = e.const(1), e.const(0)
-    two = e.const(2)
-    order = (0, 1)
-    later = e.where(e.cmp(CompareFn.NE, it, start), one, zero)  # not the program's first segment
-    slot = e.add(e.mul(two, program), later)
-    b.emit(ops.Store, array=work, index=(slot, zero), tile=part, order=order, allow_tma=False)
-    base = e.mul(e.mul(two, programs), e.const(acc.shape[0]))
-    width = e.const(acc.shape[1])
-    counter = (e.add(base, e.div(tile, width)), e.bin(BinaryFn.MOD, tile, width))
-    arrived = b.value(ops.AtomicRMW, fn=AtomicFn.ADD, array=work, index=counter, value=e.const(1.0 if acc.dtype.is_float else 1, acc.dtype),
-                      memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE)
-    q0 = e.div(first, chunk)
-    q1 = e.div(e.sub(e.add(first, per), one), chunk)
-    parts = e.add(e.sub(q1, q0), one)
-    last = e.cmp(CompareFn.EQ, arrived, b.value(ops.Cast, x=e.sub(parts, one), dtype=acc.dtype))
-    then, orelse = Block(), Block()
-    with b.inside(then):
-        step = Block([b.new_value(scalar(dt.int32), "q"), b.new_value(acc, "sum")])
+    parts = e.add(e.sub(q1, q0), e.const(1))
+    cut, whole = Block(), Block()
+    with b.inside(cut):
+        base = e.mul(e.mul(e.const(2), programs), e.const(acc.shape[0]))
+        width = e.const(acc.shape[1])
+        counter = (e.add(base, e.div(tile, width)), e.bin(BinaryFn.MOD, tile, width))
+        one = e.const(1.0 if acc.dtype.is_float else 1, acc.dtype)
+        arrived = b.value(ops.AtomicRMW, fn=AtomicFn.ADD, array=work, index=counter, value=one,
+                          memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE)
+        before = b.value(ops.Cast, x=e.sub(parts, e.const(1)), dtype=acc.dtype)
+        b.emit(ops.Yield, values=(e.cmp(CompareFn.EQ, arrived, before),))
+    with b.inside(whole):
+        b.emit(ops.Yield, values=(e.const(True, dt.bool_),))
+    return b.value(ops.If, cond=e.cmp(CompareFn.GT, parts, e.const(1)), then=cut, orelse=whole)
+
+
+def _finish(e: _Emit, work: Value, prologue: list[Op], loop: ops.For, epilogue: list[Op], first: Value,
+            chunk: Value, q0: Value, q1: Value) -> None:
+    """The tile's sum, its segments' slots in order (q0's first), and the epilogue on it: on row
+    slices of FINISH_ROWS when the epilogue allows (`split_k.sliceable`: a slice's sum lives in
+    few registers, where a whole tile's beside a loaded one would spill), else whole."""
+    b = e.b
+    acc = loop.init[0].tile
+    slices = max(1, acc.shape[0] // FINISH_ROWS) if sliceable(prologue, loop, epilogue) else 1
+    piece = (acc.shape[0] // slices, acc.shape[1])
+    one = e.const(1)
+
+    def load(q: Value, row: Value | None) -> Value:
+        index = (_slot(e, q, chunk, first), e.const(0))
+        if row is not None:
+            index = slice_index(b, index, slices, row)
+        return b.value(ops.Load, array=work, index=index, shape=piece, order=(0, 1), allow_tma=False)
+
+    def total(row: Value | None) -> ops.For:
+        step = Block([b.new_value(scalar(dt.int32), "q"), b.new_value(TileType(acc.dtype, piece), "sum")])
         with b.inside(step):
-            q = step.args[0]
-            later_q = e.where(e.cmp(CompareFn.LT, e.mul(q, chunk), first), one, zero)  # q started in an earlier tile
-            slot_q = e.add(e.mul(two, q), later_q)
-            piece = b.value(ops.Load, array=work, index=(slot_q, zero), shape=acc.shape, order=order, allow_tma=False)
-            b.emit(ops.Yield, values=(e.add(step.args[1], piece),))
-        total = b.value(ops.For, lower=q0, upper=e.add(q1, one), step=one, init=(loop.init[0],), body=step)
-        b.emit(ops.Yield, values=(total, e.const(True, dt.bool_)))
-    with b.inside(orelse):
-        b.emit(ops.Yield, values=(part, e.const(False, dt.bool_)))
-    done = b.emit(ops.If, cond=last, then=then, orelse=orelse)
-    return done.results[0], done.results[1]
+            b.emit(ops.Yield, values=(e.add(step.args[1], load(step.args[0], row)),))
+        return b.make(ops.For, lower=e.add(q0, one), upper=e.add(q1, one), step=one, init=(load(q0, row),),
+                      body=step)
+
+    if slices == 1:
+        b.block.ops.append(dataclasses.replace(total(None), results=loop.results))  # the epilogue reads these
+        b.block.ops.extend(epilogue)
+        return
+    rows = Block([b.new_value(scalar(dt.int32), "row")])
+    with b.inside(rows):
+        summed = total(rows.args[0])
+        b.block.ops.append(summed)
+        sliced_epilogue(b, prologue, epilogue, {loop.results[0].id: summed.result}, slices, rows.args[0])
+        b.emit(ops.Yield, values=())
+    b.emit(ops.For, lower=e.const(0), upper=e.const(slices), step=one, init=(), body=rows)
 
 
 def _as_tile(op: Op, grid: dict[type, Value], zero: Value) -> Op:
