@@ -21,8 +21,9 @@ edited rows start from the split variant that launch ran (`split N: ...`, N its 
 launched on the split grid: reloaded as generated, then at each num_warps x num_stages of
 SWEEPS (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
 were tuned for); where the launch runs as stream-K (1536^3, 3072^3: backends/stream_k.py), the
-stream-K kernel the same way (`stream-K P: ...`, P programs, its counters zeroed before each
-launch as launches do); where it does neither, the whole-tile kernel (`whole tiles: ...`);
+sample launched as stream-K on G programs (one per tile: no tile cut), on the SM count (as
+chosen) and on 2G (every tile cut in two); where it does neither, the whole-tile kernel
+(`whole tiles: ...`);
 `unsplit`: the sample on a backend with tile splitting and stream-K off. The fp32 cases
 (`--only fp32`) sweep the sample's 32x32x32 tf32 kernel at the seed sizes TC2 and TC3 the same way.
 
@@ -140,14 +141,6 @@ def sweep_variants(kernel: Any, warps_list: tuple[int, ...], stages_list: tuple[
     return out
 
 
-def zeroing(work: torch.Tensor, rows: int, launch: Callable[[], None]) -> Callable[[], None]:
-    """`launch` preceded by zeroing the last `rows` rows of `work` (a stream-K workspace's counters)."""
-    def run() -> None:
-        work[-rows:].zero_()
-        launch()
-    return run
-
-
 def newest(kernel: Any, unless: str | None) -> Any:
     """The compiled kernel of `kernel`'s newest variant not on the backend named `unless`."""
     return next(v.compiled for key, v in reversed(kernel.variants.items()) if key.backend != unless)
@@ -209,12 +202,10 @@ def main() -> None:
                 count = None if tiles is None else tiles.count(grid, (a, b, c), False)
                 streamed = wrapped_as(compiled, StreamKKernel)
                 programs = None if streamed is None else streamed.programs(grid, (a, b, c), False)
-                if programs is not None:  # the stream-K kernel, its counters zeroed before each launch as launches do
-                    full = tuple(streamed.stream_args(grid, programs, (a, b, c), stream))
-                    rows = streamed.stream_k.counter_rows(grid[0])
-                    for var in sweep_variants(streamed.variant(), *sweep):
-                        record(f"stream-K {programs}: {var.name}", var.config,
-                               lambda var=var: zeroing(full[-1], rows, launcher(var, (programs, 1, 1), full, tmp)))
+                if programs is not None:  # stream-K on G (no tile cut), the SM count and 2G programs
+                    for forced in dict.fromkeys((grid[0], programs, 2 * grid[0])):
+                        record(f"stream-K on {forced} programs", "",
+                               sample(backend=variant_backend(f"sk{forced}", stream_k=forced)))
                 elif count is None:  # not split: the kernel as compiled, at each warps x stages
                     for var in sweep_variants(wrapped_as(compiled, TritonKernel), *sweep):
                         record(f"whole tiles: {var.name}", var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))

@@ -151,10 +151,12 @@ def test_declined_kernels_run_as_written(dev, stream_backend):
 
 
 @pytest.mark.only_backends("triton")
-def test_automatic_stream_k_on_the_gpu(dev):
-    """1152x1152x512 fp16 with 128x128x64 tiles: 81 tiles fill 61% of a wave of 132 SMs, so a GPU
-    with 100 to 162 SMs runs them as stream-K; reruns through the fast path are bit-identical."""
+def test_automatic_stream_k_on_the_gpu(dev, monkeypatch):
+    """With TILECRAFT_STREAM_K=1, 1152x1152x512 fp16 with 128x128x64 tiles: 81 tiles fill 61% of
+    a wave of 132 SMs, so a GPU with 100 to 162 SMs runs them as stream-K; reruns through the
+    fast path are bit-identical."""
     import torch
+    monkeypatch.setenv("TILECRAFT_STREAM_K", "1")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not 100 <= sms <= 162:
         pytest.skip(f"{sms} SMs")

@@ -11,7 +11,6 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
-from tilecraft.backends.stream_k import StreamKLauncher
 from tilecraft.backends.tile_splitting import TileSplitKernel, TileSplitLauncher, auto_count
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
@@ -248,8 +247,7 @@ def test_automatic_split_on_the_gpu(dev):
     results = [_run(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
     np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, "triton", 8)
-    # the stream-K wrapper's launcher, which declines 2 tiles and launches the tile split's
-    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [StreamKLauncher]
+    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [TileSplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))
 

@@ -11,7 +11,7 @@ it meets. For each segment it runs the user's prologue for that tile (`bid(0)` i
 its slot of the workspace, and, for a tile cut between programs, adds 1 to the tile's counter
 there (acq_rel, device scope). The segment that finds the counter at parts - 1 (the last to
 arrive, whichever that is), or the only segment of a whole tile, sums the tile's slots in
-segment order and runs the epilogue on the sum, on row slices of FINISH_ROWS where the epilogue
+segment order and runs the epilogue on the sum, on row slices of SUM_ROWS where the epilogue
 allows (`split_k.sliceable`): a 128x256 fp32 sum beside a loaded partial would not fit in
 registers (the first version, which kept them whole, spilled 368 bytes a thread and ran 1536^3
 at a third of torch's speed, benchmarks/results/size-sweep-h200-2026-12-01-n.json).
@@ -42,7 +42,12 @@ from dataclasses import dataclass
 from ..ir import ArrayType, AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope
-from .split_k import FINISH_ROWS, k_loop, slice_index, sliced_epilogue, sliceable
+from .split_k import FINISH_LATENCY, k_loop, slice_index, sliced_epilogue, sliceable
+
+
+SUM_ROWS = 32
+"""The tile's sum runs on row slices of this many rows (where the epilogue allows): a 32x256
+fp32 slice takes 32 registers a thread at 8 warps, a few of them in flight at once."""
 
 
 @dataclass(frozen=True)
@@ -216,11 +221,14 @@ def _arrived_last(e: _Emit, work: Value, programs: Value, tile: Value, q0: Value
 def _finish(e: _Emit, work: Value, prologue: list[Op], loop: ops.For, epilogue: list[Op], first: Value,
             chunk: Value, q0: Value, q1: Value) -> None:
     """The tile's sum, its segments' slots in order (q0's first), and the epilogue on it: on row
-    slices of FINISH_ROWS when the epilogue allows (`split_k.sliceable`: a slice's sum lives in
-    few registers, where a whole tile's beside a loaded one would spill), else whole."""
+    slices of SUM_ROWS when the epilogue allows (`split_k.sliceable`: a slice's sum lives in
+    few registers, where a whole tile's beside a loaded one would spill), else whole. The
+    loads carry split-K FINISH's latency hint, so a backend keeps a slice's parts in flight
+    together (each waited for in turn, the 1536^3 sum of 8 slices of 2-3 parts took longer
+    than the K loop)."""
     b = e.b
     acc = loop.init[0].tile
-    slices = max(1, acc.shape[0] // FINISH_ROWS) if sliceable(prologue, loop, epilogue) else 1
+    slices = max(1, acc.shape[0] // SUM_ROWS) if sliceable(prologue, loop, epilogue) else 1
     piece = (acc.shape[0] // slices, acc.shape[1])
     one = e.const(1)
 
@@ -228,7 +236,8 @@ def _finish(e: _Emit, work: Value, prologue: list[Op], loop: ops.For, epilogue: 
         index = (_slot(e, q, chunk, first), e.const(0))
         if row is not None:
             index = slice_index(b, index, slices, row)
-        return b.value(ops.Load, array=work, index=index, shape=piece, order=(0, 1), allow_tma=False)
+        return b.value(ops.Load, array=work, index=index, shape=piece, order=(0, 1), allow_tma=False,
+                       latency=FINISH_LATENCY)
 
     def total(row: Value | None) -> ops.For:
         step = Block([b.new_value(scalar(dt.int32), "q"), b.new_value(TileType(acc.dtype, piece), "sum")])

@@ -68,9 +68,9 @@ class TritonBackend:
     splits every launch's tiles N ways (tests).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
     whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
-    (backends/stream_k.py; on a GPU, unless TILECRAFT_STREAM_K=0; before tile splitting, which
-    takes the launches it declines); False never; a count N runs every 1-D launch on N programs
-    (tests).
+    (backends/stream_k.py; on a GPU when TILECRAFT_STREAM_K=1: it still runs slower than the
+    tiles as written; before tile splitting, which takes the launches it declines); False
+    never; a count N runs every 1-D launch on N programs (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
@@ -176,7 +176,7 @@ class TritonBackend:
     def _stream_k_kernel(self, kernel: TritonKernel | TileSplitKernel, fn: Function,
                          facts: Sequence[ArrayFacts | None], target: Target) -> TritonKernel | TileSplitKernel | StreamKKernel:
         automatic = self._stream_k is True
-        if self._stream_k is False or (automatic and (self.interpret or knobs.STREAM_K.get() == "0")):
+        if self._stream_k is False or (automatic and (self.interpret or knobs.STREAM_K.get() != "1")):
             return kernel
         found = find_stream_k(fn)
         if found is None:
