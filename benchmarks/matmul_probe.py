@@ -141,6 +141,44 @@ def sweep_variants(kernel: Any, warps_list: tuple[int, ...], stages_list: tuple[
     return out
 
 
+def _tile_to_c(source: str) -> tuple[str, str]:
+    """(the stream-K source with a direct store of the K loop's tile to C after its workspace
+    store, the workspace store's line): what only one program per tile may do."""
+    row = re.search(r"A_start0 = tl\.where\(A_inside0, (\w+) \* (\d+), A_shape0\)", source)
+    col = re.search(r"B_start1 = tl\.where\(B_inside1, (\w+) \* (\d+), B_shape1\)", source)
+    store = re.search(r"\n( +)tl\.store\(workspace_base \+ [^\n]*?, (\w+), mask=[^\n]*\n", source)
+    if not (row and col and store):
+        raise ValueError("edit did not apply: no tile coordinates or workspace store")
+    ind, acc = store.group(1), store.group(2)
+    direct = (f"{ind}tl.store(C + ({row[1]} * {row[2]} + tl.arange(0, {row[2]})[:, None]) * C_stride0 + "
+              f"{col[1]} * {col[2]} + tl.arange(0, {col[2]})[None, :], {acc}.to(C.dtype.element_ty))\n")
+    return source.replace(store[0], store[0] + direct, 1), store[0]
+
+
+def _no_sum(source: str) -> str:
+    """The tile's sum and epilogue never run (a condition false at run time)."""
+    return sub(r"\n( +)if (\w+):(  # [^\n]*)\n( +)for row in", r"\n\1if \2 & (bidx < 0):\3\n\4for row in", source)
+
+
+def k_loop_then_c(source: str) -> str:
+    """The K loop's tile stored straight to C, no workspace store, no sum."""
+    with_c, store = _tile_to_c(source)
+    return _no_sum(with_c.replace(store, "\n", 1))
+
+
+def workspace_then_c(source: str) -> str:
+    """The workspace store kept, then the tile stored straight to C, no sum."""
+    return _no_sum(_tile_to_c(source)[0])
+
+
+STREAM_K_EDITS: dict[str, Callable[[str], str]] = {
+    "K loop, tile to C (no workspace, no sum)": k_loop_then_c,
+    "K loop, workspace store, tile to C (no sum)": workspace_then_c,
+}
+"""Edits of the stream-K kernel on one program per tile: what its workspace round trip and its
+sliced sum cost."""
+
+
 def newest(kernel: Any, unless: str | None) -> Any:
     """The compiled kernel of `kernel`'s newest variant not on the backend named `unless`."""
     return next(v.compiled for key, v in reversed(kernel.variants.items()) if key.backend != unless)
@@ -206,6 +244,14 @@ def main() -> None:
                     for forced in dict.fromkeys((grid[0], programs, 2 * grid[0])):
                         record(f"stream-K on {forced} programs", "",
                                sample(backend=variant_backend(f"sk{forced}", stream_k=forced)))
+                    kernel = streamed.variant()  # on G programs its counters stay unused: no zeroing
+                    full = tuple(streamed.stream_args(grid, grid[0], (a, b, c), stream))
+                    edited, add = reloaded(kernel)
+                    for name, edit in STREAM_K_EDITS.items():
+                        add(name, lambda edit=edit: edit(kernel.source), kernel._options, kernel)
+                    for var in edited:
+                        record(f"stream-K on {grid[0]}: {var.name}", var.config,
+                               lambda var=var: launcher(var, (grid[0], 1, 1), full, tmp))
                 elif count is None:  # not split: the kernel as compiled, at each warps x stages
                     for var in sweep_variants(wrapped_as(compiled, TritonKernel), *sweep):
                         record(f"whole tiles: {var.name}", var.config, lambda var=var: launcher(var, grid, (a, b, c), tmp))

@@ -59,7 +59,8 @@ TILE_SPLIT = Knob("TILECRAFT_TILE_SPLIT", "",
 STREAM_K = Knob("TILECRAFT_STREAM_K", "",
                  "Set to 1 to run a matmul-like kernel whose grid's last wave would leave many SMs idle as one "
                  "program per SM over all tiles' K iterations on the GPU (read when a kernel is compiled; see "
-                 "backends/stream_k.py). Off by default: on the H200 it still runs slower than the tiles as written.")
+                 "backends/stream_k.py). Off by default: on the H200 its workspace traffic still makes it slower than the "
+                 "tiles as written.")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, TF32_STAGING, ALIGN_STAGING)
 

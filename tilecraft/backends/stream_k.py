@@ -4,14 +4,18 @@ SM (the G tiles' K iterations dealt out evenly), with a fresh workspace whose co
 on any other grid it runs as the kernel it wraps (which may split tiles: `tile_splitting`).
 
 `auto_programs` decides from the grid and the GPU's SM count; the Triton backend asks it only
-with TILECRAFT_STREAM_K=1. On the H200 the stream-K kernel is still slower than the tiles as
-written: 1536^3 fp16 0.19-0.20x torch on 72, 132 or 144 programs against 0.70x, 3072^3 0.53-0.62x
-against 0.75x (benchmarks/results/stream-k-probe-h200-2026-12-01-c.json, -d). Even on one
-program per tile, with no tile cut, it loses, so the cost is in the kernel's structure (the
-partial's fp32 store and reload, the sliced epilogue, the K loop inside a while loop), not in
-the cuts: what to measure next. What a backend supplies: how to compile the stream-K kernel,
-how many programs a launch gets (from its GPU, or forced for tests) and how to allocate the
-workspace on the launch's device and stream.
+with TILECRAFT_STREAM_K=1, because on the H200 the stream-K kernel is still slower than the
+tiles as written: 1536^3 fp16 0.41x torch on 132 programs against 0.74x, 3072^3 0.62x against
+0.76x (benchmarks/results/stream-k-probe-h200-2026-12-01-e.json, -f). Edits of its source on
+one program per tile (no tile cut) put the loss in its workspace round trip: every segment
+writes its 128x256 fp32 accumulator (128 KiB) and the last one reads them back, 17-34 MB at
+1536^3, more than the freed SMs save; the loop structure alone costs 15%. What would get there:
+only cut tiles going through the workspace, the last segment keeping its accumulator in
+registers (adding the others' partials without spilling), and TMA stores of the partials.
+
+What a backend supplies: how to compile the stream-K kernel, how many programs a launch gets
+(from its GPU, or forced for tests) and how to allocate the workspace on the launch's device and
+stream.
 """
 
 from __future__ import annotations
