@@ -54,7 +54,8 @@ from probing import (Variant, check_and_time, config_label, host_descriptors, la
 CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
          ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
-SPLIT_CASES = tuple((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512, 1536, 3072))
+SPLIT_CASES = (*((f"split fp16 {s}^3", torch.float16, (s, s, s)) for s in (768, 1024, 512, 1536, 3072)),
+               ("split fp16 1000x500x700", torch.float16, (1000, 500, 700)))
 FP32_CASES = (("fp32 TC2 512x512x768", torch.float32, (512, 512, 768)),
               ("fp32 TC3 1000x500x700", torch.float32, (1000, 500, 700)))
 TILES = {torch.float16: (128, 256, 64), torch.bfloat16: (128, 256, 64), torch.float32: (32, 32, 32)}

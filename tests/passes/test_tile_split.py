@@ -624,20 +624,22 @@ def test_specialized_launcher_chooses_once_per_grid():
     assert asked == [(4, 1, 1), (2, 1, 1)] and list(wrapped._variants) == [2]
 
 
-def test_split_variants_pipeline_deeper():
-    """A split launch runs about one block per SM: the variant's K loop gets DEEP_STAGES
-    pipeline stages where the kernel as compiled has the usual 4 (a Triton backend's choice)."""
-    from tilecraft.backends.base import array_facts
+@pytest.mark.parametrize("n, k, stages", [(256, 256, "deep"), (250, 252, "narrow")], ids=["rows16", "narrow"])
+def test_split_variants_pipeline_deeper(n, k, stages):
+    """A split launch runs about one block per SM: the variant's K loop gets DEEP_STAGES pipeline
+    stages where the kernel as compiled has the usual 4 (a Triton backend's choice), unless its
+    rows are not 16-byte aligned (fp16 rows of 250 or 252 elements): then DEEP_NARROW_STAGES."""
     from tilecraft.backends import BackendKind
+    from tilecraft.backends.base import array_facts
     from tilecraft.backends.triton import TritonBackend
-    from tilecraft.backends.triton.heuristics import DEEP_STAGES
+    from tilecraft.backends.triton.heuristics import DEEP_NARROW_STAGES, DEEP_STAGES
 
-    m = n = k = 256
-    a, b = _mats(m, n, k)
-    c = np.zeros((m, n), np.float16)
+    a, b = _mats(n, n, k)
+    c = np.zeros((n, n), np.float16)
     fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
     facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in (a, b, c)]
     compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, [*facts, *[None] * (len(fn.params) - 3)])
     assert isinstance(compiled, TileSplitKernel)
     assert "num_stages=4)" in compiled.main.source
-    assert f"num_stages={DEEP_STAGES})" in compiled.variant(2).source
+    expected = DEEP_STAGES if stages == "deep" else DEEP_NARROW_STAGES
+    assert f"num_stages={expected})" in compiled.variant(2).source

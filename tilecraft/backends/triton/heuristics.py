@@ -43,9 +43,26 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 DEEP_STAGES = 6
 """Pipeline stages of an MMA's K loop in a launch that runs about one block per SM (tile-split
-pieces, `choose_config(deep=True)`), where no other block hides the loads' latency: on the H200
-the split sample's pieces (64x128 and 64x64) ran 6-15% faster with 6 stages than with 4 at
-512^3-1024^3 fp16 (benchmarks/results/split-probe-h200-2026-12-01-b.json)."""
+pieces, `choose_config(deep=True)`), where no other block hides the loads' latency, when its
+tiles load 16 bytes at a time or through tensor descriptors: on the H200 the split sample's
+pieces (64x128 and 64x64) ran 6-15% faster with 6 stages than with 4 at 512^3-1024^3 fp16
+(benchmarks/results/split-probe-h200-2026-12-01-b.json)."""
+
+DEEP_NARROW_STAGES = 3
+"""At most this many stages for such a launch whose K loop loads from rows that are not 16-byte
+aligned (narrower `cp.async`, more of them per stage): the split 1000x500x700 fp16 (rows of
+1400 and 1000 bytes) ran at 1.62-1.64x torch with 3 stages, 1.33-1.40x with 4 and 1.25-1.33x
+with 6 (benchmarks/results/split-probe-h200-2026-12-01-c.json)."""
+
+
+def deep_schedule(deep_pipeline: bool, wide_loads: bool, max_stages: int | None) -> tuple[bool, int | None]:
+    """(choose_config's `deep`, its `max_stages`) for a launch of about one block per SM
+    (`deep_pipeline`) or not, whose pipelined loops' loads are all wide (16 bytes or TMA) or not."""
+    if not deep_pipeline:
+        return False, max_stages
+    if wide_loads:
+        return True, max_stages
+    return False, min(max_stages or DEEP_NARROW_STAGES, DEEP_NARROW_STAGES)
 
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:

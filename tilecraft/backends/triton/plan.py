@@ -27,8 +27,8 @@ from ...passes.ranges import nonnegative
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
-from .heuristics import (LaunchConfig, choose_config, flattenable, grid_loop_candidate, is_persistent, loop_stages,
-                         pipelined_loops, staged_loops, tile_loops)
+from .heuristics import (LaunchConfig, choose_config, deep_schedule, flattenable, grid_loop_candidate, is_persistent,
+                         loop_stages, pipelined_loops, staged_loops, tile_loops)
 from .spelling import is_float
 
 TileAccess = ops.Load | ops.Store
@@ -80,11 +80,14 @@ class LoweringPlan:
 
 def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> LoweringPlan:
     """The plan for lowering `fn` for `target`; `facts[i]` describes array param i (or None)."""
-    config = choose_config(fn, target.max_stages, target.one_cta, target.deep_pipeline)
     grid_loop = target.grid_loop and grid_loop_candidate(fn)
     arrays = _array_facts(fn, facts)
     descriptor_of = _plan_descriptors(fn, arrays, target, grid_loop) if target.descriptors else {}
     pipelined = pipelined_loops(fn)
+    wide = all(o in descriptor_of or _rows16(arrays.get(o.array.id))
+               for loop in pipelined for o in loop.body.ops if isinstance(o, ops.Load))
+    deep, max_stages = deep_schedule(target.deep_pipeline, wide, target.max_stages)
+    config = choose_config(fn, max_stages, target.one_cta, deep)
     flatten = target.flatten and flattenable(pipelined)
     users: dict[int, list[Op]] = {}
     for op in fn.walk():
@@ -99,7 +102,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
         masked_axes=MappingProxyType({op: _masked_axes(op, arrays.get(op.array.id)) for op in fn.walk()
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
         nonneg=nonnegative(fn),
-        stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, target.max_stages)
+        stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, max_stages)
                                  for loop in staged_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
         flatten_grid=flatten and grid_loop,
@@ -109,6 +112,11 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
 
 
 # ---- array facts -----------------------------------------------------------------------------
+
+def _rows16(facts: ArrayFacts | None) -> bool:
+    """Whether an array's rows start on 16-byte boundaries (tiles load 16 bytes at a time)."""
+    return facts is not None and facts.aligned16 and facts.unit_last and facts.strides16
+
 
 def _array_facts(fn: Function, facts: Sequence[ArrayFacts | None]) -> dict[int, ArrayFacts | None]:
     """Array value id -> its facts: parameters' from `facts`; a slice keeps its source's unit
