@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 INDEX32_LIMIT = 2**31
 """Sizes, strides and element offsets below this fit int32 (`needs_index64`)."""
@@ -176,6 +176,25 @@ class WrappedKernel:
         if name == "main":  # not set yet: no recursion
             raise AttributeError(name)
         return getattr(self.main, name)
+
+
+class ChosenPerGrid:
+    """A specialized launcher's choice for each grid (a split count, a program count), made once
+    per grid by `choose(grid, args)`: its arguments' device is fixed, so the choice depends on
+    the grid alone. A programmatic dependent launch chooses nothing (None)."""
+
+    def __init__(self, choose: Callable[[tuple[int, int, int], Sequence[Any]], Any]) -> None:
+        self._choose = choose
+        self._chosen: dict[tuple[int, int, int], Any] = {}
+
+    def get(self, grid: tuple[int, int, int], args: Sequence[Any], dependent: bool) -> Any:
+        if dependent:
+            return None
+        if grid not in self._chosen:
+            if len(self._chosen) >= SpecializedLaunchers.LIMIT:
+                self._chosen.clear()
+            self._chosen[grid] = self._choose(grid, args)
+        return self._chosen[grid]
 
 
 def wrapped_as(kernel: Any, cls: type) -> Any:

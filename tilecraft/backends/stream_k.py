@@ -24,7 +24,8 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.stream_k import StreamK
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, WrappedKernel, array_facts
+from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel,
+                   array_facts)
 
 Grid = tuple[int, int, int]
 
@@ -111,26 +112,19 @@ class StreamKKernel(WrappedKernel):
         return StreamKLauncher(self)
 
 
-_UNKNOWN = -1
-
-
 class StreamKLauncher:
     """`StreamKKernel.specialize`'s launcher: launches as the kernel does, through specialized
-    launchers of the wrapped kernel and of the stream-K kernel. Its arguments' device is fixed,
-    so a launch's program count depends on the grid alone: it is chosen once per grid."""
+    launchers of the wrapped kernel and of the stream-K kernel, the program count chosen once
+    per grid."""
 
     def __init__(self, kernel: StreamKKernel) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
-        self._programs: dict[Grid, int | None] = {}
+        self._programs = ChosenPerGrid(lambda grid, args: kernel.programs(grid, args, False))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
-        programs = None if dependent else self._programs.get(grid, _UNKNOWN)
-        if programs == _UNKNOWN:
-            if len(self._programs) >= SpecializedLaunchers.LIMIT:
-                self._programs.clear()
-            programs = self._programs[grid] = k.programs(grid, args, False)
+        programs = self._programs.get(grid, args, dependent)
         if programs is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
         self._launchers.run((programs, grid[0]), k.variant(), (programs, 1, 1),  # W's shape: (P, G)

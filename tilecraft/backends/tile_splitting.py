@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.tile_split import TileSplits
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, WrappedKernel
+from .base import INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel
 
 Grid = tuple[int, int, int]
 
@@ -122,26 +122,18 @@ class TileSplitKernel(WrappedKernel):
         return TileSplitLauncher(self)
 
 
-_UNKNOWN = -1
-
-
 class TileSplitLauncher:
     """`TileSplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
-    launchers of the kernel as compiled and of each variant. Its arguments' device is fixed, so
-    a launch's split count depends on the grid alone: it is chosen once per grid."""
+    launchers of the kernel as compiled and of each variant, the split count chosen once per grid."""
 
     def __init__(self, kernel: TileSplitKernel) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
-        self._counts: dict[Grid, int | None] = {}
+        self._counts = ChosenPerGrid(lambda grid, args: kernel.count(grid, args, False))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
-        count = None if dependent else self._counts.get(grid, _UNKNOWN)
-        if count == _UNKNOWN:
-            if len(self._counts) >= SpecializedLaunchers.LIMIT:
-                self._counts.clear()
-            count = self._counts[grid] = k.count(grid, args, False)
+        count = self._counts.get(grid, args, dependent)
         if count is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
         self._launchers.run(count, k.variant(count), (grid[0] * count, grid[1], grid[2]), args, stream)
