@@ -45,6 +45,9 @@ interpret_workarounds.fix_scalar_index()  # Triton 3.6's interpreter under NumPy
 
 __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 
+Compiled = TritonKernel | SplitKernel | TileSplitKernel | StreamKKernel
+"""What the backend compiles a kernel into before operand staging (see `TritonBackend.compile`)."""
+
 
 class TritonBackend:
     """Compiles Tile IR functions through Triton.
@@ -114,12 +117,12 @@ class TritonBackend:
             self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
         return self._available
 
-    def compile(self, fn: Function,
-                facts: Sequence[ArrayFacts | None]) -> TritonKernel | SplitKernel | TileSplitKernel | StreamKKernel | StagedKernel:
+    def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled | StagedKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
         kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with
-        tile-split variants in a TileSplitKernel (see `tile_split`), one with a staged variant in
-        a StagedKernel (see `stage_operands`)."""
+        tile-split variants in a TileSplitKernel (see `tile_split`), that or the kernel with a
+        stream-K variant in a StreamKKernel (see `stream_k`), any of them with a staged variant
+        in a StagedKernel (see `stage_operands`)."""
         target = Target(interpret=self.interpret, descriptors=self._use_descriptors(),
                         force_descriptors=self._forced is True, cvt_tf32=self._descriptors_available(),
                         **self._schedule)  # both: sm_90+
@@ -147,10 +150,9 @@ class TritonBackend:
         misaligned = [i for i, f in enumerate(facts) if align and f is not None and f.tma_by_copy]
         return stage_operands(fn, misaligned, tf32=tf32)
 
-    def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None],
-                       target: Target) -> TritonKernel | SplitKernel | TileSplitKernel:
+    def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
         """The kernel as compiled, wrapped with its split-K variants where `split_k` asks, else
-        with its tile-split variants where `tile_split` asks."""
+        as `_wrapped` wraps it (tile-split, stream-K)."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         automatic = self._split_k is True
         if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() != "1")):
@@ -174,7 +176,8 @@ class TritonBackend:
         return self._stream_k_kernel(self._tiles_kernel(kernel, fn, facts, target), fn, facts, target)
 
     def _stream_k_kernel(self, kernel: TritonKernel | TileSplitKernel, fn: Function,
-                         facts: Sequence[ArrayFacts | None], target: Target) -> TritonKernel | TileSplitKernel | StreamKKernel:
+                         facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
+        """`kernel` wrapped with its stream-K variant where `stream_k` asks and `fn` qualifies."""
         automatic = self._stream_k is True
         if self._stream_k is False or (automatic and (self.interpret or knobs.STREAM_K.get() != "1")):
             return kernel

@@ -57,7 +57,8 @@ class Target:
     host_descriptors: the kernel takes its tensor descriptors as parameters, made on the host
       at each launch (`memory.descriptor_params`), instead of making them in every program.
     deep_pipeline: the kernel runs about one block per SM (a tile-split variant): its MMA
-      loops get deeper pipelines (`heuristics.DEEP_STAGES`).
+      loops get deeper pipelines where their loads are wide, shallower ones where not
+      (`heuristics.deep_schedule`).
     """
 
     interpret: bool
