@@ -643,3 +643,18 @@ def test_split_variants_pipeline_deeper(n, k, stages):
     assert "num_stages=4)" in compiled.main.source
     expected = DEEP_STAGES if stages == "deep" else DEEP_NARROW_STAGES
     assert f"num_stages={expected})" in compiled.variant(2).source
+
+
+def test_split_variants_keep_the_kernels_own_stages():
+    """A kernel that names its num_stages keeps them in its split variants, narrow rows or not."""
+    from tilecraft.backends import BackendKind
+    from tilecraft.backends.base import array_facts
+    from tilecraft.backends.triton import TritonBackend
+
+    a, b = _mats(250, 250, 252)
+    c = np.zeros((250, 250), np.float16)
+    fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
+    fn.options["num_stages"] = 5
+    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in (a, b, c)]
+    compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, [*facts, *[None] * (len(fn.params) - 3)])
+    assert "num_stages=5)" in compiled.variant(2).source

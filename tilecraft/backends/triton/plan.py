@@ -86,7 +86,8 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
     pipelined = pipelined_loops(fn)
     wide = all(o in descriptor_of or _rows16(arrays.get(o.array.id))
                for loop in pipelined for o in loop.body.ops if isinstance(o, ops.Load))
-    deep, max_stages = deep_schedule(target.deep_pipeline, wide, target.max_stages)
+    user_stages = isinstance(fn.options.get("num_stages"), int)  # the kernel's own choice stands
+    deep, max_stages = deep_schedule(target.deep_pipeline and not user_stages, wide, target.max_stages)
     config = choose_config(fn, max_stages, target.one_cta, deep)
     flatten = target.flatten and flattenable(pipelined)
     users: dict[int, list[Op]] = {}
