@@ -28,6 +28,10 @@ this GPU (none where it declines: a grid over half the SMs), forced on a backend
 --tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
 how the same kernel fares with the tiles a compiler could choose for it.
 
+--tile-split COUNTS adds the sample with its tiles split N ways on every launch, as
+`tilecraft-t<N>` per count N (backends/tile_splitting.py, forced): how the pieces fare where the
+launch's own model chose another count or none.
+
 --unsplit adds the sample launched with tile splitting and stream-K off
 (backends/tile_splitting.py, backends/stream_k.py), as `tilecraft-unsplit`: what dealing the
 work out to more blocks gains where it applies (grids that fill few waves, or a last one poorly).
@@ -107,13 +111,15 @@ def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, di
 
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
                  seed: int, counts: list[str] | None = None, tiles: Sequence[str] = (),
-                 unsplit: bool = False) -> list[dict[str, Any]]:
+                 unsplit: bool = False, tile_counts: Sequence[int] = ()) -> list[dict[str, Any]]:
     """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
     --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
     those apart from the squares' line)."""
     auto, backends = split_impls(case, sms, counts) if counts else (None, {})
     if unsplit:
         backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False, stream_k=False)
+    for n in tile_counts:
+        backends[f"tilecraft-t{n}"] = variant_backend(f"tiles{n}", tile_split=n, stream_k=False)
     tiled = tuple(f"tilecraft@{t}" for t in tiles)
     records = measure_case(case, device, timer, sms, seed, IMPLS + tiled + tuple(backends), backends)
     odd = (case.M, case.N, case.K) not in [(s, s, s) for s in SQUARE]
@@ -163,6 +169,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="the split-K comparison instead (see above): comma-separated split counts or 'auto'")
     p.add_argument("--tiles", metavar="TILES", type=tile_list, default=[],
                    help="also run the sample with these tiles (TMxTNxTK, comma-separated) as tilecraft@TILES")
+    p.add_argument("--tile-split", metavar="COUNTS", type=lambda t: [int(c) for c in t.split(",")], default=[],
+                   help="also run the sample with its tiles split N ways (comma-separated counts) as tilecraft-tN")
     p.add_argument("--unsplit", action="store_true",
                    help="also run the sample with tile splitting and stream-K off, as tilecraft-unsplit")
     p.add_argument("--cases", metavar="TEXT", type=lambda t: t.split(","), default=[],
@@ -206,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if sweep == "matmul":
             doc["matmul"] += sweep_matmul(case, timer, device, sms, args.seed + i, args.split_k, args.tiles,
-                                           args.unsplit)
+                                           args.unsplit, args.tile_split)
         else:
             doc["rowwise"] += sweep_rowwise(*case, timer)
         doc["meta"]["seconds"] = round(time.perf_counter() - started, 1)
