@@ -46,7 +46,8 @@ DEEP_STAGES = 6
 pieces, `choose_config(deep=True)`), where no other block hides the loads' latency, when its
 tiles load 16 bytes at a time or through tensor descriptors: on the H200 the split sample's
 pieces (64x128 and 64x64) ran 6-15% faster with 6 stages than with 4 at 512^3-1024^3 fp16
-(benchmarks/results/split-probe-h200-2026-12-01-b.json)."""
+(benchmarks/results/split-probe-h200-2026-12-01-b.json); 3072^3, split in two, went from 0.82 to
+0.87x torch (size-sweep-h200-2026-12-01-s.json)."""
 
 DEEP_NARROW_STAGES = 3
 """At most this many stages for such a launch whose K loop loads from rows that are not 16-byte
