@@ -216,6 +216,18 @@ def _workspace_index(b: Builder, work: Value, split: Value, grid_row: tuple[Valu
     return (row, *[zero] * (work.type.ndim - 1))
 
 
+def trip_count(b: Builder, loop: ops.For) -> tuple[Value, Value]:
+    """(step, trips) of `loop` in its index dtype: its step made at least 1, and cdiv(upper -
+    lower, step) at least 0 (for a step <= 0 that counts as 1; callers keep the loop's own step
+    and upper bound, under which such a loop still runs nothing)."""
+    t = loop.lower.tile.dtype
+    one, zero = (b.value(ops.Const, value=v, dtype=t) for v in (1, 0))
+    step = _binary(b, BinaryFn.MAX, loop.step, one)
+    span = _binary(b, BinaryFn.ADD, _binary(b, BinaryFn.SUB, loop.upper, loop.lower),
+                   _binary(b, BinaryFn.SUB, step, one))
+    return step, _binary(b, BinaryFn.MAX, _binary(b, BinaryFn.FLOORDIV, span, step), zero)
+
+
 def _chunk(b: Builder, loop: ops.For, splits: Value) -> tuple[Value, Value]:
     """(lower, upper) of split bid(1)'s iterations of `loop`: chunk = cdiv(trips, S) iterations
     from iteration bid(1) * chunk, at most to the loop's end (bounds kept visibly non-negative
@@ -229,10 +241,7 @@ def _chunk(b: Builder, loop: ops.For, splits: Value) -> tuple[Value, Value]:
         return v if t is dt.int32 else b.value(ops.Cast, x=v, dtype=t)
 
     one = const(1)
-    step = _binary(b, BinaryFn.MAX, loop.step, one)
-    span = _binary(b, BinaryFn.ADD, _binary(b, BinaryFn.SUB, loop.upper, loop.lower),
-                   _binary(b, BinaryFn.SUB, step, one))
-    trips = _binary(b, BinaryFn.MAX, _binary(b, BinaryFn.FLOORDIV, span, step), const(0))
+    step, trips = trip_count(b, loop)
     count = _binary(b, BinaryFn.MAX, widen(splits), one)
     chunk = _binary(b, BinaryFn.FLOORDIV, _binary(b, BinaryFn.SUB, _binary(b, BinaryFn.ADD, trips, count), one), count)
     width = _binary(b, BinaryFn.MUL, chunk, step)

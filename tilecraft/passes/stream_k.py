@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from ..ir import ArrayType, AtomicFn, BinaryFn, Block, Builder, CompareFn, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
 from ..language.enums import MemoryOrder, MemoryScope
-from .split_k import FINISH_LATENCY, k_loop, slice_index, sliced_epilogue, sliceable
+from .split_k import FINISH_LATENCY, k_loop, slice_index, sliced_epilogue, sliceable, trip_count
 
 
 SUM_ROWS = 32
@@ -142,8 +142,7 @@ def _kernel(fn: Function, hoisted: list[Op], per_tile: list[Op], loop: ops.For, 
     with b.inside(body):
         body.ops.extend(hoisted)
         one = e.const(1)
-        step = e.bin(BinaryFn.MAX, loop.step, one)
-        trips = e.bin(BinaryFn.MAX, e.div(e.sub(e.add(loop.upper, step), e.add(loop.lower, one)), step), e.const(0))
+        step, trips = trip_count(b, loop)
         per = e.bin(BinaryFn.MAX, trips, one)  # T: a loop of no iteration still makes one segment per tile
         programs, program = b.value(ops.NumBlocks, axis=0), b.value(ops.Bid, axis=0)
         chunk = e.cdiv(e.mul(tiles, per), programs)
