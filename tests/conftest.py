@@ -230,6 +230,15 @@ def kernel_ir(kernel: Any, *args: Any) -> Any:
     return kernel.lower(specs)
 
 
+def run_matmul(dev: Any, backend: str, grid: tuple[int, int, int], kernel: Any, a: np.ndarray, b: np.ndarray,
+               args: tuple, dtype: str = "float32") -> np.ndarray:
+    """Launch a matmul-shaped `kernel` as (A, B, C, *args) on `backend` over `grid`, C a poisoned
+    array of `dtype` with A's rows and B's columns; C back as NumPy."""
+    c = dev.poison((a.shape[0], b.shape[1]), dtype)
+    dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, *args), backend=backend)
+    return dev.get(c)
+
+
 SENTINEL = 0x5A
 
 

@@ -18,7 +18,7 @@ from tilecraft.backends.stream_k import StreamKKernel, StreamKLauncher, auto_pro
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.stream_k import SUM_ROWS, stream_k
-from conftest import kernel_ir
+from conftest import kernel_ir, run_matmul
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
@@ -94,12 +94,6 @@ def _stream_taken(kernel, name: str) -> bool:
     return bool(compiled) and all(c is not None and c._variant is not None for c in compiled)
 
 
-def _run(dev, name, grid, kernel, a, b, args, dtype: str = "float32") -> np.ndarray:
-    c = dev.poison((a.shape[0], b.shape[1]), dtype)
-    dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, *args), backend=name)
-    return dev.get(c)
-
-
 @pytest.mark.parametrize("programs", [1, 5, 7, 40, 300])
 def test_stream_k_matmul_sample(dev, stream_backend, programs):
     """100x200x70 fp16 (fp32 output) with 32x64x32 tiles: 28 tiles of 3 K steps each (the last
@@ -111,9 +105,9 @@ def test_stream_k_matmul_sample(dev, stream_backend, programs):
     kernel = ct.kernel(matmul_kernel.fn)  # its own variants
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    unsplit = _run(dev, dev.name, grid, kernel, a, b, tiles)
+    unsplit = run_matmul(dev, dev.name, grid, kernel, a, b, tiles)
     name = stream_backend(programs)
-    first, again = (_run(dev, name, grid, kernel, a, b, tiles) for _ in range(2))
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, tiles) for _ in range(2))
     np.testing.assert_allclose(first, ref, atol=1e-4 * k, rtol=1e-5)
     np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
@@ -132,7 +126,7 @@ def test_stream_k_epilogue_reads_the_tile(dev, stream_backend, k_tiles):
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
     kernel = ct.kernel(residual.fn)
     name = stream_backend(6)
-    got = _run(dev, name, grid, kernel, a, b, (dev.put(r), k_tiles, 32, 32, tk))
+    got = run_matmul(dev, name, grid, kernel, a, b, (dev.put(r), k_tiles, 32, 32, tk))
     used = k_tiles * tk
     ref = a[:, :used].astype(np.float64) @ b[:used].astype(np.float64) + r
     np.testing.assert_allclose(got, ref, atol=1e-4 * max(used, 1), rtol=1e-5)
@@ -145,7 +139,7 @@ def test_declined_kernels_run_as_written(dev, stream_backend):
     a, b = _mats(3 * t, t, 3 * t)
     kernel = ct.kernel(triangular.fn)
     name = stream_backend(4)
-    got = _run(dev, name, (3, 1, 1), kernel, a, b, (t,))
+    got = run_matmul(dev, name, (3, 1, 1), kernel, a, b, (t,))
     ref = np.concatenate([a[i * t:(i + 1) * t, :(i + 1) * t].astype(np.float64) @ b[:(i + 1) * t].astype(np.float64)
                           for i in range(3)])
     np.testing.assert_allclose(got, ref, atol=1e-2, rtol=1e-5)
@@ -167,7 +161,7 @@ def test_automatic_stream_k_on_the_gpu(dev, monkeypatch):
     a, b = _mats(m, n, k)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     kernel = ct.kernel(matmul_kernel.fn)
-    results = [_run(dev, "triton", (81, 1, 1), kernel, a, b, (128, 128, 64)) for _ in range(3)]
+    results = [run_matmul(dev, "triton", (81, 1, 1), kernel, a, b, (128, 128, 64)) for _ in range(3)]
     np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
     assert _stream_taken(kernel, "triton")
     for later in results[1:]:
@@ -236,9 +230,9 @@ def typed(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
 def _unsplit_and_streamed(dev, stream_backend, fn, programs, grid, a, b, args, dtype="float32"):
     """(the kernel's result as written, on `programs` stream-K programs), stream-K taken."""
     kernel = ct.kernel(fn)
-    unsplit = _run(dev, dev.name, grid, kernel, a, b, args, dtype)
+    unsplit = run_matmul(dev, dev.name, grid, kernel, a, b, args, dtype)
     name = stream_backend(programs)
-    streamed = _run(dev, name, grid, kernel, a, b, args, dtype)
+    streamed = run_matmul(dev, name, grid, kernel, a, b, args, dtype)
     assert _stream_taken(kernel, name)
     return unsplit, streamed
 
@@ -269,7 +263,7 @@ def test_grid_queries_in_prologue_and_epilogue(dev, stream_backend, programs):
     kernel = ct.kernel(grid_games.fn)
     name = stream_backend(programs)
     count = dev.put(np.zeros(tiles, np.int32))
-    got = _run(dev, name, (tiles, 1, 1), kernel, a, b, (count, t))
+    got = run_matmul(dev, name, (tiles, 1, 1), kernel, a, b, (count, t))
     assert _stream_taken(kernel, name)
     prod = a.astype(np.float64) @ b.astype(np.float64)
     ref = np.empty_like(prod)
@@ -328,8 +322,8 @@ def test_programs_in_any_order(dev, stream_backend, monkeypatch, seed):
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
     kernel = ct.kernel(matmul_kernel.fn)
     names = [stream_backend(p) for p in (5, 7, 40)]
-    expected = [_run(dev, name, grid, kernel, a, b, tiles) for name in names]
+    expected = [run_matmul(dev, name, grid, kernel, a, b, tiles) for name in names]
     monkeypatch.setattr(interpreter, "range", lambda count: order.permutation(count).tolist(), raising=False)
     for name, want in zip(names, expected):
-        got = _run(dev, name, grid, kernel, a, b, tiles)
+        got = run_matmul(dev, name, grid, kernel, a, b, tiles)
         np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

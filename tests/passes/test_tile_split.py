@@ -16,7 +16,7 @@ from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
 from tilecraft.passes.tile_split import split_factors, tile_splits
-from conftest import kernel_ir, poisoned
+from conftest import kernel_ir, poisoned, run_matmul
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
@@ -194,12 +194,6 @@ def _split_taken(kernel, name: str, count: int) -> bool:
     return bool(compiled) and all(c is not None and list(c._variants) == [count] for c in compiled)
 
 
-def _run(dev, name, grid, kernel, a, b, args) -> np.ndarray:
-    c = dev.poison((a.shape[0], b.shape[1]), "float32")
-    dev.launch(grid, kernel, (dev.put(a), dev.put(b), c, *args), backend=name)
-    return dev.get(c)
-
-
 @pytest.mark.parametrize("count", [2, 4, 8])
 @pytest.mark.parametrize("persistent", [False, True])
 def test_split_matmul_sample(dev, tiles_backend, count, persistent):
@@ -212,9 +206,9 @@ def test_split_matmul_sample(dev, tiles_backend, count, persistent):
     kernel = ct.kernel((persistent_matmul_kernel if persistent else matmul_kernel).fn)  # its own variants
     grid = (3 if persistent else ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    unsplit = _run(dev, dev.name, grid, kernel, a, b, tiles)
+    unsplit = run_matmul(dev, dev.name, grid, kernel, a, b, tiles)
     name = tiles_backend(count)
-    first, again = (_run(dev, name, grid, kernel, a, b, tiles) for _ in range(2))
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, tiles) for _ in range(2))
     np.testing.assert_allclose(first, ref, atol=1e-4 * k, rtol=1e-5)
     np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
@@ -230,7 +224,7 @@ def test_split_epilogue_with_bias_and_relu(dev, tiles_backend):
     bias = RNG.standard_normal(n).astype(np.float32)
     name = tiles_backend(4)
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 64), 1, 1)
-    got = _run(dev, name, grid, bias_relu, a, b, (dev.put(bias), -0.5, 32, 64, 32))
+    got = run_matmul(dev, name, grid, bias_relu, a, b, (dev.put(bias), -0.5, 32, 64, 32))
     ref = np.maximum(-0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + bias, 0)
     np.testing.assert_allclose(got, ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(bias_relu, name, 4)
@@ -244,7 +238,7 @@ def test_automatic_split_on_the_gpu(dev):
     a, b = _mats(m, n, k)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     kernel = ct.kernel(matmul_kernel.fn)
-    results = [_run(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
+    results = [run_matmul(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
     np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, "triton", 8)
     assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [TileSplitLauncher]
@@ -569,22 +563,28 @@ def test_split_results_of_accepted_kernels(dev, tiles_backend, case, count):
     assert _split_taken(kernel, name, count)
 
 
+def _param_facts(fn, *arrays) -> list:
+    """The facts a launch gives `fn`'s parameters for `arrays` (its first ones); none for the rest."""
+    from tilecraft.backends.base import array_facts
+    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in arrays]
+    return [*facts, *[None] * (len(fn.params) - len(facts))]
+
+
 def test_pieces_past_the_arrays_end_keep_their_bounds_checks():
     """M = 192 with 128-row tiles: the second tile straddles the end, and its lower 64-row piece
     lies wholly past it. 64 divides 192, so the variant's facts must not say so along the cut
     axes (a backend would read such a piece unchecked); axes the user's tiles divide keep it."""
-    from tilecraft.backends.base import array_facts
     from tilecraft.backends.tile_splitting import piece_facts
 
     a, b = _mats(192, 256, 128)
-    fn = kernel_ir(matmul_kernel, a, b, np.zeros((192, 256), np.float32), 128, 256, 64)
+    c = np.zeros((192, 256), np.float32)
+    fn = kernel_ir(matmul_kernel, a, b, c, 128, 256, 64)
     splits = tile_splits(fn)
-    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False)
-             for x in (a, b, np.zeros((192, 256), np.float32))]
-    assert [f.dim_pow2 for f in facts] == [(64, 128), (128, 256), (64, 256)]
-    got = piece_facts(splits, 8, [*facts, *[None] * (len(fn.params) - 3)])  # pieces of 64x64
+    facts = _param_facts(fn, a, b, c)
+    assert [f.dim_pow2 for f in facts[:3]] == [(64, 128), (128, 256), (64, 256)]
+    got = piece_facts(splits, 8, facts)  # pieces of 64x64
     assert [f.dim_pow2 for f in got[:3]] == [(32, 128), (128, 256), (32, 256)]
-    assert piece_facts(splits, 2, facts)[:3] == facts  # 128x128 pieces: rows not cut
+    assert piece_facts(splits, 2, facts)[:3] == facts[:3]  # 128x128 pieces: rows not cut
 
 
 @pytest.mark.parametrize("count", [2, 8])
@@ -594,7 +594,7 @@ def test_split_with_pieces_past_the_arrays_end(dev, tiles_backend, count):
     a, b = _mats(m, n, k)
     name = tiles_backend(count)
     kernel = ct.kernel(matmul_kernel.fn)
-    got = _run(dev, name, (2, 1, 1), kernel, a, b, (128, 256, 64))
+    got = run_matmul(dev, name, (2, 1, 1), kernel, a, b, (128, 256, 64))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, name, count)
 
@@ -624,37 +624,34 @@ def test_specialized_launcher_chooses_once_per_grid():
     assert asked == [(4, 1, 1), (2, 1, 1)] and list(wrapped._variants) == [2]
 
 
+def _split_sources(n: int, k: int, **options) -> tuple[str, str]:
+    """The Triton sources of the sample (fp16 n x n x k, 64x128x64 tiles, kernel `options`) as
+    compiled and as its variant split 2 ways (a Triton backend's choices)."""
+    from tilecraft.backends import BackendKind
+    from tilecraft.backends.triton import TritonBackend
+
+    a, b = _mats(n, n, k)
+    c = np.zeros((n, n), np.float16)
+    fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
+    fn.options.update(options)
+    compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, _param_facts(fn, a, b, c))
+    assert isinstance(compiled, TileSplitKernel)
+    return compiled.main.source, compiled.variant(2).source
+
+
 @pytest.mark.parametrize("n, k, stages", [(256, 256, "deep"), (250, 252, "narrow")], ids=["rows16", "narrow"])
 def test_split_variants_pipeline_deeper(n, k, stages):
     """A split launch runs about one block per SM: the variant's K loop gets DEEP_STAGES pipeline
     stages where the kernel as compiled has the usual 4 (a Triton backend's choice), unless its
     rows are not 16-byte aligned (fp16 rows of 250 or 252 elements): then DEEP_NARROW_STAGES."""
-    from tilecraft.backends import BackendKind
-    from tilecraft.backends.base import array_facts
-    from tilecraft.backends.triton import TritonBackend
     from tilecraft.backends.triton.heuristics import DEEP_NARROW_STAGES, DEEP_STAGES
 
-    a, b = _mats(n, n, k)
-    c = np.zeros((n, n), np.float16)
-    fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
-    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in (a, b, c)]
-    compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, [*facts, *[None] * (len(fn.params) - 3)])
-    assert isinstance(compiled, TileSplitKernel)
-    assert "num_stages=4)" in compiled.main.source
+    whole, split = _split_sources(n, k)
+    assert "num_stages=4)" in whole
     expected = DEEP_STAGES if stages == "deep" else DEEP_NARROW_STAGES
-    assert f"num_stages={expected})" in compiled.variant(2).source
+    assert f"num_stages={expected})" in split
 
 
 def test_split_variants_keep_the_kernels_own_stages():
     """A kernel that names its num_stages keeps them in its split variants, narrow rows or not."""
-    from tilecraft.backends import BackendKind
-    from tilecraft.backends.base import array_facts
-    from tilecraft.backends.triton import TritonBackend
-
-    a, b = _mats(250, 250, 252)
-    c = np.zeros((250, 250), np.float16)
-    fn = kernel_ir(matmul_kernel, a, b, c, 64, 128, 64)
-    fn.options["num_stages"] = 5
-    facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in (a, b, c)]
-    compiled = TritonBackend(BackendKind.TRITON_INTERPRET, tile_split=2).compile(fn, [*facts, *[None] * (len(fn.params) - 3)])
-    assert "num_stages=5)" in compiled.variant(2).source
+    assert "num_stages=5)" in _split_sources(250, 252, num_stages=5)[1]
