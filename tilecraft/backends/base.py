@@ -190,11 +190,15 @@ class ChosenPerGrid:
     def get(self, grid: tuple[int, int, int], args: Sequence[Any], dependent: bool) -> Any:
         if dependent:
             return None
-        if grid not in self._chosen:
+        chosen = self._chosen.get(grid, _UNCHOSEN)  # one lookup on the cached launch path
+        if chosen is _UNCHOSEN:
             if len(self._chosen) >= SpecializedLaunchers.LIMIT:
                 self._chosen.clear()
-            self._chosen[grid] = self._choose(grid, args)
-        return self._chosen[grid]
+            chosen = self._chosen[grid] = self._choose(grid, args)
+        return chosen
+
+
+_UNCHOSEN = object()
 
 
 def wrapped_as(kernel: Any, cls: type) -> Any:
