@@ -20,12 +20,13 @@ where it applies (backends/tile_splitting.py): `as generated` splits on its own 
 edited rows start from the split variant that launch ran (`split N: ...`, N its split count),
 launched on the split grid: reloaded as generated, then at each num_warps x num_stages of
 SWEEPS (pieces of 64x128 or 64x64 may want other settings than the whole tiles the heuristics
-were tuned for); where the launch runs as stream-K (1536^3, 3072^3: backends/stream_k.py), the
-sample launched as stream-K on G programs (one per tile: no tile cut), on the SM count (as
-chosen) and on 2G (every tile cut in two); where it does neither, the whole-tile kernel
-(`whole tiles: ...`);
-`unsplit`: the sample on a backend with tile splitting and stream-K off. The fp32 cases
-(`--only fp32`) sweep the sample's 32x32x32 tf32 kernel at the seed sizes TC2 and TC3 the same way.
+were tuned for); where the launch runs as stream-K (with TILECRAFT_STREAM_K=1: 1536^3 and
+3072^3; backends/stream_k.py), the sample launched as stream-K on G programs (one per tile: no
+tile cut), on the SM count (as chosen) and on 2G (every tile cut in two), and the stream-K
+kernel's source on G programs edited (STREAM_K_EDITS); where it does neither, the whole-tile
+kernel (`whole tiles: ...`); `unsplit`: the sample on a backend with tile splitting and stream-K
+off. The fp32 cases (`--only fp32`) sweep the sample's 32x32x32 tf32 kernel at the seed sizes TC2
+and TC3 the same way.
 
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --out $OUT/matmul-probe.json
     PYTHONPATH=$PWD python benchmarks/matmul_probe.py --only 4000x --rounds 3 --out $OUT/x.json  # one case, repeated
