@@ -62,7 +62,12 @@ STREAM_K = Knob("TILECRAFT_STREAM_K", "",
                  "backends/stream_k.py). Off by default: on the H200 its workspace traffic still makes it slower than the "
                  "tiles as written.")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, TF32_STAGING, ALIGN_STAGING)
+WARP_SPECIALIZE = Knob("TILECRAFT_WARP_SPECIALIZE", "",
+                       "Set to 0 to keep a kernel whose one loop streams tiles through MMAs (flash attention) from "
+                       "running as a warp-specialized Gluon kernel on an sm_90 GPU (read when a kernel is compiled; see "
+                       "backends/gluon).")
+
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, WARP_SPECIALIZE, TF32_STAGING, ALIGN_STAGING)
 
 
 def cache_dir() -> Path | None:

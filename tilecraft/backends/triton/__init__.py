@@ -26,11 +26,12 @@ require("torch", TRITON_BACKENDS)
 from triton.runtime import driver  # noqa: E402
 
 from ... import knobs  # noqa: E402
-from ...ir import Function  # noqa: E402
+from ...ir import Function, ops  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
 from ...passes.tile_split import tile_splits  # noqa: E402
+from ...passes.warp_specialize import StreamedLoop, streamed_loop  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
@@ -99,6 +100,7 @@ class TritonBackend:
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
         # whether the GPU has descriptors (TMA): from `capability` (compiling for a GPU that is
         # not here), else asked of the current device on first use
+        self._capability = capability
         self._available: bool | None = None if capability is None else capability >= 90
         self._schedule = {"grid_loop": grid_loop, "flatten": flatten}
 
@@ -115,6 +117,8 @@ class TritonBackend:
             except RuntimeError:  # "0 active drivers"
                 target = None
             self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
+            if self._available:
+                self._capability = target.arch
         return self._available
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled | StagedKernel:
@@ -129,7 +133,7 @@ class TritonBackend:
         kernel = self._compile_split(fn, facts, target)
         staged = self._staged(fn, facts)
         if staged is None:
-            return kernel
+            return self._warp_specialized(kernel, fn, facts)
         return StagedKernel(kernel, staged, facts,
                             # a staged launch takes the full path every time (see StagedKernel.specialize),
                             # where making descriptors on the host would add to its prologues' host time
@@ -137,6 +141,19 @@ class TritonBackend:
                             lambda f: TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
                                                    host_variants=False),
                             self.interpret, self._stage is True)
+
+    def _warp_specialized(self, kernel: Compiled, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled:
+        """`kernel` with its warp-specialized Gluon variant (backends/gluon) where `fn` has a
+        streamed loop whose arrays tensor descriptors can address, on an sm_90 GPU (Gluon's
+        wgmma is Hopper's), unless TILECRAFT_WARP_SPECIALIZE=0."""
+        if (self.interpret or knobs.WARP_SPECIALIZE.get() == "0" or not self._descriptors_available()
+                or self._capability // 10 != 9):
+            return kernel
+        found = streamed_loop(fn)
+        if found is None or not _tma_arrays_ok(fn, facts, found):
+            return kernel
+        from ..gluon import GluonKernel, WarpSpecializedKernel, lower as lower_gluon
+        return WarpSpecializedKernel(kernel, lambda: GluonKernel(lower_gluon(fn, facts, found)))
 
     def _use_descriptors(self) -> bool:
         return self._forced if self._forced is not None else self._descriptors_available()
@@ -211,3 +228,14 @@ class TritonBackend:
             lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
                                                 replace(target, deep_pipeline=True), self.interpret),
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
+
+
+def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:
+    """Whether tensor descriptors can address every array the streamed loop loads or stores."""
+    position = {p.id: i for i, p in enumerate(fn.params)}
+
+    def ok(array, store: bool) -> bool:
+        f = facts[position[array.id]] if position[array.id] < len(facts) else None
+        return f is not None and (f.tma_store_ok if store else f.tma_ok)
+    loads = all(ok(s.load.array, False) for s in (*found.streamed, *found.resident))
+    return loads and all(ok(op.array, True) for op in found.epilogue if isinstance(op, ops.Store))

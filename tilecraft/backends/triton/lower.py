@@ -76,7 +76,7 @@ i8/i16 arguments as unsigned and rejects negative values ("unsigned byte integer
 minimum", H200 run of 2026-12-01)."""
 
 
-def _param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts | None], aligned: list[int]
+def param_kernel_args(w: KernelWriter, fn: Function, facts: Sequence[ArrayFacts | None], aligned: list[int]
                        ) -> tuple[list[str], dict[str, str], list[str]]:
     """Triton parameters (annotated), their Triton types, and the launch-side expressions;
     appends the positions of 16-byte aligned pointers to `aligned`."""
@@ -157,7 +157,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     w = KernelWriter(target, plan)
     kname = w.fresh(fn.name)
     aligned: list[int] = []
-    params, signature, launch = _param_kernel_args(w, fn, facts, aligned)
+    params, signature, launch = param_kernel_args(w, fn, facts, aligned)
     if target.host_descriptors:
         memory.descriptor_params(w, fn, params, signature, launch)
     printing.add_params(w, fn, params, signature)

@@ -1,0 +1,169 @@
+"""Flash attention as users write it, on every backend; on an sm_90 GPU it runs as the
+warp-specialized Gluon kernel (backends/gluon), which these tests also compile for sm_90 on the
+CPU (Gluon has no interpreter) and check the structure of (passes/warp_specialize.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.backends.base import wrapped_as
+from tilecraft.passes.warp_specialize import streamed_loop
+
+from conftest import kernel_ir
+
+
+@ct.kernel
+def flash_attention(Q, K, V, Out, scale: float, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int],
+                    HEADS: ct.Constant[int], GROUP: ct.Constant[int], CAUSAL: ct.Constant[bool]):
+    """softmax(Q K^T * scale) V for TM query rows of one (batch, head); the keys and values are
+    those of head // GROUP; CAUSAL: query row r sees keys 0..r."""
+    block = ct.bid(0)
+    batch = ct.bid(1) // HEADS
+    head = ct.bid(1) % HEADS
+    kv_head = head // GROUP
+    q = ct.load(Q, index=(batch, head, block, 0), shape=(1, 1, TM, D)).reshape((TM, D))
+    m = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    total = ct.full((TM, 1), 0.0, dtype=ct.float32)
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    keys = K.shape[2]
+    if CAUSAL:
+        end = ct.cdiv(min((block + 1) * TM, keys), TN)
+    else:
+        end = ct.cdiv(keys, TN)
+    rows = (block * TM + ct.arange(TM, dtype=ct.int32))[:, None]
+    base2 = scale * 1.4426950408889634
+    for j in range(0, end):
+        kt = ct.load(K, index=(batch, kv_head, 0, j), shape=(1, 1, D, TN), order=(0, 1, 3, 2)).reshape((D, TN))
+        s = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        cols = (j * TN + ct.arange(TN, dtype=ct.int32))[None, :]
+        seen = cols < keys
+        if CAUSAL:
+            seen = seen & (rows >= cols)
+        s = ct.where(seen, s * base2, -math.inf)
+        m_new = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp2(s - m_new)
+        alpha = ct.exp2(m - m_new)
+        total = total * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = ct.load(V, index=(batch, kv_head, j, 0), shape=(1, 1, TN, D)).reshape((TN, D))
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m = m_new
+    out = (acc / total).astype(Out.dtype)
+    ct.store(Out, index=(batch, head, block, 0), tile=out.reshape((1, 1, TM, D)))
+
+
+@ct.kernel
+def tile_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        a = ct.load(A, index=(ct.bid(0), k), shape=(TM, TK))
+        b = ct.load(B, index=(k, ct.bid(1)), shape=(TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(ct.bid(0), ct.bid(1)), tile=acc.astype(C.dtype))
+
+
+def _reference(q, k, v, scale, group, causal):
+    """float64 attention of [B, H, S, D] arrays (K and V with H // group heads)."""
+    q, k, v = (np.asarray(x, dtype=np.float64) for x in (q, k, v))
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return np.einsum("bhqk,bhkd->bhqd", p / p.sum(-1, keepdims=True), v)
+
+
+def _inputs(batch, heads, group, seq_q, seq_k, d, dtype, seed):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batch, heads, seq_q, d)).astype(dtype)
+    k = rng.standard_normal((batch, heads // group, seq_k, d)).astype(dtype)
+    v = rng.standard_normal((batch, heads // group, seq_k, d)).astype(dtype)
+    return q, k, v
+
+
+def _run(dev, backend, q, k, v, tm, tn, group, causal):
+    batch, heads, seq, d = q.shape
+    out = dev.poison(q.shape, q.dtype)
+    scale = 1 / math.sqrt(d)
+    grid = (math.ceil(seq / tm), batch * heads, 1)
+    dev.launch(grid, flash_attention, (dev.put(q), dev.put(k), dev.put(v), out, scale, tm, tn, d, heads, group, causal),
+               backend=backend)
+    return dev.get(out).astype(np.float64), _reference(q, k, v, scale, group, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("seq", [64, 80])
+def test_attention_small(dev, backend, causal, seq):
+    """Every backend (the GPU through the Gluon variant): 64x32 tiles over 64 or 80 keys (a
+    partial last key tile and query block), two query heads per key head."""
+    import ml_dtypes
+    q, k, v = _inputs(1, 4, 2, seq, seq, 64, ml_dtypes.bfloat16, seed=seq + causal)
+    got, want = _run(dev, backend, q, k, v, 64, 32, 2, causal)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tm,tn,d", [(128, 128, 128), (64, 128, 128), (128, 64, 64), (128, 128, 64)])
+@pytest.mark.parametrize("seq", [512, 300])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_attention_gluon(dev, backend, causal, tm, tn, d, seq, dtype):
+    """On the GPU: the warp-specialized variant runs (not the Triton kernel) and matches float64."""
+    import ml_dtypes
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    q, k, v = _inputs(2, 4, 2, seq, seq, d, np_dtype, seed=tm + tn + d + seq)
+    got, want = _run(dev, backend, q, k, v, tm, tn, 2, causal)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    ran = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in flash_attention.variants.values()]
+    assert any(k is not None and k._launched for k in ran), [k and k.gave_up for k in ran]
+
+
+# ---- on the CPU: which kernels qualify, and the variant compiled for sm_90 -------------------------
+def _attention_args(tm, tn, d, causal, seq=256, dtype="bfloat16"):
+    import torch
+    q = torch.empty(2, 4, seq, d, dtype=getattr(torch, dtype))
+    kv = torch.empty(2, 2, seq, d, dtype=getattr(torch, dtype))
+    return (q, kv, kv, q, 0.125, tm, tn, d, 4, 2, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_streamed_loop_found(causal):
+    """K and V are streamed, Q resident; P V is the deferred MMA, its accumulator rescaled."""
+    pytest.importorskip("torch")
+    found = streamed_loop(kernel_ir(flash_attention, *_attention_args(128, 64, 64, causal)))
+    assert found is not None and found.rows == 128
+    assert [s.transposed for s in found.streamed] == [True, False] and len(found.resident) == 1
+    assert found.deferred is found.mmas[1] and [op.name for op in found.rescale] == ["binary"]
+
+
+def test_matmul_is_not_a_streamed_loop():
+    """Both operands of a matmul stream: nothing stays resident for the A operand."""
+    a = np.zeros((256, 256), np.float16)
+    assert streamed_loop(kernel_ir(tile_matmul, a, a, a, 128, 128, 64)) is None
+
+
+@pytest.mark.parametrize("tm,tn,d,causal", [(128, 128, 128, False), (128, 64, 64, True), (64, 128, 64, True)])
+def test_gluon_compiles_for_sm90(tm, tn, d, causal):
+    """The Gluon variant of flash_attention compiles for sm_90 here, in shared memory, without
+    spills beyond a few bytes, with the producer warp and the deferred MMA in its source."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.gluon import GluonKernel, lower
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.ir import ArrayType
+    from tilecraft.runtime.args import backend_args
+    from tilecraft.tools.inspection import _resources
+    args = _attention_args(tm, tn, d, causal)
+    specs, arrays, flat = flash_attention.describe(args)
+    ir = flash_attention.lower(specs, "sm_90")
+    facts = iter(a.facts for a in arrays)
+    kernel = GluonKernel(lower(ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params],
+                               streamed_loop(ir)))
+    assert "gl.warp_specialize(" in kernel.source and "warpgroup_mma_wait(1, " in kernel.source
+    binary = kernel.compile_for(90, backend_args(flat, as_torch))
+    _, spills = _resources(binary.asm["cubin"])
+    assert binary.metadata.shared <= shared_memory_limit(90) and spills <= 16

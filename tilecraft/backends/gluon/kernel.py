@@ -1,0 +1,136 @@
+"""Loading and launching the warp-specialized Gluon variant, and the kernel that chooses it.
+
+`WarpSpecializedKernel` wraps the Triton backend's kernel: on an sm_90 GPU it launches the
+Gluon variant (lower.py), built at the first launch; a variant Gluon cannot build (an op it
+does not take, layouts it cannot reconcile, shared memory) is given up for good, with the
+reason in `fallbacks`, and the wrapped kernel launches instead. Tensor descriptors are made
+on the host at every launch (Gluon takes them as arguments)."""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import sys
+from typing import Any, Callable, Sequence
+
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler.errors import CompilationError
+from triton.runtime.errors import OutOfResources
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+from triton.runtime.jit import mangle_type
+
+from ..base import WrappedKernel
+from ..triton.compile import source_file, write_source
+from ..triton.launching import current_stream, stream_context, stream_handle
+from .lower import GluonLowered
+
+Grid = tuple[int, int, int]
+
+_GL = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
+
+
+class GluonKernel:
+    """One lowered Gluon module, loaded: `launch(grid, args, stream)` as TritonKernel's."""
+
+    def __init__(self, lowered: GluonLowered) -> None:
+        self.lowered = lowered
+        self.source = lowered.source
+        path = write_source(lowered.name, lowered.source)
+        _, text = source_file(lowered.name, lowered.source)
+        modname = f"tilecraft_gluon_{path.stem}"
+        module = sys.modules.get(modname)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(modname, path)
+            module = importlib.util.module_from_spec(spec)
+            linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
+            exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
+            sys.modules[modname] = module
+        self._fn = getattr(module, lowered.name)
+        self._flatten = eval(lowered.flatten)  # noqa: S307 - generated: `lambda a0, ...: (...)`
+
+    def descriptors(self, args: Sequence[Any]) -> list[Any]:
+        """The TMA descriptors of a launch with `args` (host-made, Gluon's type)."""
+        out = []
+        for d in self.lowered.descriptors:
+            t = args[d.param]
+            block = list(d.block)
+            out.append(TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, _GL[t.dtype])))
+        return out
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        flat = (*self._flatten(*args), *self.descriptors(args))
+        options = dict(num_warps=self.lowered.num_warps)
+        if stream is None or stream_handle(stream) == current_stream():
+            self._fn[grid](*flat, **options)
+        else:
+            with stream_context(stream):
+                self._fn[grid](*flat, **options)
+
+    def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
+        """Compile for sm_<capability> without a GPU (`args`: arrays may live on the CPU; needed
+        for the descriptors' types). Returns Triton's compiled kernel."""
+        if args is None:
+            raise ValueError("a Gluon kernel compiles for given arguments")
+        sig = dict(self.lowered.signature)
+        for d, desc in zip(self.lowered.descriptors, self.descriptors(args)):
+            sig[d.name] = mangle_type(desc)
+        attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
+        src = GluonASTSource(self._fn, signature=sig, attrs=attrs)
+        return triton.compile(src, target=GPUTarget("cuda", capability, 32),
+                              options=dict(num_warps=self.lowered.num_warps))
+
+    def specialize(self, args: Sequence[Any]) -> "GluonKernel":
+        return self
+
+
+class WarpSpecializedKernel(WrappedKernel):
+    """The Triton backend's kernel with a warp-specialized Gluon variant (module docstring).
+    `build()` lowers and loads the variant (an exception: it cannot be built); Gluon compiles
+    it at its first launch, before it runs (an exception there: the same)."""
+
+    def __init__(self, main: Any, build: Callable[[], GluonKernel]) -> None:
+        self.main = main
+        self._build = build
+        self._variant: GluonKernel | None = None
+        self._launched = False
+        self.gave_up: str | None = None
+
+    def _give_up(self, exc: Exception) -> None:
+        lines = str(exc).strip().splitlines()
+        self.gave_up = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
+        self._variant = None
+
+    def variant(self) -> GluonKernel | None:
+        """The Gluon variant, built on first use; None once it could not be."""
+        if self._variant is None and self.gave_up is None:
+            try:
+                self._variant = self._build()
+            except Exception as exc:  # noqa: BLE001 - any failure to build means: run the Triton kernel
+                self._give_up(exc)
+        return self._variant
+
+    @property
+    def fallbacks(self) -> list[str]:
+        mine = [f"warp-specialized Gluon variant: {self.gave_up}"] if self.gave_up else []
+        return [*mine, *self.main.fallbacks]
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        variant = None if dependent else self.variant()
+        if variant is None:
+            return self.main.launch(grid, args, stream, dependent=dependent)
+        if self._launched:
+            return variant.launch(grid, args, stream)
+        try:  # the first launch compiles: a variant Gluon cannot compile runs as the Triton kernel
+            variant.launch(grid, args, stream)
+        except (CompilationError, OutOfResources) as exc:
+            self._give_up(exc)
+            return self.main.launch(grid, args, stream, dependent=dependent)
+        self._launched = True
+
+    def specialize(self, args: Sequence[Any]) -> Any:
+        return self if self._variant is not None and self._launched else self.main.specialize(args)
+
