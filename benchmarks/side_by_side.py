@@ -98,7 +98,8 @@ def run_cases(system: str, only: str | None) -> list[dict]:
                 ref = theirs()
             measured = _measure(name, ours, lambda out: _rel_err(out, ref), 1e-2)
             flop = 4 * b_ * h * s * s * d / (2 if causal else 1)
-            _record_case(record, name, f"{tm}x{tn}", measured, t_torch, flop / 1e9, "tflops")
+            _record_case(record, name, f"{tm}x{tn}", measured, t_torch, flop / 1e9, "tflops",
+                         schedule=_schedule(system, AttentionFMHA.fmha_kernel))
     if only in (None, "layernorm"):
         import LayerNorm
         for name, dtype, (m, n) in LAYERNORM:
@@ -146,11 +147,26 @@ def _measure(name: str, run, error, tol: float) -> tuple[bool, float | None, flo
         return False, None, None
 
 
-def _record_case(record, name: str, tiles: str, measured: tuple, t_torch: float, work: float, unit: str) -> None:
+def _record_case(record, name: str, tiles: str, measured: tuple, t_torch: float, work: float, unit: str,
+                 **extra) -> None:
     """One row: the measurement, torch's time, and both rates in `unit` (`work` per ms)."""
     ok, err, t = measured
     record(case=name, tiles=tiles, ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
-           **{unit: work / t if t else None, f"torch_{unit}": work / t_torch}, ratio=t_torch / t if t else None)
+           **{unit: work / t if t else None, f"torch_{unit}": work / t_torch}, ratio=t_torch / t if t else None, **extra)
+
+
+def _schedule(system: str, kernel) -> str | None:
+    """Under tilecraft: how `kernel`'s last compiled variant ran, "warp-specialized" (the Gluon
+    variant, backends/gluon), "triton", or why the Gluon variant was given up."""
+    if system != "tilecraft":
+        return None
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    last = list(kernel.variants.values())[-1].compiled
+    ws = wrapped_as(last, WarpSpecializedKernel)
+    if ws is None:
+        return "triton"
+    return "warp-specialized" if ws.gave_up is None else f"triton (gave up: {ws.gave_up})"
 
 
 def _child(system: str, only: str | None, timeout_s: float) -> list[dict]:
