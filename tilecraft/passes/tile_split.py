@@ -137,10 +137,35 @@ def tile_splits(fn: Function) -> TileSplits | None:
     return TileSplits(fn, shape, labels)
 
 
+def row_split(fn: Function, pieces: int) -> Function | None:
+    """`fn` with the rows of its output tiles cut into `pieces` (a power of two), the piece given
+    by a new last int32 parameter `piece` instead of the grid: for a backend that runs the pieces
+    of one block side by side in one program (backends/gluon: one warpgroup each). The kernel
+    qualifies as for `tile_splits`, with these also allowed since only the rows are cut: stores
+    of rank 2 or more whose dims before the last two are 1 (the rows: the next to last), an
+    If carrying split values, reductions along other axes and aranges along the rows (a piece's
+    arange starts at its first row). None when the kernel does not qualify or a piece would have
+    fewer than MIN_SPLIT_DIM rows."""
+    try:
+        stores = _stores(fn, rows_only=True)
+        shape = stores[0].tile.tile.shape
+        labels = _propagate(fn, {s.tile.id: tuple(range(len(shape))) for s in stores}, rows_only=True)
+        _check(fn, labels, rows_only=True)
+        _check_stored_arrays(fn, stores, labels)
+    except _Declined:
+        return None
+    rows = len(shape) - 2
+    if pieces < 1 or pieces & (pieces - 1) or shape[rows] // pieces < MIN_SPLIT_DIM:
+        return None
+    factors = tuple(pieces if a == rows else 1 for a in range(len(shape)))
+    return _Rebuild(fn, labels, factors).function_by_parameter(pieces)
+
+
 # ---- recognition -----------------------------------------------------------------------------------
-def _stores(fn: Function) -> list[ops.Store]:
+def _stores(fn: Function, rows_only: bool = False) -> list[ops.Store]:
     """The kernel's stores, when they are its only effects, every load and store is weak (no
-    memory ordering), and the stores store tiles of one rank-2 shape in array order."""
+    memory ordering), and the stores store tiles of one rank-2 shape in array order (`rows_only`:
+    of one shape of rank 2 or more, 1 in every dim before the last two)."""
     stores = []
     for op in fn.walk():
         if isinstance(op, (ops.Load, ops.Store)) and op.memory_order is not ops.MemoryOrder.WEAK:
@@ -150,9 +175,12 @@ def _stores(fn: Function) -> list[ops.Store]:
         elif type(op).effects and not isinstance(op, ops.Yield):
             raise _Declined  # atomics, scatters, prints, asserts, while loops, grid dependencies
     shapes = {s.tile.tile.shape for s in stores}
-    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+    if len(shapes) != 1:
         raise _Declined
-    if any(s.order != (0, 1) for s in stores):
+    shape = next(iter(shapes))
+    if len(shape) != 2 and not (rows_only and len(shape) > 2 and all(d == 1 for d in shape[:-2])):
+        raise _Declined
+    if any(s.order != tuple(range(len(shape))) for s in stores):
         raise _Declined
     return stores
 
@@ -162,11 +190,21 @@ def _split(labels: Labels) -> bool:
     return any(a is not None for a in labels)
 
 
-def _operand_labels(op: Op, result: Labels | None) -> list[tuple[Value, Labels]]:
+def _operand_labels(op: Op, result: Labels | None, rows_only: bool = False) -> list[tuple[Value, Labels]]:
     """The labels `op`'s tile operands must have for its result to have `result` (None: the
-    result is on no output axis); _Declined where `op` cannot carry an output axis."""
+    result is on no output axis); _Declined where `op` cannot carry an output axis (`rows_only`:
+    row_split's extra ops)."""
     if result is None or not _split(result):
         return []
+    if rows_only and isinstance(op, ops.Arange):
+        return []
+    if rows_only and isinstance(op, ops.Reduce):
+        lab = list(result)
+        if op.keepdims:
+            lab[op.axis] = None
+        else:
+            lab.insert(op.axis, None)
+        return [(op.x, tuple(lab))]
     if isinstance(op, ops.Load):
         if op.order != tuple(range(len(op.shape))):
             raise _Declined
@@ -189,16 +227,21 @@ def _operand_labels(op: Op, result: Labels | None) -> list[tuple[Value, Labels]]
     raise _Declined  # other reshapes, permute, extract, reductions, if results...
 
 
-def _carried(loop: ops.For) -> list[tuple[Value, Value, Value, Value]]:
-    """Per value `loop` carries: its result, body argument, yielded value and start, which must
-    be split alike."""
-    return [(res, loop.body.args[i + 1], loop.body.terminator.values[i], loop.init[i])
-            for i, res in enumerate(loop.results)]
+def _carried(op: ops.For | ops.If) -> list[tuple[Value, ...]]:
+    """The values that must be split alike: per value a loop carries, its result, body argument,
+    yielded value and start; per result of an If, it and what each branch yields."""
+    if isinstance(op, ops.If):
+        return [(res, op.then.terminator.values[i], op.orelse.terminator.values[i])
+                for i, res in enumerate(op.results)]
+    return [(res, op.body.args[i + 1], op.body.terminator.values[i], op.init[i])
+            for i, res in enumerate(op.results)]
 
 
-def _propagate(fn: Function, labels: dict[int, Labels]) -> dict[int, Labels]:
+def _propagate(fn: Function, labels: dict[int, Labels], rows_only: bool = False) -> dict[int, Labels]:
     """Labels pushed from the store tiles back to every value they come from (to a fixed point:
-    a loop's carried value, its start, its yield and its result share one)."""
+    a loop's carried value, its start, its yield and its result share one; with `rows_only` an
+    If's result and its branches' yields too)."""
+    tied_ops = (ops.For, ops.If) if rows_only else (ops.For,)
     all_ops = list(fn.walk())
 
     def give(v: Value, lab: Labels) -> bool:
@@ -214,26 +257,26 @@ def _propagate(fn: Function, labels: dict[int, Labels]) -> dict[int, Labels]:
     while changed:
         changed = False
         for op in reversed(all_ops):
-            if isinstance(op, ops.For):
+            if isinstance(op, tied_ops):
                 for tied in _carried(op):
                     lab = next((labels[v.id] for v in tied if v.id in labels), None)
                     if lab is not None:
                         changed |= any([give(v, lab) for v in tied])
                 continue
             for res in op.results:
-                for v, lab in _operand_labels(op, labels.get(res.id)):
+                for v, lab in _operand_labels(op, labels.get(res.id), rows_only):
                     changed |= give(v, lab)
     return labels
 
 
-def _check(fn: Function, labels: dict[int, Labels]) -> None:
+def _check(fn: Function, labels: dict[int, Labels], rows_only: bool = False) -> None:
     """Every op reads its operands as split as its result asks (a value split for one use and
     whole for another, or an op that cannot carry an output axis, declines the kernel); only a
     For carries split values through its region."""
     for op in fn.walk():
         if isinstance(op, (ops.Store, ops.Yield)):
             continue  # a store's tile is split by definition; a yield is checked with its region's op
-        if isinstance(op, ops.For):
+        if isinstance(op, ops.For) or (rows_only and isinstance(op, ops.If)):
             for tied in _carried(op):
                 if len({labels.get(v.id) for v in tied}) != 1:
                     raise _Declined
@@ -242,7 +285,7 @@ def _check(fn: Function, labels: dict[int, Labels]) -> None:
             raise _Declined
         wanted = {}
         for res in op.results:
-            wanted.update((v.id, lab) for v, lab in _operand_labels(op, labels.get(res.id)) if _split(lab))
+            wanted.update((v.id, lab) for v, lab in _operand_labels(op, labels.get(res.id), rows_only) if _split(lab))
         for v in op.operands:
             if labels.get(v.id) != wanted.get(v.id):
                 raise _Declined
@@ -333,6 +376,22 @@ class _Rebuild:
                          dict(fn.options))
         return eliminate_dead_code(split)
 
+    def function_by_parameter(self, pieces: int) -> Function:
+        """The kernel whose piece is its new last parameter (`row_split`); the grid as the user's."""
+        b, body = self.b, Block()
+        b.loc = self.fn.loc
+        piece = b.new_value(TileType(dt.int32, ()), "piece")
+        self.piece = [piece] * len(self.factors)
+        self.user = self.user_blocks = None
+        with b.inside(body):
+            for p in self.fn.params:
+                self._place(p)
+            self._copy(self.fn.body.ops)
+        fn = self.fn
+        split = Function(f"{fn.name}_rows{pieces}", [*fn.params, piece], [*fn.param_names, "piece"], body, fn.loc,
+                         dict(fn.options))
+        return eliminate_dead_code(split)
+
     def _div(self, x: Value, by: int, fn: BinaryFn) -> Value:
         return self.b.value(ops.Binary, fn=fn, lhs=x, rhs=self.b.value(ops.Const, value=by, dtype=x.tile.dtype))
 
@@ -365,14 +424,31 @@ class _Rebuild:
     def _copy(self, source: list[Op]) -> None:
         for op in source:
             self.b.loc = op.loc
-            if isinstance(op, ops.Bid) and op.axis == 0:
+            if isinstance(op, ops.Bid) and op.axis == 0 and self.user is not None:
                 self.map[op.result.id] = self.user
-            elif isinstance(op, ops.NumBlocks) and op.axis == 0:
+            elif isinstance(op, ops.NumBlocks) and op.axis == 0 and self.user is not None:
                 self.map[op.result.id] = self.user_blocks
+            elif isinstance(op, ops.Arange) and self._cut(op.result):
+                self._arange(op)
             else:
                 self._emit(op)
             for r in op.results:
                 self._place(r)
+
+    def _cut(self, v: Value) -> bool:
+        """Whether `v` (1-D) runs along an axis the split cuts."""
+        a = self.labels.get(v.id, (None,))[0]
+        return a is not None and self.factors[a] > 1
+
+    def _arange(self, op: ops.Arange) -> None:
+        """An arange along a split axis: the piece's part, arange(n / f) + s * n / f."""
+        f = self.factors[self.labels[op.result.id][0]]
+        size = op.size // f
+        start = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=self.piece[0],
+                             rhs=self.b.value(ops.Const, value=size, dtype=dt.int32))
+        start = self.b.value(ops.Broadcast, x=self.b.value(ops.Reshape, x=start, shape=(1,)), shape=(size,))
+        self.map[op.result.id] = self.b.value(ops.Binary, fn=BinaryFn.ADD,
+                                              lhs=self.b.value(ops.Arange, size=size), rhs=start)
 
     def _block(self, block: Block) -> Block:
         args = []

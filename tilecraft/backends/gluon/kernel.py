@@ -63,7 +63,7 @@ class GluonKernel:
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         flat = (*self._flatten(*args), *self.descriptors(args))
-        options = dict(num_warps=self.lowered.num_warps)
+        options = self._options()
         if stream is None or stream_handle(stream) == current_stream():
             self._fn[grid](*flat, **options)
         else:
@@ -80,8 +80,13 @@ class GluonKernel:
             sig[d.name] = mangle_type(desc)
         attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
         src = GluonASTSource(self._fn, signature=sig, attrs=attrs)
-        return triton.compile(src, target=GPUTarget("cuda", capability, 32),
-                              options=dict(num_warps=self.lowered.num_warps))
+        return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = dict(num_warps=self.lowered.num_warps)
+        if self.lowered.maxnreg is not None:
+            options["maxnreg"] = self.lowered.maxnreg
+        return options
 
     def specialize(self, args: Sequence[Any]) -> "GluonKernel":
         return self

@@ -30,7 +30,8 @@ from typing import Sequence
 
 from ...ir import Function, Op, Value, ops
 from ...language import dtypes as D
-from ...passes.warp_specialize import Streamed, StreamedLoop
+from ...passes.tile_split import row_split
+from ...passes.warp_specialize import Streamed, StreamedLoop, streamed_loop
 from ..base import ArrayFacts
 from ..triton.lower import param_kernel_args
 from ..triton.emitter import KernelWriter, Target
@@ -49,6 +50,12 @@ from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared
 
 LOAD_REGS = 40
 """Registers per thread of the load partition (setmaxnreg): scalar index math only."""
+
+COMPUTE_REGS = 240
+MAX_REGS = 168
+"""With two compute partitions (row halves): the registers per thread of the second (setmaxnreg)
+and the kernel's launch bound, as the FA3-style Gluon probe ran them at 1.01x cuDNN
+(benchmarks/gluon_attention_probe.py, results/gluon-attention-probe-h200-2026-12-01-b.json)."""
 
 SHARED_LIMIT = 232448 - 1024
 """Shared memory a block may use on sm_90 (227 KiB), less room for the barriers."""
@@ -77,6 +84,7 @@ class GluonLowered:
     descriptors: tuple[Descriptor, ...]  # after the signature's parameters
     num_warps: int
     stages: int
+    maxnreg: int | None = None
 
 
 class _Writer(KernelWriter):
@@ -115,19 +123,33 @@ def layout_name(cls: int) -> str:
 
 
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> GluonLowered:
-    """The Gluon module running `fn` with the schedule of the module docstring."""
+    """The Gluon module running `fn` with the schedule of the module docstring: 128-row tiles
+    as two compute partitions of one warpgroup, each on its 64 rows (`tile_split.row_split`;
+    both read the same ring slots), other tiles as one partition of rows / 16 warps."""
+    halves = row_split(fn, 2) if found.rows == 128 else None
+    split = None if halves is None else streamed_loop(halves)
+    if split is not None and split.rows == 64:
+        fn_c, found_c, facts_c, consumers = halves, split, [*facts, None], 2
+    else:
+        fn_c, found_c, facts_c, consumers = fn, found, list(facts), 1
     target = Target(interpret=False, descriptors=False)
-    plan = build_plan(fn, facts, target)
+    plan = build_plan(fn_c, facts_c, target)
     users: dict[int, list[Op]] = {vid: list(us) for vid, us in plan.users.items()}
-    layouts = classes([found.prologue, found.loop.body.ops, found.epilogue], found.loop, users)
-    warps = found.rows // 16
-    e = _Emission(fn, facts, found, plan, layouts, warps)
-    return e.module()
+    layouts = classes([found_c.prologue, found_c.loop.body.ops, found_c.epilogue], found_c.loop, users)
+    return _Emission(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers).module()
 
 
 class _Emission:
-    def __init__(self, fn: Function, facts, found: StreamedLoop, plan, layouts: Classes, warps: int) -> None:
-        self.fn, self.facts, self.found, self.plan, self.layouts, self.warps = fn, facts, found, plan, layouts, warps
+    """`fn_c` (the kernel, or its row halves with the `piece` parameter last) emitted for
+    `consumers` compute partitions; the kernel's own parameters are `fn`'s."""
+
+    def __init__(self, fn: Function, facts, fn_c: Function, facts_c, found: StreamedLoop, plan, layouts: Classes,
+                 consumers: int) -> None:
+        self.kernel_fn, self.kernel_facts = fn, facts
+        self.fn, self.facts, self.found, self.plan, self.layouts = fn_c, facts_c, found, plan, layouts
+        self.consumers = consumers
+        self.warps = found.rows // 16
+        self.piece = ""  # the compute partition's number (a constant), the row half it runs
         self.descs: dict[tuple[int, tuple[int, ...]], Descriptor] = {}
         self.stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
@@ -160,6 +182,7 @@ class _Emission:
         reused = self._reused()
         fixed += sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
                      for i, st in enumerate(self.stores) if i not in reused)
+        fixed *= self.consumers
         per_stage = sum(self._bytes(self._block(s), s.load.array.type.dtype) for s in self.found.streamed)
         for stages in (3, 2):
             if fixed + stages * per_stage <= SHARED_LIMIT:
@@ -184,35 +207,39 @@ class _Emission:
         load, helpers_l, functions_l = self._partition("load", self._load_body)
         top = _new_writer(self.plan, self.layouts)
         aligned: list[int] = []
-        params, signature, launch = param_kernel_args(top, self.fn, self.facts, aligned)
+        params, signature, launch = param_kernel_args(top, self.kernel_fn, self.kernel_facts, aligned)
         names = [p.split(":")[0] for p in params]
         descs = [d.name for d in self.descs.values()]
-        kname = top.fresh(self.fn.name)
+        kname = top.fresh(self.kernel_fn.name)
         lines = [f"@gluon.jit\ndef {kname}({', '.join(params + descs)}):"]
         lines += ["    " + text for text in self._allocations(shared)]
-        args = ", ".join(names + descs + [n for n, _ in shared])
-        lines.append(f"    gl.warp_specialize([({kname}_compute, ({args}, )), ({kname}_load, ({args}, ))], "
-                     f"[1], [{LOAD_REGS}])")
+        tail = ", ".join(descs + [n for n, _ in shared])
+        args = [", ".join(names + ([str(c)] if self.consumers > 1 else []) + [tail]) for c in range(self.consumers)]
+        partitions = [f"({kname}_compute, ({a}, ))" for a in args] + [f"({kname}_load, ({args[0]}, ))"]
+        warps = [self.warps] * (self.consumers - 1) + [1]
+        regs = [COMPUTE_REGS] * (self.consumers - 1) + [LOAD_REGS]
+        lines.append(f"    gl.warp_specialize([{', '.join(partitions)}], {warps}, {regs})")
         helpers = list(dict.fromkeys(helpers_c + helpers_l))
-        parts = [f"# Gluon code generated by tilecraft from kernel `{self.fn.name}` (warp-specialized)."
+        parts = [f"# Gluon code generated by tilecraft from kernel `{self.kernel_fn.name}` (warp-specialized)."
                  f"\n{_HEADER}"]
         parts += [HELPERS[h] for h in helpers] + functions_c + functions_l
         parts += [compute.replace("def compute(", f"def {kname}_compute("),
                   load.replace("def load(", f"def {kname}_load("), "\n".join(lines) + "\n"]
         source = _as_gluon("\n\n".join(parts))
-        nargs = len(self.fn.params)
+        nargs = len(self.kernel_fn.params)
         flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(x + ', ' for x in launch)})"
         return GluonLowered(kname, source, signature, flatten, tuple(aligned), tuple(self.descs.values()),
-                            self.warps, self.stages)
+                            self.warps, self.stages, MAX_REGS if self.consumers > 1 else None)
 
     def _shared_names(self) -> list[tuple[str, str]]:
         """(name, allocation expression) of every shared buffer and barrier."""
         out: list[tuple[str, str]] = []
+        c = self.consumers
         for i, s in enumerate(self.found.resident):
             d = self._desc(s.load.array, self._block(s))
-            out.append((f"res{i}", f"gl.allocate_shared_memory({d}.dtype, {d}.block_type.shape, {d}.layout)"))
+            out.append((f"res{i}", f"gl.allocate_shared_memory({d}.dtype, [{c}] + {d}.block_type.shape, {d}.layout)"))
         if self.found.resident:
-            out.append(("res_bar", "gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())"))
+            out.append(("res_bar", f"gl.allocate_shared_memory(gl.int64, [{c}, 1], mbarrier.MBarrierLayout())"))
         for i, s in enumerate(self.found.streamed):
             d = self._desc(s.load.array, self._block(s))
             out.append((f"ring{i}", f"gl.allocate_shared_memory({d}.dtype, [{self.stages}] + {d}.block_type.shape, "
@@ -224,17 +251,19 @@ class _Emission:
         for i, st in enumerate(self.stores):
             if i not in reused:
                 d = self._desc(st.array, st.tile.tile.shape)
-                out.append((f"out{i}", f"gl.allocate_shared_memory({d}.dtype, {d}.block_type.shape, {d}.layout)"))
+                out.append((f"out{i}", f"gl.allocate_shared_memory({d}.dtype, [{c}] + {d}.block_type.shape, "
+                                       f"{d}.layout)"))
         return out
 
     def _allocations(self, shared: list[tuple[str, str]]) -> list[str]:
         lines = [f"{name} = {expr}" for name, expr in shared]
         if self.found.resident:
-            lines.append("mbarrier.init(res_bar, count=1)")
+            lines.append(f"for c in gl.static_range({self.consumers}):")
+            lines.append("    mbarrier.init(res_bar.index(c), count=1)")
         for i in range(len(self.found.streamed)):
             lines.append(f"for s in gl.static_range({self.stages}):")
             lines.append(f"    mbarrier.init(ready{i}.index(s), count=1)")
-            lines.append(f"    mbarrier.init(empty{i}.index(s), count=1)")
+            lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers})  # a release per partition")
         return lines
 
     def _partition(self, name: str, body) -> tuple[str, list[str], list[str]]:
@@ -243,6 +272,8 @@ class _Emission:
         aligned: list[int] = []
         params, _, _ = param_kernel_args(w, self.fn, self.facts, aligned)
         names = [p.split(":")[0] for p in params]
+        if self.consumers > 1:
+            self.piece = names[-1]  # row_split's parameter, last
         names += [d.name for d in self.descs.values()] + [n for n, _ in self._shared_names()]
         body(w)
         if not w.lines:
@@ -304,20 +335,20 @@ class _Emission:
             if isinstance(op, ops.Load):
                 r = f.resident.index(next(s for s in f.resident if s.load is op))
                 if first:
-                    w.emit(f"mbarrier.expect(res_bar, {total})")
+                    w.emit(f"mbarrier.expect({self._bar()}, {total})")
                     first = False
                 d = self._desc(op.array, self._block(f.resident[r]))
-                w.emit(f"tma.async_copy_global_to_shared({d}, {self._coords(w, op)}, res_bar, res{r})")
+                w.emit(f"tma.async_copy_global_to_shared({d}, {self._coords(w, op)}, {self._bar()}, {self._own(f'res{r}')})")
             elif not (isinstance(op, ops.Reshape) and op.result.id in views):
                 w.lower_op(op)
         if f.resident:
-            w.emit("mbarrier.wait(res_bar, 0)")
+            w.emit(f"mbarrier.wait({self._bar()}, 0)")
         self._loop(w)
         reused = self._reused()
         for op in f.epilogue:
             if isinstance(op, ops.Store):
                 i = self.stores.index(op)
-                buf = f"res{reused[i]}" if i in reused else f"out{i}"
+                buf = self._own(f"res{reused[i]}" if i in reused else f"out{i}")
                 d = self._desc(op.array, op.tile.tile.shape)
                 w.emit(f"{buf}.store({w.tensor(op.tile)})")
                 w.emit("fence_async_shared()")
@@ -326,6 +357,13 @@ class _Emission:
                 w.lower_op(op)
         if self.stores:
             w.emit("tma.store_wait(0)")
+
+    def _own(self, buffer: str) -> str:
+        """The compute partition's own part of a per-partition buffer."""
+        return f"{buffer}.index({self.piece if self.consumers > 1 else 0})"
+
+    def _bar(self) -> str:
+        return self._own("res_bar")
 
     def _operand(self, w: _Writer, v: Value, slot: str | None, parent: int) -> str:
         """An MMA operand: a view of a resident buffer or ring slot, else the register tile in
@@ -336,7 +374,7 @@ class _Emission:
             return (f"gl.convert_layout({w.tensor(v)}, gl.DotOperandLayout(operand_index=0, "
                     f"parent={layout_name(parent)}, k_width=2))")
         if s in f.resident:
-            buf = f"res{f.resident.index(s)}"
+            buf = self._own(f"res{f.resident.index(s)}")
         else:
             buf = f"ring{f.streamed.index(s)}.index({slot})"
         view = f"{buf}.reshape([{s.rows}, {s.cols}])"
