@@ -128,7 +128,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     both read the same ring slots), other tiles as one partition of rows / 16 warps."""
     halves = row_split(fn, 2) if found.rows == 128 else None
     split = None if halves is None else streamed_loop(halves)
-    if split is not None and split.rows == 64:
+    if split is not None and split.rows == 64 and not _reads(_stream_slice(split), halves.params[-1]):
         fn_c, found_c, facts_c, consumers = halves, split, [*facts, None], 2
     else:
         fn_c, found_c, facts_c, consumers = fn, found, list(facts), 1
@@ -247,6 +247,8 @@ class _Emission:
             for kind in ("ready", "empty"):
                 out.append((f"{kind}{i}", f"gl.allocate_shared_memory(gl.int64, [{self.stages}, 1], "
                                           f"mbarrier.MBarrierLayout())"))
+        if self.consumers > 1 and self.found.deferred is not None:
+            out.append(("order", "gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())"))
         reused = self._reused()
         for i, st in enumerate(self.stores):
             if i not in reused:
@@ -260,6 +262,9 @@ class _Emission:
         if self.found.resident:
             lines.append(f"for c in gl.static_range({self.consumers}):")
             lines.append("    mbarrier.init(res_bar.index(c), count=1)")
+        if any(name == "order" for name, _ in shared):
+            lines.append("for c in gl.static_range(2):")
+            lines.append("    mbarrier.init(order.index(c), count=1)")
         for i in range(len(self.found.streamed)):
             lines.append(f"for s in gl.static_range({self.stages}):")
             lines.append(f"    mbarrier.init(ready{i}.index(s), count=1)")
@@ -285,10 +290,7 @@ class _Emission:
     def _load_body(self, w: _Writer) -> None:
         f = self.found
         loop = f.loop
-        need = {loop.lower.id, loop.upper.id, loop.step.id}
-        for s in f.streamed:
-            need |= {v.id for v in s.load.index if v is not loop.body.args[0]}
-        ops_needed = _slice([*f.prologue, *loop.body.ops], need)
+        ops_needed = _stream_slice(f)
         if any(isinstance(op, (ops.Load, ops.Mma)) or op.blocks for op in ops_needed):
             raise LayoutConflict("the streamed loads' indices need a tile load")
         for op in ops_needed:
@@ -297,7 +299,7 @@ class _Emission:
         iv = w.define(loop.body.args[0], "j")
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
-            slot, phase = self._slot(w, iv, lo, step)
+            _, slot, phase = self._slot(w, iv, lo, step)
             for i, s in enumerate(f.streamed):
                 d = self._desc(s.load.array, self._block(s))
                 w.emit(f"mbarrier.wait(empty{i}.index({slot}), {phase} ^ 1)")
@@ -305,13 +307,13 @@ class _Emission:
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self._coords(w, s.load)}, ready{i}.index({slot}), "
                        f"ring{i}.index({slot}))")
 
-    def _slot(self, w: _Writer, iv: str, lo: str, step: str) -> tuple[str, str]:
-        """Names of the ring slot and phase of the iteration at `iv`."""
+    def _slot(self, w: _Writer, iv: str, lo: str, step: str) -> tuple[str, str, str]:
+        """Names of the iteration number, ring slot and phase of the iteration at `iv`."""
         t, slot, phase = w.fresh("t"), w.fresh("slot"), w.fresh("phase")
         w.emit(f"{t} = ({iv} - {lo}) // {step}")
         w.emit(f"{slot} = {t} % {self.stages}")
         w.emit(f"{phase} = ({t} // {self.stages}) & 1")
-        return slot, phase
+        return t, slot, phase
 
     def _coords(self, w: _Writer, op: ops.Load | ops.Store) -> str:
         """The TMA coordinates (elements, array axis order) of a tile load or store."""
@@ -431,8 +433,8 @@ class _Emission:
             iv = w.define(body.args[0], "j")
             w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
             with w.indented():
-                slot, phase = self._slot(w, iv, lo, step)
-                self._iteration(w, names, slot, phase, None)
+                _, slot, phase = self._slot(w, iv, lo, step)
+                self._iteration(w, names, "", slot, phase, None)
         else:
             self._rotated(w, names, lo, hi, step)
         for result, name in zip(loop.results, names):
@@ -445,16 +447,29 @@ class _Emission:
         w.emit(f"if {lo} < {hi}:")
         with w.indented():
             w.emit(f"{iv} = {lo}")
-            slot, phase = self._slot(w, iv, lo, step)
-            state = self._iteration(w, names, slot, phase, None)
+            t, slot, phase = self._slot(w, iv, lo, step)
+            state = self._iteration(w, names, t, slot, phase, None)
             w.emit(f"for {iv} in range({lo} + {step}, {hi}, {step}):")
             with w.indented():
-                slot, phase = self._slot(w, iv, lo, step)
-                self._iteration(w, names, slot, phase, state)
-            p, c, pslot, pphase = state
+                t, slot, phase = self._slot(w, iv, lo, step)
+                self._iteration(w, names, t, slot, phase, state)
+            p, c, pslot, pphase, pt = state
+            self._my_turn(w, f"{pt} + 1")
             tok = self._issue_deferred(w, p, c, pslot, pphase)
+            self._your_turn(w)
             w.emit(f"{names[f.deferred_slot]} = warpgroup_mma_wait(0, deps=({tok}, ))")
             self._release(w, f.deferred, pslot)
+
+    def _my_turn(self, w: _Writer, turn: str) -> None:
+        """Ping-pong (two compute partitions): wait until this partition may issue its MMAs of
+        iteration `turn` (partition 0's first turn at once, every other after the other
+        partition's matching `_your_turn`), so one's softmax runs while the other's MMAs do."""
+        if self.consumers > 1:
+            w.emit(f"mbarrier.wait(order.index({self.piece}), (({turn}) & 1) ^ (1 - {self.piece}))")
+
+    def _your_turn(self, w: _Writer) -> None:
+        if self.consumers > 1:
+            w.emit(f"mbarrier.arrive(order.index(1 - {self.piece}))")
 
     def _issue_deferred(self, w: _Writer, p: str, c: str, slot: str, phase: str) -> str:
         f = self.found
@@ -465,11 +480,12 @@ class _Emission:
         w.emit(f"{tok} = warpgroup_mma({p}, {b}, {c}, is_async=True)")
         return tok
 
-    def _iteration(self, w: _Writer, names: list[str], slot: str, phase: str,
-                   state: tuple[str, str, str, str] | None) -> tuple[str, str, str, str] | None:
+    def _iteration(self, w: _Writer, names: list[str], t: str, slot: str, phase: str,
+                   state: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """One iteration's body. Rotated loops (a deferred MMA): `state` holds the previous
-        iteration's deferred operands (P, C and the slot and phase of its B) as names, None in
-        the first iteration; returns this iteration's (the same names, reassigned)."""
+        iteration's deferred operands (P, C, the slot and phase of its B, its iteration number)
+        as names, None in the first iteration; returns this iteration's (the same names,
+        reassigned)."""
         f = self.found
         body = f.loop.body
         views = {v.id for s in f.streamed for v in s.views}
@@ -494,9 +510,14 @@ class _Emission:
                 w.alias(body.args[1 + f.deferred_slot], acc)
                 pending_late = None
             if isinstance(op, ops.Mma) and op is not deferred:
+                if deferred is not None:
+                    self._my_turn(w, t)
                 tok = self._issue(w, op, slot, phase)
                 if state is not None and deferred is not None:
-                    pending_late = self._issue_deferred(w, *state)
+                    pending_late = self._issue_deferred(w, *state[:4])
+                if deferred is not None:
+                    self._your_turn(w)
+                if pending_late is not None:
                     w.assign(op.result, f"warpgroup_mma_wait(1, deps=({tok}, ))", "mma")
                 else:
                     w.assign(op.result, f"warpgroup_mma_wait(0, deps=({tok}, ))", "mma")
@@ -505,17 +526,32 @@ class _Emission:
             if op is deferred:
                 cls = op.result.tile.shape[-1]
                 if state is None and out_state is None:
-                    out_state = (w.fresh("p_late"), w.fresh("c_late"), w.fresh("slot_late"), w.fresh("phase_late"))
-                p, c, pslot, pphase = out_state
+                    out_state = tuple(w.fresh(n) for n in ("p_late", "c_late", "slot_late", "phase_late", "t_late"))
+                p, c, pslot, pphase, pt = out_state
                 w.emit(f"{p} = {self._operand(w, op.a, None, cls)}")
                 w.emit(f"{c} = {self._in_layout(w, op.acc, cls)}")
                 w.emit(f"{pslot} = {slot}")
                 w.emit(f"{pphase} = {phase}")
+                w.emit(f"{pt} = {t}")
                 continue
             w.lower_op(op)
         if deferred is None:
             return None
         return out_state
+
+
+def _stream_slice(found: StreamedLoop) -> list[Op]:
+    """The ops the loop's bounds and the streamed loads' indices come from (the load partition's
+    work: the compute partitions must agree with it on every slot)."""
+    loop = found.loop
+    need = {loop.lower.id, loop.upper.id, loop.step.id}
+    for s in found.streamed:
+        need |= {v.id for v in s.load.index if v is not loop.body.args[0]}
+    return _slice([*found.prologue, *loop.body.ops], need)
+
+
+def _reads(block_ops: list[Op], v: Value) -> bool:
+    return any(o is v for op in block_ops for o in op.operands)
 
 
 def _new_writer(plan, layouts: Classes) -> _Writer:
