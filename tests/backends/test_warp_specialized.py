@@ -167,3 +167,21 @@ def test_gluon_compiles_for_sm90(tm, tn, d, causal):
     binary = kernel.compile_for(90, backend_args(flat, as_torch))
     _, spills = _resources(binary.asm["cubin"])
     assert binary.metadata.shared <= shared_memory_limit(90) and spills <= 16
+
+
+@pytest.mark.parametrize("capability,knob,wrapped", [(90, "", True), (90, "0", False), (100, "", False), (80, "", False)])
+def test_backend_wraps_on_hopper_only(monkeypatch, capability, knob, wrapped):
+    """The Triton backend gives a streamed-loop kernel its Gluon variant on sm_90 only (wgmma),
+    unless TILECRAFT_WARP_SPECIALIZE=0; the kernel as compiled stays inside for the rest."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.ir import ArrayType
+    monkeypatch.setenv("TILECRAFT_WARP_SPECIALIZE", knob)
+    specs, arrays, _ = flash_attention.describe(_attention_args(128, 128, 64, False))
+    ir = flash_attention.lower(specs, f"sm_{capability}")
+    facts = iter(a.facts for a in arrays)
+    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(
+        ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
+    assert isinstance(compiled, WarpSpecializedKernel) == wrapped

@@ -147,7 +147,7 @@ class TritonBackend:
         streamed loop whose arrays tensor descriptors can address, on an sm_90 GPU (Gluon's
         wgmma is Hopper's), unless TILECRAFT_WARP_SPECIALIZE=0."""
         if (self.interpret or knobs.WARP_SPECIALIZE.get() == "0" or not self._descriptors_available()
-                or self._capability // 10 != 9):
+                or self._capability is None or self._capability // 10 != 9):
             return kernel
         found = streamed_loop(fn)
         if found is None or not _tma_arrays_ok(fn, facts, found):
