@@ -166,7 +166,9 @@ def _schedule(system: str, kernel) -> str | None:
     ws = wrapped_as(last, WarpSpecializedKernel)
     if ws is None:
         return "triton"
-    return "warp-specialized" if ws.gave_up is None else f"triton (gave up: {ws.gave_up})"
+    if ws.gave_up is not None:
+        return f"triton (gave up: {ws.gave_up})"
+    return "warp-specialized" if ws.variant_launches else "triton"
 
 
 def _child(system: str, only: str | None, timeout_s: float) -> list[dict]:

@@ -160,12 +160,12 @@ def _kernel(fn: Function, hoisted: list[Op], per_tile: list[Op], loop: ops.For, 
             k1 = e.bin(BinaryFn.MIN, per, e.add(k0, e.sub(end, it)))
             grid = {ops.Bid: tile, ops.NumBlocks: tiles}
             zero = e.const(0)
-            per_tile = [_as_tile(op, grid, zero) for op in per_tile]
+            per_tile = [grid_read_as(op, grid, zero) for op in per_tile]
             after.ops.extend(per_tile)
             lower = e.add(loop.lower, e.mul(k0, step))
             upper = e.bin(BinaryFn.MIN, e.add(loop.lower, e.mul(k1, step)), loop.upper)
             part = b.value(ops.For, lower=lower, upper=upper, step=loop.step, init=loop.init,
-                           body=_as_tile_block(loop.body, grid, zero))
+                           body=grid_block_read_as(loop.body, grid, zero))
             b.emit(ops.Store, array=work, index=(_slot(e, program, chunk, first), zero), tile=part, order=(0, 1),
                    allow_tma=False)
             q0 = e.div(first, chunk)  # the programs holding the tile's segments: q0..q1
@@ -173,7 +173,7 @@ def _kernel(fn: Function, hoisted: list[Op], per_tile: list[Op], loop: ops.For, 
             last = _arrived_last(e, work, programs, tile, q0, q1, acc)
             finish = Block()
             with b.inside(finish):
-                _finish(e, work, [*hoisted, *per_tile], loop, [_as_tile(op, grid, zero) for op in epilogue],
+                _finish(e, work, [*hoisted, *per_tile], loop, [grid_read_as(op, grid, zero) for op in epilogue],
                         first, chunk, q0, q1)
                 b.emit(ops.Yield, values=())
             b.emit(ops.If, cond=last, then=finish, orelse=_empty(b))
@@ -258,17 +258,19 @@ def _finish(e: _Emit, work: Value, prologue: list[Op], loop: ops.For, epilogue: 
     b.emit(ops.For, lower=e.const(0), upper=e.const(slices), step=one, init=(), body=rows)
 
 
-def _as_tile(op: Op, grid: dict[type, Value], zero: Value) -> Op:
-    """`op` with `bid(0)` and `num_blocks(0)` (the only grid queries of a qualifying kernel) read
-    as the segment's tile and the user's grid (`grid`), in nested blocks too."""
-    source = grid.get(type(op))
+def grid_read_as(op: Op, grid: dict[type, Value], zero: Value) -> Op:
+    """`op` with `bid(0)` and `num_blocks(0)` read as other values (`grid`: Bid and NumBlocks ->
+    the value each reads as; `zero`: an int32 0), in nested blocks too. Stream-K reads them as
+    the segment's tile and the user's grid (the only grid queries of a kernel it qualifies);
+    the warp-specialized schedule's paired blocks as the user's block and grid."""
+    source = grid.get(type(op)) if isinstance(op, (ops.Bid, ops.NumBlocks)) and op.axis == 0 else None
     if source is not None:
         return ops.Binary(fn=BinaryFn.ADD, lhs=source, rhs=zero, results=op.results, loc=op.loc)
     if not op.blocks:
         return op
-    return dataclasses.replace(op, **{name: _as_tile_block(getattr(op, name), grid, zero)
+    return dataclasses.replace(op, **{name: grid_block_read_as(getattr(op, name), grid, zero)
                                       for name in type(op)._block_fields})
 
 
-def _as_tile_block(block: Block, grid: dict[type, Value], zero: Value) -> Block:
-    return Block(list(block.args), [_as_tile(op, grid, zero) for op in block.ops])
+def grid_block_read_as(block: Block, grid: dict[type, Value], zero: Value) -> Block:
+    return Block(list(block.args), [grid_read_as(op, grid, zero) for op in block.ops])

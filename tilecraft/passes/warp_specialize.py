@@ -36,10 +36,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..ir import Block, Function, Op, TileType, Value, ops
+from ..ir import BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
 from ..language.enums import PaddingMode
 from .dce import has_effects
+from .stream_k import grid_read_as
 
 _ELEMENTWISE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Broadcast, ops.Reshape)
 _MMA_DTYPES = (dt.float16, dt.bfloat16)
@@ -122,6 +123,26 @@ def streamed_loop(fn: Function) -> StreamedLoop | None:
         return found
     mma, slot, rescale = deferred
     return StreamedLoop(prologue, loop, epilogue, tuple(streamed), tuple(resident), mmas, rows, mma, slot, rescale)
+
+
+def pair_blocks(fn: Function) -> Function:
+    """`fn` running two blocks of grid axis 0 per program, side by side: piece s (a new last int32
+    parameter `piece`) of program p runs the user's block 2p + s, and `num_blocks(0)` reads the
+    user's grid, twice the launch's (for launches whose grid axis 0 is even). The schedule gives
+    each piece a compute partition; they share the streamed tiles where both read the same."""
+    b = Builder(first_id=fn.max_id() + 1)
+    b.loc = fn.loc
+    piece = b.new_value(scalar(dt.int32), "piece")
+    body = Block()
+    with b.inside(body):
+        two = b.value(ops.Const, value=2, dtype=dt.int32)
+        zero = b.value(ops.Const, value=0, dtype=dt.int32)
+        first = b.value(ops.Binary, fn=BinaryFn.MUL, lhs=b.value(ops.Bid, axis=0), rhs=two)
+        user = b.value(ops.Binary, fn=BinaryFn.ADD, lhs=first, rhs=piece)
+        blocks = b.value(ops.Binary, fn=BinaryFn.MUL, lhs=b.value(ops.NumBlocks, axis=0), rhs=two)
+    body.ops += [grid_read_as(op, {ops.Bid: user, ops.NumBlocks: blocks}, zero) for op in fn.body.ops]
+    return Function(f"{fn.name}_pairs", [*fn.params, piece], [*fn.param_names, "piece"], body, fn.loc,
+                    dict(fn.options))
 
 
 def _terminator(op: Op) -> bool:

@@ -61,8 +61,13 @@ class GluonKernel:
             out.append(TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, _GL[t.dtype])))
         return out
 
+    def takes(self, grid: Grid) -> bool:
+        """Whether the variant can run `grid` (paired blocks need an even axis 0)."""
+        return grid[0] % self.lowered.grid_divisor == 0
+
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         flat = (*self._flatten(*args), *self.descriptors(args))
+        grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
         options = self._options()
         if stream is None or stream_handle(stream) == current_stream():
             self._fn[grid](*flat, **options)
@@ -103,6 +108,7 @@ class WarpSpecializedKernel(WrappedKernel):
         self._variant: GluonKernel | None = None
         self._launched = False
         self.gave_up: str | None = None
+        self.variant_launches = 0  # launches that ran the Gluon variant
 
     def _give_up(self, exc: Exception) -> None:
         lines = str(exc).strip().splitlines()
@@ -125,17 +131,20 @@ class WarpSpecializedKernel(WrappedKernel):
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         variant = None if dependent else self.variant()
-        if variant is None:
+        if variant is None or not variant.takes(grid):
             return self.main.launch(grid, args, stream, dependent=dependent)
         if self._launched:
-            return variant.launch(grid, args, stream)
-        try:  # the first launch compiles: a variant Gluon cannot compile runs as the Triton kernel
             variant.launch(grid, args, stream)
-        except (CompilationError, OutOfResources) as exc:
-            self._give_up(exc)
-            return self.main.launch(grid, args, stream, dependent=dependent)
-        self._launched = True
+        else:
+            try:  # the first launch compiles: a variant Gluon cannot compile runs as the Triton kernel
+                variant.launch(grid, args, stream)
+            except (CompilationError, OutOfResources) as exc:
+                self._give_up(exc)
+                return self.main.launch(grid, args, stream, dependent=dependent)
+            self._launched = True
+        self.variant_launches += 1
 
     def specialize(self, args: Sequence[Any]) -> Any:
         return self if self._variant is not None and self._launched else self.main.specialize(args)
+
 

@@ -23,6 +23,7 @@ meet, the operand is converted (layouts.py).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from typing import Sequence
 from ...ir import Function, Op, Value, ops
 from ...language import dtypes as D
 from ...passes.tile_split import row_split
-from ...passes.warp_specialize import Streamed, StreamedLoop, streamed_loop
+from ...passes.warp_specialize import Streamed, StreamedLoop, pair_blocks, streamed_loop
 from ..base import ArrayFacts
 from ..triton.lower import param_kernel_args
 from ..triton.emitter import KernelWriter, Target
@@ -85,6 +86,7 @@ class GluonLowered:
     num_warps: int
     stages: int
     maxnreg: int | None = None
+    grid_divisor: int = 1  # paired blocks: the launch grid's axis 0 divided by this (it must divide it)
 
 
 class _Writer(KernelWriter):
@@ -125,18 +127,23 @@ def layout_name(cls: int) -> str:
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> GluonLowered:
     """The Gluon module running `fn` with the schedule of the module docstring: 128-row tiles
     as two compute partitions of one warpgroup, each on its 64 rows (`tile_split.row_split`;
-    both read the same ring slots), other tiles as one partition of rows / 16 warps."""
-    halves = row_split(fn, 2) if found.rows == 128 else None
-    split = None if halves is None else streamed_loop(halves)
-    if split is not None and split.rows == 64 and not _reads(_stream_slice(split), halves.params[-1]):
-        fn_c, found_c, facts_c, consumers = halves, split, [*facts, None], 2
+    both read the same ring slots); 64-row tiles as two partitions running two of the user's
+    blocks (`warp_specialize.pair_blocks`: launched on half the grid); either only where the
+    load partition's work does not depend on the partition (else one partition of rows / 16
+    warps)."""
+    two = row_split(fn, 2) if found.rows == 128 else pair_blocks(fn) if found.rows == 64 else None
+    split = None if two is None else streamed_loop(two)
+    if split is not None and split.rows == 64 and not _reads(_stream_slice(split), two.params[-1]):
+        fn_c, found_c, facts_c, consumers = two, split, [*facts, None], 2
+        pairs = found.rows == 64
     else:
-        fn_c, found_c, facts_c, consumers = fn, found, list(facts), 1
+        fn_c, found_c, facts_c, consumers, pairs = fn, found, list(facts), 1, False
     target = Target(interpret=False, descriptors=False)
     plan = build_plan(fn_c, facts_c, target)
     users: dict[int, list[Op]] = {vid: list(us) for vid, us in plan.users.items()}
     layouts = classes([found_c.prologue, found_c.loop.body.ops, found_c.epilogue], found_c.loop, users)
-    return _Emission(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers).module()
+    lowered = _Emission(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers).module()
+    return dataclasses.replace(lowered, grid_divisor=2) if pairs else lowered
 
 
 class _Emission:
