@@ -26,8 +26,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ...ir import Function, Op, Value, ops
 from ...language import dtypes as D
@@ -97,6 +98,20 @@ class _Writer(KernelWriter):
         super().__init__(target, plan)
         self.layouts = layouts
 
+    @contextmanager
+    def rebinding(self, values: list[Value]) -> Iterator[None]:
+        """Whatever the `with` body makes `values` stand for, they stand for what they did before
+        once it is done (a slice lowered a second time, for another partition's piece)."""
+        saved = [(v, self._exprs.get(v.id), self.is_literal(v)) for v in values]
+        try:
+            yield
+        finally:
+            for v, text, literal in saved:
+                if text is None:
+                    self._exprs.pop(v.id, None)
+                else:
+                    self.alias(v, text, literal)
+
     def lower_op(self, op: Op) -> None:
         if isinstance(op, ops.Broadcast) and op.result.id in self.layouts.elided:
             self.alias(op.result, self.expr(op.x), self.is_literal(op.x))
@@ -133,28 +148,34 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     warps)."""
     two = row_split(fn, 2) if found.rows == 128 else pair_blocks(fn) if found.rows == 64 else None
     split = None if two is None else streamed_loop(two)
-    if split is not None and split.rows == 64 and not _reads(_stream_slice(split), two.params[-1]):
+    uneven = False
+    if split is not None and split.rows == 64 and not _reads(_stream_slice(split, upper=False), two.params[-1]):
         fn_c, found_c, facts_c, consumers = two, split, [*facts, None], 2
         pairs = found.rows == 64
+        uneven = _reads(_stream_slice(split, upper="only"), two.params[-1])
     else:
         fn_c, found_c, facts_c, consumers, pairs = fn, found, list(facts), 1, False
     target = Target(interpret=False, descriptors=False)
     plan = build_plan(fn_c, facts_c, target)
     users: dict[int, list[Op]] = {vid: list(us) for vid, us in plan.users.items()}
     layouts = classes([found_c.prologue, found_c.loop.body.ops, found_c.epilogue], found_c.loop, users)
-    lowered = _Emission(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers).module()
+    lowered = _Emission(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers, uneven).module()
     return dataclasses.replace(lowered, grid_divisor=2) if pairs else lowered
 
 
 class _Emission:
     """`fn_c` (the kernel, or its row halves with the `piece` parameter last) emitted for
-    `consumers` compute partitions; the kernel's own parameters are `fn`'s."""
+    `consumers` compute partitions; the kernel's own parameters are `fn`'s. `uneven`: the
+    partitions' loops may end at different iterations (only the upper bound depends on the
+    partition): the load partition streams up to the later end, and a partition done first
+    takes the rest of the slots (and its ping-pong turns) without computing."""
 
     def __init__(self, fn: Function, facts, fn_c: Function, facts_c, found: StreamedLoop, plan, layouts: Classes,
-                 consumers: int) -> None:
+                 consumers: int, uneven: bool = False) -> None:
         self.kernel_fn, self.kernel_facts = fn, facts
         self.fn, self.facts, self.found, self.plan, self.layouts = fn_c, facts_c, found, plan, layouts
         self.consumers = consumers
+        self.uneven = uneven  # the partitions' loops end at different iterations (paired causal blocks)
         self.warps = found.rows // 16
         self.piece = ""  # the compute partition's number (a constant), the row half it runs
         self.descs: dict[tuple[int, tuple[int, ...]], Descriptor] = {}
@@ -303,6 +324,8 @@ class _Emission:
         for op in ops_needed:
             w.lower_op(op)
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
+        if self.uneven:
+            hi = self._latest_end(w, "0", "1")
         iv = w.define(loop.body.args[0], "j")
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
@@ -313,6 +336,49 @@ class _Emission:
                 w.emit(f"mbarrier.expect(ready{i}.index({slot}), {d}.block_type.nbytes)")
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self._coords(w, s.load)}, ready{i}.index({slot}), "
                        f"ring{i}.index({slot}))")
+
+    def _latest_end(self, w: _Writer, mine: str, other: str) -> str:
+        """The later of the loop's upper bound for this partition (`mine`: the piece it runs, as
+        lowered already) and for the piece `other` (lowered again, every value it rebinds put
+        back after)."""
+        loop = self.found.loop
+        mine_hi = w.expr(loop.upper)
+        again = _stream_slice(self.found, upper="only")
+        values = [self.fn.params[-1], *(r for op in again for r in op.results)]
+        with w.rebinding(values):
+            w.alias(self.fn.params[-1], other)
+            for op in again:
+                w.lower_op(op)
+            other_hi = w.expr(loop.upper)
+        latest = w.fresh("hi_all")
+        w.emit(f"{latest} = tl.maximum({mine_hi}, {other_hi})")
+        return latest
+
+    def _drain(self, w: _Writer, lo: str, hi: str, step: str) -> None:
+        """Uneven partitions: after this partition's last iteration, release the slots of the
+        iterations up to the later end (`_latest_end`) and take their ping-pong turns; one
+        whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
+        f = self.found
+        latest = self._latest_end(w, self.piece, f"(1 - {self.piece})")
+        rotated = f.deferred is not None
+        if rotated:
+            w.emit(f"if {lo} >= {hi}:")
+            with w.indented():
+                self._my_turn(w, "0")
+                self._your_turn(w)
+        start = w.fresh("j_drain")
+        w.emit(f"{start} = {lo} + tl.maximum(({hi} - {lo} + {step} - 1) // {step}, 0) * {step}")
+        iv = w.fresh("j")
+        w.emit(f"for {iv} in range({start}, {latest}, {step}):")
+        with w.indented():
+            t, slot, phase = self._slot(w, iv, lo, step)
+            if rotated:
+                self._my_turn(w, f"{t} + 1")
+            for i in range(len(f.streamed)):
+                w.emit(f"mbarrier.wait(ready{i}.index({slot}), {phase})")
+                w.emit(f"mbarrier.arrive(empty{i}.index({slot}))")
+            if rotated:
+                self._your_turn(w)
 
     def _slot(self, w: _Writer, iv: str, lo: str, step: str) -> tuple[str, str, str]:
         """Names of the iteration number, ring slot and phase of the iteration at `iv`."""
@@ -444,6 +510,8 @@ class _Emission:
                 self._iteration(w, names, "", slot, phase, None)
         else:
             self._rotated(w, names, lo, hi, step)
+        if self.uneven:
+            self._drain(w, lo, hi, step)
         for result, name in zip(loop.results, names):
             w.alias(result, name)
 
@@ -547,13 +615,15 @@ class _Emission:
         return out_state
 
 
-def _stream_slice(found: StreamedLoop) -> list[Op]:
+def _stream_slice(found: StreamedLoop, upper: bool = True) -> list[Op]:
     """The ops the loop's bounds and the streamed loads' indices come from (the load partition's
-    work: the compute partitions must agree with it on every slot)."""
+    work: the compute partitions must agree with it on every slot); without the upper bound's
+    (`upper` False) or only those (`upper` "only")."""
     loop = found.loop
-    need = {loop.lower.id, loop.upper.id, loop.step.id}
-    for s in found.streamed:
-        need |= {v.id for v in s.load.index if v is not loop.body.args[0]}
+    need = {loop.upper.id} if upper == "only" else {loop.lower.id, loop.step.id} | ({loop.upper.id} if upper else set())
+    if upper != "only":
+        for s in found.streamed:
+            need |= {v.id for v in s.load.index if v is not loop.body.args[0]}
     return _slice([*found.prologue, *loop.body.ops], need)
 
 
