@@ -21,8 +21,10 @@ OPAQUE = -1
 _MIXING = (ops.Binary, ops.Compare, ops.Where)
 
 
-class LayoutConflict(Exception):
-    """Two tiles whose layouts the emitter cannot reconcile meet in one op."""
+class NotLowerable(Exception):
+    """The kernel cannot run with the warp-specialized schedule: tiles whose layouts the emitter
+    cannot reconcile meet in one op, its rings do not fit in shared memory, ... (the Triton
+    kernel runs instead)."""
 
 
 @dataclass
@@ -58,7 +60,7 @@ def classes(blocks: list[list[Op]], loop: ops.For, users: dict[int, list[Op]]) -
             c.of[res.id] = c.get(y)
         if c.of == before:
             return c
-    raise LayoutConflict("the loop's carried layouts do not settle")
+    raise NotLowerable("the loop's carried layouts do not settle")
 
 
 def _elide_broadcasts(c: Classes, blocks: list[list[Op]], users: dict[int, list[Op]]) -> None:
@@ -91,7 +93,7 @@ def _visit(c: Classes, op: Op) -> None:
         for res, a, b in zip(op.results, op.then.terminator.values, op.orelse.terminator.values):
             ca, cb = c.get(a), c.get(b)
             if ca is not None and cb is not None and ca != cb:
-                raise LayoutConflict("the branches of an if yield tiles of two layouts")
+                raise NotLowerable("the branches of an if yield tiles of two layouts")
             c.of[res.id] = ca if ca is not None else cb
         return
     if isinstance(op, ops.Reshape):
@@ -106,7 +108,7 @@ def _visit(c: Classes, op: Op) -> None:
         c.of[op.result.id] = kinds.pop() if kinds else None
         return
     if OPAQUE in kinds:
-        raise LayoutConflict("a reshaped accumulator tile meets another layout")
+        raise NotLowerable("a reshaped accumulator tile meets another layout")
     full = [k for v, k in known if _shape(v) == _shape(op.result)]
     target = full[0] if full else known[0][1]
     c.of[op.result.id] = target

@@ -186,14 +186,19 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     first = head.count("\n") + kernel_head.count("\n") + 1
     source = head + kernel_head + "\n".join(w.lines) + "\n"
     line_locs = {first + i: loc for i, loc in w.line_locs.items()}
-    nargs = len(fn.params)
-    flatten = f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
+    flatten = flatten_lambda(len(fn.params), launch)
     asserts = tuple((op.message or "", op.loc) for op in fn.walk() if isinstance(op, ops.Assert))
     return LoweredKernel(kname, source, line_locs, signature, tuple(aligned), flatten,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          _descriptor_arrays(fn, plan), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
                          asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
                          printing.plan_prints(fn), tuple(launch), plan.flatten_grid)
+
+
+def flatten_lambda(nargs: int, launch: Sequence[str]) -> str:
+    """`lambda a0, ...: (<launch>, )`: a kernel's arguments -> the generated kernel's (the
+    expressions `param_kernel_args` gives)."""
+    return f"lambda {', '.join(f'a{i}' for i in range(nargs))}: ({''.join(e + ', ' for e in launch)})"
 
 
 def _descriptor_arrays(fn: Function, plan: LoweringPlan) -> tuple[int, ...]:
