@@ -183,9 +183,6 @@ def test_row_split_staircase_expsum(pieces):
     _check_row_kernel(staircase_expsum, _staircase_expsum, 1, pieces)
 
 
-@pytest.mark.xfail(strict=True, reason="row_split declines a value both reduced along the columns and on the "
-                   "store's path element-wise: the Reduce labels it (rows, None), the store's path "
-                   "(rows, cols), a 'needed split two ways' conflict on the column axis it never cuts")
 @pytest.mark.parametrize("kernel,reference,cols", [(staircase_softmax, _staircase_softmax, 40),
                                                    (staircase_logsumexp, _staircase_logsumexp, 1)],
                          ids=["softmax", "logsumexp"])

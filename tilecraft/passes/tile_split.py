@@ -149,12 +149,15 @@ def row_split(fn: Function, pieces: int) -> Function | None:
     try:
         stores = _stores(fn, rows_only=True)
         shape = stores[0].tile.tile.shape
-        labels = _propagate(fn, {s.tile.id: tuple(range(len(shape))) for s in stores}, rows_only=True)
+        rows = len(shape) - 2
+        # only the rows are labelled: a value may then be reduced along its columns and also used
+        # element by element on the way to a store (a softmax's p / sum(p))
+        stored = tuple(rows if a == rows else None for a in range(len(shape)))
+        labels = _propagate(fn, {s.tile.id: stored for s in stores}, rows_only=True)
         _check(fn, labels, rows_only=True)
-        _check_stored_arrays(fn, stores, labels)
+        _check_stored_arrays(fn, stores, labels, stored)
     except _Declined:
         return None
-    rows = len(shape) - 2
     if pieces < 1 or pieces & (pieces - 1) or shape[rows] // pieces < MIN_SPLIT_DIM:
         return None
     factors = tuple(pieces if a == rows else 1 for a in range(len(shape)))
@@ -283,15 +286,19 @@ def _check(fn: Function, labels: dict[int, Labels], rows_only: bool = False) -> 
             continue
         if any(v.id in labels for blk in op.blocks for v in (*blk.args, *(blk.terminator or ops.Yield()).operands)):
             raise _Declined
-        wanted = {}
+        wanted: dict[int, Labels | None] = {}
         for res in op.results:
-            wanted.update((v.id, lab) for v, lab in _operand_labels(op, labels.get(res.id), rows_only) if _split(lab))
+            for v, lab in _operand_labels(op, labels.get(res.id), rows_only):
+                want = lab if _split(lab) else None
+                if wanted.setdefault(v.id, want) != want:
+                    raise _Declined  # one value in two operand places, wanted split and whole (x @ x)
         for v in op.operands:
             if labels.get(v.id) != wanted.get(v.id):
                 raise _Declined
 
 
-def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int, Labels]) -> None:
+def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int, Labels],
+                         like_stores: Labels | None = None) -> None:
     """Within a block, accesses to one array keep program order (spec section 4), but the S
     blocks of a split user block run in no order: a piece may read or overwrite a stored array
     only where it alone writes. So every load of a stored array must be of the very array value
@@ -317,7 +324,7 @@ def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int
     roots = {views[-1].id for views in targets.values()}
     if len(roots) != len(targets):
         raise _Declined  # two views of one array stored to: their tile grids differ
-    like_stores = tuple(range(len(stores[0].tile.tile.shape)))
+    like_stores = like_stores or tuple(range(len(stores[0].tile.tile.shape)))  # the stores' own labels
     for op in fn.walk():
         if isinstance(op, (ops.Load, ops.Gather)) and chain(op.array)[-1].id in roots and not (
                 isinstance(op, ops.Load) and op.array.id in targets and labels.get(op.result.id) == like_stores):
