@@ -197,3 +197,70 @@ def test_backend_wraps_on_hopper_only(monkeypatch, capability, knob, wrapped):
     compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(
         ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
     assert isinstance(compiled, WarpSpecializedKernel) == wrapped
+
+
+# ---- kernels the schedule would run wrongly: declined (or not deferred) ----------------------------
+@ct.kernel
+def rescale_first(Q, K, V, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """P V with the accumulator halved at the top of the body, before the first MMA."""
+    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D))
+    acc = ct.full((TM, D), 0.0, dtype=ct.float32)
+    for j in range(ct.cdiv(K.shape[0], TN)):
+        acc = acc * 0.5
+        kt = ct.load(K, index=(0, j), shape=(D, TN), order=(1, 0))
+        p = ct.mma(q, kt, ct.full((TM, TN), 0.0, dtype=ct.float32)).astype(Q.dtype)
+        v = ct.load(V, index=(j, 0), shape=(TN, D))
+        acc = ct.mma(p, v, acc)
+    ct.store(Out, index=(ct.bid(0), 0), tile=acc.astype(Out.dtype))
+
+
+@ct.kernel
+def previous_max(Q, K, Out, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """Carries the row max and the one before it (`m` yielded into `m_prev`'s slot)."""
+    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D))
+    m = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    m_prev = ct.full((TM, 1), -math.inf, dtype=ct.float32)
+    for j in range(ct.cdiv(K.shape[1], TN)):
+        k = ct.load(K, index=(0, j), shape=(D, TN))
+        s = ct.mma(q, k, ct.full((TM, TN), 0.0, dtype=ct.float32))
+        m_new = ct.maximum(m, ct.max(s, axis=1, keepdims=True))
+        m_prev = m
+        m = m_new
+    ct.store(Out, index=(ct.bid(0), 0), tile=ct.broadcast_to(m - m_prev, (TM, TN)).astype(Out.dtype))
+
+
+@ct.kernel
+def row_sums_too(Q, K, Out, Sums, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int],
+                 W: ct.Constant[int]):
+    """Q K^T summed over the key blocks, and its row sums stored as W equal columns."""
+    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D))
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for j in range(ct.cdiv(K.shape[1], TN)):
+        acc = ct.mma(q, ct.load(K, index=(0, j), shape=(D, TN)), acc)
+    ct.store(Out, index=(ct.bid(0), 0), tile=acc.astype(Out.dtype))
+    ct.store(Sums, index=(ct.bid(0), ct.bid(1)), tile=ct.broadcast_to(ct.sum(acc, axis=1, keepdims=True), (TM, W)))
+
+
+def test_rescale_ahead_of_the_first_mma_is_not_deferred():
+    """The schedule waits for the previous iteration's P V only after issuing Q K^T: a rescale
+    op ahead of that would read the accumulator of two iterations before, so no MMA is deferred
+    (the loop still qualifies and runs its MMAs in order)."""
+    q = np.zeros((256, 64), np.float16)
+    found = streamed_loop(kernel_ir(rescale_first, q, q, q, q, 128, 64, 64))
+    assert found is not None and found.deferred is None
+
+
+def test_carried_value_moved_to_another_slot_is_declined():
+    """`m_prev = m; m = m_new` yields a carried value into another slot, which the schedule's
+    one-by-one assignments would read after overwriting it."""
+    q, k = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16)
+    assert streamed_loop(kernel_ir(previous_max, q, k, q, 64, 64, 64)) is None
+
+
+@pytest.mark.parametrize("columns", [1, 2, 4])
+def test_store_narrower_than_a_tma_box_is_declined(columns):
+    """A float32 store of 1 or 2 columns spans 4 or 8 bytes a row, less than a TMA box's 16:
+    declined (its tensor descriptor would fail at launch, past the fallback); 4 columns qualify."""
+    q, k = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16)
+    ir = kernel_ir(row_sums_too, q, k, q, np.zeros((256, 8), np.float32), 64, 64, 64, columns)
+    assert (streamed_loop(ir) is not None) == (columns == 4)

@@ -22,13 +22,19 @@ A kernel qualifies when:
 - every Mma in the body multiplies 16-bit floats into float32, with M 64 or 128, N a multiple
   of 16 up to 256, K a multiple of 16; its A operand is resident or computed in registers, its
   B operand streamed;
-- every store of the epilogue has identity order and a tile 2-D after leading unit dims, and
-  every tile the loop carries has M rows.
+- every store of the epilogue has identity order and a tile 2-D after leading unit dims whose
+  rows span 16 bytes or more (a TMA box's least), and every tile the loop carries has M rows;
+- every array loaded or stored has at most 5 dims (a tensor descriptor's most);
+- no carried value (or a reshape, broadcast, permute or cast of one) is yielded into another
+  slot: the schedule assigns the yielded values one after the other, so `m_prev, m = m, m_new`
+  would read the new `m`.
 
 `deferred` is the Mma issued one iteration late: the body's last Mma when its result is only
 yielded (as carried value `deferred_slot`), its accumulator derives from that carried value
 through element-wise ops only (`rescale`, in order), nothing else in the body reads the
-carried value, those ops or the Mma, and exactly one other Mma comes before it.
+carried value, those ops or the Mma, and exactly one other Mma comes before it and before every
+rescale op (the schedule waits for the previous iteration's deferred Mma only once it has issued
+the first Mma: a rescale op ahead of it would read the carried value of the iteration before).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from .stream_k import grid_read_as
 
 _ELEMENTWISE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Broadcast, ops.Reshape)
 _MMA_DTYPES = (dt.float16, dt.bfloat16)
+_VIEWS = (ops.Reshape, ops.Broadcast, ops.Permute, ops.Cast)  # ops the emitter may lower as another name
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,8 @@ def streamed_loop(fn: Function) -> StreamedLoop | None:
         return None
     if any(not isinstance(a.type, TileType) or a.tile.ndim != 2 or a.tile.shape[0] != rows for a in body.args[1:]):
         return None
+    if _crosses_slots(body):
+        return None
     if any(_nested_memory(op) for op in body.ops):
         return None
     found = StreamedLoop(prologue, loop, epilogue, tuple(streamed), tuple(resident), mmas, rows, None, None, ())
@@ -164,6 +173,19 @@ def _users(block: Block, acc: dict[int, list[Op]] | None = None) -> dict[int, li
     return acc
 
 
+def _crosses_slots(body: Block) -> bool:
+    """Whether the body yields a carried value, or a view of one, into another slot (see the
+    module docstring)."""
+    defs = {r.id: op for op in body.ops for r in op.results}
+    slot = {a.id: k for k, a in enumerate(body.args[1:])}
+    for k, v in enumerate(body.terminator.values):
+        while v.id in defs and isinstance(defs[v.id], _VIEWS):
+            v = defs[v.id].x
+        if slot.get(v.id, k) != k:
+            return True
+    return False
+
+
 def _nested_memory(op: Op) -> bool:
     """Whether a region of `op` holds a load or an Mma (an IF's branches must be pure math)."""
     return any(isinstance(o, (ops.Load, ops.Mma, ops.Store)) or _nested_memory(o) for blk in op.blocks for o in blk.ops)
@@ -188,7 +210,7 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
               iv: Value | None) -> Streamed | None:
     shape, order = load.shape, load.order
     n = len(shape)
-    if load.array.id not in params or n < 2 or any(d != 1 for d in shape[:-2]):
+    if load.array.id not in params or not 2 <= n <= 5 or any(d != 1 for d in shape[:-2]):
         return None
     if order[:-2] != tuple(range(n - 2)) or sorted(order[-2:]) != [n - 2, n - 1]:
         return None
@@ -244,7 +266,9 @@ def _epilogue_ok(epilogue: list[Op], rows: int) -> bool:
     for op in epilogue:
         if isinstance(op, ops.Store):
             t = op.tile.tile
-            if op.order != tuple(range(t.ndim)) or t.ndim < 2 or any(d != 1 for d in t.shape[:-2]):
+            if op.order != tuple(range(t.ndim)) or not 2 <= t.ndim <= 5 or any(d != 1 for d in t.shape[:-2]):
+                return False
+            if t.shape[-1] * t.dtype.bitwidth < 16 * 8:
                 return False
             if t.shape[-2] != rows or t.dtype not in (*_MMA_DTYPES, dt.float32):
                 return False
@@ -283,6 +307,7 @@ def _deferred(found: StreamedLoop, users: dict[int, list[Op]]) -> tuple[ops.Mma,
     for v in reached:
         if any(u is not mma and u not in chain for u in users.get(v, [])):
             return None
-    if body.ops.index(found.mmas[0]) > body.ops.index(mma):
+    first = body.ops.index(found.mmas[0])
+    if first > body.ops.index(mma) or any(body.ops.index(op) < first for op in rescale):
         return None
     return mma, slot, tuple(rescale)
