@@ -5,6 +5,7 @@ CPU (Gluon has no interpreter) and check the structure of (passes/warp_specializ
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -250,11 +251,19 @@ def test_rescale_ahead_of_the_first_mma_is_not_deferred():
     assert found is not None and found.deferred is None
 
 
-def test_carried_value_moved_to_another_slot_is_declined():
-    """`m_prev = m; m = m_new` yields a carried value into another slot, which the schedule's
-    one-by-one assignments would read after overwriting it."""
+def test_carried_value_moved_to_another_slot_is_assigned_at_once():
+    """`m_prev = m; m = m_new` yields a carried value into another slot: the generated loop
+    assigns the yielded values all at once (through a temporary), as Triton's loops do, so
+    `m_prev` gets the old `m` (one after the other it would read the new one)."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.gluon import lower
     q, k = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16)
-    assert streamed_loop(kernel_ir(previous_max, q, k, q, 64, 64, 64)) is None
+    ir = kernel_ir(previous_max, q, k, q, 64, 64, 64)
+    found = streamed_loop(ir)
+    assert found is not None
+    source = lower(ir, [None] * len(ir.params), found).source
+    loop = source[source.index("    for j in range("):]
+    assert re.search(r"\n\s+(tmp\w*) = (acc\w*)\n(.|\n)*= \1\n", loop), loop
 
 
 @pytest.mark.parametrize("columns", [1, 2, 4])

@@ -24,10 +24,7 @@ A kernel qualifies when:
   B operand streamed;
 - every store of the epilogue has identity order and a tile 2-D after leading unit dims whose
   rows span 16 bytes or more (a TMA box's least), and every tile the loop carries has M rows;
-- every array loaded or stored has at most 5 dims (a tensor descriptor's most);
-- no carried value (or a reshape, broadcast, permute or cast of one) is yielded into another
-  slot: the schedule assigns the yielded values one after the other, so `m_prev, m = m, m_new`
-  would read the new `m`.
+- every array loaded or stored has at most 5 dims (a tensor descriptor's most).
 
 `deferred` is the Mma issued one iteration late: the body's last Mma when its result is only
 yielded (as carried value `deferred_slot`), its accumulator derives from that carried value
@@ -50,7 +47,6 @@ from .stream_k import grid_read_as
 
 _ELEMENTWISE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Broadcast, ops.Reshape)
 _MMA_DTYPES = (dt.float16, dt.bfloat16)
-_VIEWS = (ops.Reshape, ops.Broadcast, ops.Permute, ops.Cast)  # ops the emitter may lower as another name
 
 
 @dataclass(frozen=True)
@@ -122,8 +118,6 @@ def streamed_loop(fn: Function) -> StreamedLoop | None:
         return None
     if any(not isinstance(a.type, TileType) or a.tile.ndim != 2 or a.tile.shape[0] != rows for a in body.args[1:]):
         return None
-    if _crosses_slots(body):
-        return None
     if any(_nested_memory(op) for op in body.ops):
         return None
     found = StreamedLoop(prologue, loop, epilogue, tuple(streamed), tuple(resident), mmas, rows, None, None, ())
@@ -171,19 +165,6 @@ def _users(block: Block, acc: dict[int, list[Op]] | None = None) -> dict[int, li
         for blk in op.blocks:
             _users(blk, acc)
     return acc
-
-
-def _crosses_slots(body: Block) -> bool:
-    """Whether the body yields a carried value, or a view of one, into another slot (see the
-    module docstring)."""
-    defs = {r.id: op for op in body.ops for r in op.results}
-    slot = {a.id: k for k, a in enumerate(body.args[1:])}
-    for k, v in enumerate(body.terminator.values):
-        while v.id in defs and isinstance(defs[v.id], _VIEWS):
-            v = defs[v.id].x
-        if slot.get(v.id, k) != k:
-            return True
-    return False
 
 
 def _nested_memory(op: Op) -> bool:

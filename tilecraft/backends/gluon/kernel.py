@@ -136,9 +136,12 @@ class WarpSpecializedKernel(WrappedKernel):
         if self._launched:
             variant.launch(grid, args, stream)
         else:
-            try:  # the first launch compiles: a variant Gluon cannot compile runs as the Triton kernel
+            try:  # the first launch compiles: a variant Gluon cannot build runs as the Triton kernel
                 variant.launch(grid, args, stream)
-            except (CompilationError, OutOfResources) as exc:
+            except (CompilationError, OutOfResources, RuntimeError, ValueError, AssertionError) as exc:
+                # Triton's failed pass pipeline is a RuntimeError, a descriptor it cannot make a
+                # ValueError or AssertionError; all arise before the kernel runs (a launch is
+                # asynchronous: faults of a running kernel surface later, not here)
                 self._give_up(exc)
                 return self.main.launch(grid, args, stream, dependent=dependent)
             self._launched = True

@@ -35,6 +35,7 @@ from ...passes.tile_split import row_split
 from ...passes.warp_specialize import Streamed, StreamedLoop, pair_blocks, streamed_loop
 from ..base import ArrayFacts
 from ..triton.lower import flatten_lambda, param_kernel_args
+from ..triton.control import assign_all
 from ..triton.emitter import KernelWriter, Target
 from ..triton.helpers import HELPERS
 from ..triton.plan import build_plan
@@ -146,10 +147,10 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     two = row_split(fn, 2) if found.rows == 128 else pair_blocks(fn) if found.rows == 64 else None
     split = None if two is None else streamed_loop(two)
     uneven = False
-    if split is not None and split.rows == 64 and not _reads(_stream_slice(split, upper=False), two.params[-1]):
+    if split is not None and split.rows == 64 and not _depends(split, False, two.params[-1]):
         fn_c, found_c, facts_c, consumers = two, split, [*facts, None], 2
         pairs = found.rows == 64
-        uneven = _reads(_stream_slice(split, upper="only"), two.params[-1])
+        uneven = _depends(split, "only", two.params[-1])
     else:
         fn_c, found_c, facts_c, consumers, pairs = fn, found, list(facts), 1, False
     target = Target(interpret=False, descriptors=False)
@@ -563,11 +564,9 @@ class _Emission:
         for op in body.ops:
             if isinstance(op, ops.Load) or (isinstance(op, ops.Reshape) and op.result.id in views):
                 continue
-            if isinstance(op, ops.Yield):
-                for k, (name, v) in enumerate(zip(names, op.values)):
-                    if deferred is None or k != f.deferred_slot:
-                        if name != w.tensor(v):
-                            w.emit(f"{name} = {w.tensor(v)}")
+            if isinstance(op, ops.Yield):  # at once, as Triton's loops do (`m_prev, m = m, m_new`)
+                kept = [k for k in range(len(names)) if deferred is None or k != f.deferred_slot]
+                assign_all(w, [names[k] for k in kept], tuple(op.values[k] for k in kept))
                 continue
             if deferred is not None and (op in rescale or op is deferred) and pending_late is not None:
                 # the previous deferred MMA's result is the carried accumulator from here on
@@ -619,8 +618,14 @@ def _stream_slice(found: StreamedLoop, upper: bool = True) -> list[Op]:
     return _slice([*found.prologue, *loop.body.ops], need)
 
 
-def _reads(block_ops: list[Op], v: Value) -> bool:
-    return any(o is v for op in block_ops for o in op.operands)
+def _depends(found: StreamedLoop, upper: bool | str, v: Value) -> bool:
+    """Whether the load partition's values (`_stream_slice`'s, by `upper`) read `v`, directly
+    (a bound or index that is `v`) or through the slice's ops."""
+    loop = found.loop
+    direct = [loop.upper] if upper == "only" else [loop.lower, loop.step, *([loop.upper] if upper else [])]
+    if upper != "only":
+        direct += [i for s in found.streamed for i in s.load.index]
+    return any(x is v for x in direct) or any(o is v for op in _stream_slice(found, upper) for o in op.operands)
 
 
 def _new_writer(plan, layouts: Classes) -> _Writer:

@@ -18,7 +18,7 @@ def _terminator(w: KernelWriter, op: ops.Yield | ops.Condition) -> None:
     """Nothing to emit: the parent FOR/IF/WHILE assigns a terminator's operands."""
 
 
-def _assign_all(w: KernelWriter, targets: list[str], values: tuple[Value, ...]) -> None:
+def assign_all(w: KernelWriter, targets: list[str], values: tuple[Value, ...]) -> None:
     """targets[i] = values[i] for all i at once (copies through temporaries when a value reads
     a target assigned before it)."""
     sources = [w.tensor(v) for v in values]
@@ -43,7 +43,7 @@ def lower_block(w: KernelWriter, block: list[Op], targets: list[str], tail: tupl
         for text in tail:
             w.emit(text)
         if block and isinstance(block[-1], ops.Yield):
-            _assign_all(w, targets, block[-1].values)
+            assign_all(w, targets, block[-1].values)
         if len(w.lines) == start:
             w.emit("pass")
 
@@ -105,7 +105,7 @@ def _while(w: KernelWriter, op: ops.While) -> None:
     with w.indented():
         start = len(w.lines)
         w.lower_ops(after.ops)
-        _assign_all(w, names, after.terminator.values)
+        assign_all(w, names, after.terminator.values)
         for text, loc in test_lines:
             w.line_locs[len(w.lines)] = loc
             w.lines.append("    " + text)
