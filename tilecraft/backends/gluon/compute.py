@@ -19,13 +19,13 @@ from .writer import GluonWriter, layout_name
 
 
 class ComputePartition:
-    """The emission of one compute partition's function body for schedule `s` (module docstring)."""
+    """Emits one compute partition's function body for schedule `s` (module docstring)."""
 
     def __init__(self, s: Schedule) -> None:
         self.s = s
 
     def body(self, w: GluonWriter) -> None:
-        """The partition function's body (see the class docstring)."""
+        """The partition function's body: prologue (resident copies), loop, epilogue (stores)."""
         f = self.s.found
         for cls in sorted({c for c in self.s.layouts.of.values() if c is not None and c != OPAQUE}):
             w.emit(f"{layout_name(cls)}: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
@@ -58,7 +58,6 @@ class ComputePartition:
                 w.lower_op(op)
         if self.s.stores:
             w.emit("tma.store_wait(0)")
-
 
     def _operand(self, w: GluonWriter, v: Value, slot: str | None, parent: int) -> str:
         """An MMA operand: a view of a resident buffer or ring slot, else the register tile in
@@ -232,10 +231,9 @@ class ComputePartition:
             return None
         return out_state
 
-
     def _drain(self, w: GluonWriter, lo: str, hi: str, step: str) -> None:
         """Uneven partitions: after this partition's last iteration, release the slots of the
-        iterations up to the later end (`_latest_end`) and take their ping-pong turns; one
+        iterations up to the later end (`Schedule.latest_end`) and take their ping-pong turns; one
         whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
         f = self.s.found
         latest = self.s.latest_end(w, self.s.piece, f"(1 - {self.s.piece})")
