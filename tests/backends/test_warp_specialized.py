@@ -273,3 +273,28 @@ def test_store_narrower_than_a_tma_box_is_declined(columns):
     q, k = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16)
     ir = kernel_ir(row_sums_too, q, k, q, np.zeros((256, 8), np.float32), 64, 64, 64, columns)
     assert (streamed_loop(ir) is not None) == (columns == 4)
+
+
+@pytest.mark.parametrize("capability", [90, 80])
+def test_inspect_shows_what_runs(capability):
+    """`tilecraft inspect` shows the Gluon variant where it is what launches (sm_90), the Triton
+    kernel elsewhere; a variant given up shows the Triton kernel, with the reason."""
+    pytest.importorskip("triton")
+    from tilecraft.tools import inspect_kernel
+    info = inspect_kernel(flash_attention, _attention_args(128, 128, 64, True), capability=capability)
+    assert info.warp_specialized == (capability == 90)
+    assert ("gl.warp_specialize(" in info.triton) == (capability == 90) and info.shared_bytes > 0
+    assert ("warp-specialized: on this GPU" in info.summary()) == (capability == 90)
+
+
+def test_inspect_reports_a_variant_given_up(monkeypatch):
+    pytest.importorskip("triton")
+    from tilecraft.backends.gluon import GluonKernel
+    from tilecraft.tools import inspect_kernel
+
+    def fails(self, capability=90, args=None):
+        raise RuntimeError("PassManager::run failed")
+    monkeypatch.setattr(GluonKernel, "compile_for", fails)
+    info = inspect_kernel(flash_attention, _attention_args(128, 128, 64, False, seq=384), capability=90)
+    assert not info.warp_specialized and "tl.dot(" in info.triton
+    assert "the warp-specialized Gluon variant (it does not build (RuntimeError: PassManager::run failed))" in info.summary()

@@ -21,7 +21,9 @@ DESCRIPTION = f"""\
 Compile KERNEL of FILE.py for the given arguments and print its stages (Tile IR, generated
 Triton, TTIR, TTGIR, LLVM IR, PTX, SASS) and a summary: warps, pipeline stages, registers and
 bytes spilled per thread, shared memory. Compiles for an NVIDIA GPU of --capability without
-needing that GPU (needs Triton and torch; the CPU build of torch is enough).
+needing that GPU (needs Triton and torch; the CPU build of torch is enough). What is shown is
+what would launch: on sm_90 a flash-attention-shaped kernel runs as a warp-specialized Gluon
+kernel, whose Gluon source is then the "triton" stage.
 
   tilecraft inspect tilecraft/library/matmul.py:matmul_kernel \\
       'float16[4096,4096]' 'float16[4096,4096]' 'float16[4096,4096]' 128 256 64 --stage ttgir

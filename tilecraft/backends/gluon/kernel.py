@@ -111,7 +111,8 @@ class WarpSpecializedKernel(WrappedKernel):
         self.gave_up: str | None = None
         self.variant_launches = 0  # launches that ran the Gluon variant
 
-    def _give_up(self, exc: Exception) -> None:
+    def give_up(self, exc: Exception) -> None:
+        """Run the Triton kernel from now on; `fallbacks` says why."""
         lines = str(exc).strip().splitlines()
         self.gave_up = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
         self._variant = None
@@ -122,12 +123,13 @@ class WarpSpecializedKernel(WrappedKernel):
             try:
                 self._variant = self._build()
             except Exception as exc:  # noqa: BLE001 - any failure to build means: run the Triton kernel
-                self._give_up(exc)
+                self.give_up(exc)
         return self._variant
 
     @property
-    def fallbacks(self) -> list[str]:
-        mine = [f"warp-specialized Gluon variant: {self.gave_up}"] if self.gave_up else []
+    def fallbacks(self) -> list[tuple[str, str]]:
+        """As TritonKernel's, (what was given up, why): the Gluon variant first where it was."""
+        mine = [("the warp-specialized Gluon variant", f"it does not build ({self.gave_up})")] if self.gave_up else []
         return [*mine, *self.main.fallbacks]
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
@@ -143,7 +145,7 @@ class WarpSpecializedKernel(WrappedKernel):
                 # Triton's failed pass pipeline is a RuntimeError, a descriptor it cannot make a
                 # ValueError or AssertionError; all arise before the kernel runs (a launch is
                 # asynchronous: faults of a running kernel surface later, not here)
-                self._give_up(exc)
+                self.give_up(exc)
                 return self.main.launch(grid, args, stream, dependent=dependent)
             self._launched = True
         self.variant_launches += 1
