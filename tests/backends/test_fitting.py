@@ -21,6 +21,13 @@ from tilecraft.errors import TileCompilerExecutionError  # noqa: E402
 from tilecraft.tools import inspect_kernel  # noqa: E402
 from triton.runtime.errors import OutOfResources  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def _triton_kernels(monkeypatch):
+    """These tests fit the Triton kernels to the GPU: on sm_90 the attention kernel would run
+    (and be inspected) as its warp-specialized Gluon variant (backends/gluon) instead."""
+    monkeypatch.setenv("TILECRAFT_WARP_SPECIALIZE", "0")
+
 ConstInt = ct.Constant[int]
 
 
