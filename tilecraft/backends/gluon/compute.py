@@ -6,7 +6,9 @@ or registers (A), each streamed slot released once the MMA reading it is done. W
 MMA (passes/warp_specialize.py), iteration t issues its first MMA, then iteration t - 1's
 deferred one, waits for the first only and runs the math in between while the deferred MMA
 runs; the accumulator is waited for where the rescale ops read it. Two partitions take turns
-issuing their MMAs (ping-pong). Epilogue stores go through shared memory and a TMA store.
+issuing their MMAs (ping-pong); where their loops end at different iterations (`Schedule.uneven`)
+the one done first drains the remaining slots. Epilogue stores go through shared memory and a
+TMA store.
 """
 
 from __future__ import annotations
@@ -227,16 +229,14 @@ class ComputePartition:
                 w.emit(f"{pt} = {t}")
                 continue
             w.lower_op(op)
-        if deferred is None:
-            return None
-        return out_state
+        return out_state  # None without a deferred MMA (`state` is None then)
 
     def _drain(self, w: GluonWriter, lo: str, hi: str, step: str) -> None:
         """Uneven partitions: after this partition's last iteration, release the slots of the
         iterations up to the later end (`Schedule.latest_end`) and take their ping-pong turns; one
         whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
         f = self.s.found
-        latest = self.s.latest_end(w, self.s.piece, f"(1 - {self.s.piece})")
+        latest = self.s.latest_end(w, f"(1 - {self.s.piece})")
         rotated = f.deferred is not None
         if rotated:
             w.emit(f"if {lo} >= {hi}:")

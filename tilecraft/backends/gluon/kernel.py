@@ -67,6 +67,8 @@ class GluonKernel:
         return grid[0] % self.lowered.grid_divisor == 0
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        """Launch over the user's `grid` (divided by `grid_divisor`). `dependent` is not taken:
+        `WarpSpecializedKernel` sends programmatic dependent launches to the Triton kernel."""
         flat = (*self._flatten(*args), *self.descriptors(args))
         grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
         options = self._options()
@@ -95,6 +97,7 @@ class GluonKernel:
         return options
 
     def specialize(self, args: Sequence[Any]) -> "GluonKernel":
+        """Itself: every launch makes its descriptors (no faster launcher)."""
         return self
 
 
@@ -151,6 +154,8 @@ class WarpSpecializedKernel(WrappedKernel):
         self.variant_launches += 1
 
     def specialize(self, args: Sequence[Any]) -> Any:
+        """Itself once the variant has launched (each launch then chooses between the variant and
+        the Triton kernel), else the Triton kernel's launcher."""
         return self if self._variant is not None and self._launched else self.main.specialize(args)
 
 

@@ -12,6 +12,7 @@ converting the [M, 1] tile is cheaper than converting its broadcast)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from ...ir import Op, Value, ops
 
@@ -75,7 +76,7 @@ def _elide_broadcasts(c: Classes, blocks: list[list[Op]], users: dict[int, list[
                 c.elided.add(op.result.id)
 
 
-def _walk(block: list[Op]):
+def _walk(block: list[Op]) -> Iterator[Op]:
     for op in block:
         yield op
         for blk in op.blocks:

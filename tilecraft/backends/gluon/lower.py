@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ...ir import Function, Op
 from ...passes.tile_split import row_split
@@ -28,7 +28,7 @@ from ..triton.plan import build_plan
 from .compute import ComputePartition
 from .layouts import classes
 from .schedule import Descriptor, Schedule, depends
-from .writer import as_gluon, new_writer
+from .writer import GluonWriter, as_gluon, new_writer
 
 _HEADER = """import triton
 import triton.language as tl
@@ -69,8 +69,8 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     as two compute partitions of one warpgroup, each on its 64 rows (`tile_split.row_split`;
     both read the same ring slots); 64-row tiles as two partitions running two of the user's
     blocks (`warp_specialize.pair_blocks`: launched on half the grid); either only where the
-    load partition's work does not depend on the partition (else one partition of rows / 16
-    warps)."""
+    load partition's work does not depend on the partition but for its loop's upper bound
+    (`Schedule.uneven`: paired causal blocks), else one partition of rows / 16 warps."""
     two = row_split(fn, 2) if found.rows == 128 else pair_blocks(fn) if found.rows == 64 else None
     split = None if two is None else streamed_loop(two)
     uneven = False
@@ -121,9 +121,10 @@ def _module(s: Schedule) -> GluonLowered:
                         MAX_REGS if s.consumers > 1 else None)
 
 
-def _partition(s: Schedule, name: str, body) -> tuple[str, list[str], list[str]]:
-    """(source, helpers, generated functions) of one partition function: the kernel's (or its
-    row halves') parameters, the descriptors and the shared buffers, then `body`'s statements."""
+def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None]) -> tuple[str, list[str], list[str]]:
+    """(source, helpers, generated functions) of one partition function: the parameters of
+    `s.fn` (the kernel, or its pieces with `piece` last), the descriptors and the shared buffers,
+    then `body`'s statements."""
     w = new_writer(s.plan, s.layouts)
     aligned: list[int] = []
     params, _, _ = param_kernel_args(w, s.fn, s.facts, aligned)

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from ...ir import Function, Op, Value, ops
+from ...language.dtypes import DType
 from ...passes.warp_specialize import Streamed, StreamedLoop
+from ..base import ArrayFacts
+from ..triton.plan import LoweringPlan
 from .layouts import Classes, NotLowerable
 from .writer import GluonWriter
 
@@ -39,14 +43,15 @@ class Schedule:
     partition): the load partition streams up to the later end, and a partition done first
     takes the rest of the slots (and its ping-pong turns) without computing."""
 
-    def __init__(self, fn: Function, facts, fn_c: Function, facts_c, found: StreamedLoop, plan, layouts: Classes,
+    def __init__(self, fn: Function, facts: Sequence[ArrayFacts | None], fn_c: Function,
+                 facts_c: Sequence[ArrayFacts | None], found: StreamedLoop, plan: LoweringPlan, layouts: Classes,
                  consumers: int, uneven: bool = False) -> None:
         self.kernel_fn, self.kernel_facts = fn, facts
         self.fn, self.facts, self.found, self.plan, self.layouts = fn_c, facts_c, found, plan, layouts
         self.consumers = consumers
         self.uneven = uneven  # the partitions' loops end at different iterations (paired causal blocks)
         self.warps = found.rows // 16
-        self.piece = ""  # the compute partition's number (a constant), the row half it runs
+        self.piece = ""  # the partition function's `piece` parameter: which row half or block it runs
         self.descs: dict[tuple[int, tuple[int, ...]], Descriptor] = {}
         self.stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
@@ -60,7 +65,8 @@ class Schedule:
             block[axis] = s.load.shape[k]
         return tuple(block)
 
-    def _bytes(self, block: tuple[int, ...], dtype) -> int:
+    @staticmethod
+    def _bytes(block: tuple[int, ...], dtype: DType) -> int:
         return math.prod(block) * dtype.bitwidth // 8
 
     def reused(self) -> dict[int, int]:
@@ -87,11 +93,12 @@ class Schedule:
         raise NotLowerable("the rings do not fit in shared memory with two stages")
 
     def desc(self, array: Value, block: tuple[int, ...]) -> str:
+        """The name of the tensor descriptor of kernel parameter `array` in blocks of `block`
+        (made on first use: the kernel takes the descriptors in that order)."""
         key = (self.param_pos[array.id], block)
         if key not in self.descs:
             self.descs[key] = Descriptor(f"tma{len(self.descs)}", key[0], block)
         return self.descs[key].name
-
 
     def shared_names(self) -> list[tuple[str, str]]:
         """(name, allocation expression) of every shared buffer and barrier."""
@@ -120,6 +127,7 @@ class Schedule:
         return out
 
     def allocations(self, shared: list[tuple[str, str]]) -> list[str]:
+        """The kernel's statements allocating `shared` (`shared_names`) and initializing its barriers."""
         lines = [f"{name} = {expr}" for name, expr in shared]
         if self.found.resident:
             lines.append(f"for c in gl.static_range({self.consumers}):")
@@ -133,8 +141,8 @@ class Schedule:
             lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers})  # a release per partition")
         return lines
 
-
     def load_body(self, w: GluonWriter) -> None:
+        """The load partition's body (module docstring); with paired blocks it runs as piece 0."""
         f = self.found
         loop = f.loop
         ops_needed = stream_slice(f)
@@ -144,7 +152,7 @@ class Schedule:
             w.lower_op(op)
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
         if self.uneven:
-            hi = self.latest_end(w, "0", "1")
+            hi = self.latest_end(w, "1")
         iv = w.define(loop.body.args[0], "j")
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
@@ -156,10 +164,10 @@ class Schedule:
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, ready{i}.index({slot}), "
                        f"ring{i}.index({slot}))")
 
-    def latest_end(self, w: GluonWriter, mine: str, other: str) -> str:
-        """The later of the loop's upper bound for this partition (`mine`: the piece it runs, as
-        lowered already) and for the piece `other` (lowered again, every value it rebinds put
-        back after)."""
+    def latest_end(self, w: GluonWriter, other: str) -> str:
+        """The later of the loop's upper bound for this partition function's piece (as lowered
+        already in `w`) and for the piece `other` (an expression; lowered again, every value it
+        rebinds put back after)."""
         loop = self.found.loop
         mine_hi = w.expr(loop.upper)
         again = stream_slice(self.found, "upper")
@@ -172,7 +180,6 @@ class Schedule:
         latest = w.fresh("hi_all")
         w.emit(f"{latest} = tl.maximum({mine_hi}, {other_hi})")
         return latest
-
 
     def slot(self, w: GluonWriter, iv: str, lo: str, step: str) -> tuple[str, str, str]:
         """Names of the iteration number, ring slot and phase of the iteration at `iv`."""
@@ -190,12 +197,12 @@ class Schedule:
             coords[axis] = f"{w.expr(op.index[k])} * {shape[k]}"
         return "[" + ", ".join(coords) + "]"
 
-
     def own(self, buffer: str) -> str:
         """The compute partition's own part of a per-partition buffer."""
         return f"{buffer}.index({self.piece if self.consumers > 1 else 0})"
 
     def bar(self) -> str:
+        """The compute partition's barrier of its resident copies."""
         return self.own("res_bar")
 
 

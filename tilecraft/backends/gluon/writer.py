@@ -15,6 +15,7 @@ from typing import Iterator
 
 from ...ir import Op, Value, ops
 from ..triton.emitter import KernelWriter, Target
+from ..triton.plan import LoweringPlan
 from ..triton.spelling import tl_dtype
 from .layouts import Classes
 
@@ -23,7 +24,7 @@ class GluonWriter(KernelWriter):
     """A KernelWriter converting operands between accumulator layouts (layouts.py) and leaving
     elided broadcasts to the ops that use them."""
 
-    def __init__(self, target: Target, plan, layouts: Classes) -> None:
+    def __init__(self, target: Target, plan: LoweringPlan, layouts: Classes) -> None:
         super().__init__(target, plan)
         self.layouts = layouts
 
@@ -65,10 +66,11 @@ class GluonWriter(KernelWriter):
 
 
 def layout_name(cls: int) -> str:
+    """The constexpr name the compute partition gives accumulator layout `cls` (compute.py)."""
     return f"ACC{cls}"
 
 
-def new_writer(plan, layouts: Classes) -> GluonWriter:
+def new_writer(plan: LoweringPlan, layouts: Classes) -> GluonWriter:
     """A writer for one function of the module (`plan`: the Triton lowering plan of the kernel)."""
     return GluonWriter(Target(interpret=False, descriptors=False), plan, layouts)
 
