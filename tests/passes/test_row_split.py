@@ -19,7 +19,7 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.interpreter.backend import InterpreterBackend
-from tilecraft.ir import Function, verify
+from tilecraft.ir import Function, ops, verify
 from tilecraft.passes.tile_split import row_split
 from tilecraft.passes.warp_specialize import pair_blocks
 from backends.test_warp_specialized import _inputs, _reference, flash_attention
@@ -189,6 +189,35 @@ def test_row_split_staircase_expsum(pieces):
 def test_row_split_staircase_reused_reductions(kernel, reference, cols):
     """p / sum(p, axis=1) and top + log(sum(exp(s - top))), top = max(s, axis=1): stable."""
     _check_row_kernel(kernel, reference, cols, 2)
+
+
+@ct.kernel
+def flipped_or_doubled(X, Y, flip: int, TM: ConstInt, TN: ConstInt):
+    """Row r of Y: r - x where flip > 0, else 2 x (an If yielding a split tile, an arange in one
+    branch)."""
+    x = ct.load(X, index=(ct.bid(0), 0), shape=(TM, TN), padding_mode=ZERO)
+    if flip > 0:
+        y = (ct.bid(0) * TM + ct.arange(TM, dtype=ct.int32))[:, None].astype(ct.float32) - x
+    else:
+        y = x * 2.0
+    ct.store(Y, index=(ct.bid(0), 0), tile=y)
+
+
+@pytest.mark.parametrize("flip", [1, 0])
+def test_row_split_if_yielding_split_tiles(flip):
+    """Both branches of an If run on each piece's rows; the arange in one starts at the piece's
+    first row."""
+    m, n, tm = 100, 40, 64
+    x = RNG.standard_normal((m, n)).astype(np.float32)
+    args, grid = (x, np.zeros((m, n), np.float32), flip), (math.ceil(m / tm), 1, 1)
+    fn = kernel_ir(flipped_or_doubled, *args, tm, 64)
+    split = row_split(fn, 2)
+    assert split is not None and any(isinstance(op, ops.If) for op in split.walk())
+    [got] = _written(split, grid, args, (1,), pieces=(0, 1))
+    want = np.arange(m, dtype=np.float64)[:, None] - x if flip else 2.0 * x.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    [unchanged] = _written(fn, grid, args, (1,))
+    np.testing.assert_array_equal(got, unchanged)
 
 
 def test_row_split_declines_bad_piece_counts():

@@ -273,4 +273,5 @@ def grid_read_as(op: Op, grid: dict[type, Value], zero: Value) -> Op:
 
 
 def grid_block_read_as(block: Block, grid: dict[type, Value], zero: Value) -> Block:
+    """`block` with its ops `grid_read_as`."""
     return Block(list(block.args), [grid_read_as(op, grid, zero) for op in block.ops])

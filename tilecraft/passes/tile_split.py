@@ -28,6 +28,10 @@ through the one array value stored to (a view or list element made outside loops
 `_check_stored_arrays`). A piece of a tile that straddles an array's end may lie wholly past it:
 `TileSplits.cuts` tells a backend which accesses' extents changed (backends/tile_splitting.py
 `piece_facts`).
+
+`row_split(fn, pieces)` cuts the rows only, the piece a new parameter instead of part of the
+grid, for a backend that runs a block's pieces side by side in one program (backends/gluon);
+cutting only the rows lets it take more kernels (row-wise reductions, aranges, Ifs).
 """
 
 from __future__ import annotations
@@ -275,7 +279,7 @@ def _propagate(fn: Function, labels: dict[int, Labels], rows_only: bool = False)
 def _check(fn: Function, labels: dict[int, Labels], rows_only: bool = False) -> None:
     """Every op reads its operands as split as its result asks (a value split for one use and
     whole for another, or an op that cannot carry an output axis, declines the kernel); only a
-    For carries split values through its region."""
+    For (with `rows_only`, an If too) carries split values through its region."""
     for op in fn.walk():
         if isinstance(op, (ops.Store, ops.Yield)):
             continue  # a store's tile is split by definition; a yield is checked with its region's op
@@ -302,10 +306,10 @@ def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int
     """Within a block, accesses to one array keep program order (spec section 4), but the S
     blocks of a split user block run in no order: a piece may read or overwrite a stored array
     only where it alone writes. So every load of a stored array must be of the very array value
-    stored to and split on both output axes (C = A @ B + C loads its own tile); a whole or
-    differently split load, a gather, a second view or list element of the array, or a view
-    or list element made inside a loop (its tile grid may move between iterations: a list's
-    arrays may share memory) declines the kernel.
+    stored to and split as the stores are (`like_stores`; by default on both output axes: C = A @
+    B + C loads its own tile); a whole or differently split load, a gather, a second view or list
+    element of the array, or a view or list element made inside a loop (its tile grid may move
+    between iterations: a list's arrays may share memory) declines the kernel.
     (Without this, X = X @ W in place, one tile column per block, read columns of X that
     another piece had already overwritten.)"""
     made = {op.result.id: op for op in fn.walk() if isinstance(op, (ops.ArraySlice, ops.ListGet))}
@@ -324,7 +328,8 @@ def _check_stored_arrays(fn: Function, stores: list[ops.Store], labels: dict[int
     roots = {views[-1].id for views in targets.values()}
     if len(roots) != len(targets):
         raise _Declined  # two views of one array stored to: their tile grids differ
-    like_stores = like_stores or tuple(range(len(stores[0].tile.tile.shape)))  # the stores' own labels
+    if like_stores is None:
+        like_stores = tuple(range(len(stores[0].tile.tile.shape)))  # the stores' own labels
     for op in fn.walk():
         if isinstance(op, (ops.Load, ops.Gather)) and chain(op.array)[-1].id in roots and not (
                 isinstance(op, ops.Load) and op.array.id in targets and labels.get(op.result.id) == like_stores):
@@ -344,8 +349,9 @@ def _arrays_made_in_loops(block: Block, looped: bool = False) -> set[int]:
 
 # ---- building --------------------------------------------------------------------------------------
 class _Rebuild:
-    """The split kernel: `fn` copied with split values retyped, loads and stores on split axes
-    reading pieces, and the grid queries of axis 0 read as the user's."""
+    """The split kernel: `fn` copied with split values retyped, loads, stores and aranges on
+    split axes reading pieces, and (`function`, not `function_by_parameter`) the grid queries of
+    axis 0 read as the user's."""
 
     def __init__(self, fn: Function, labels: dict[int, Labels], factors: tuple[int, ...]) -> None:
         self.fn = fn
@@ -449,9 +455,9 @@ class _Rebuild:
 
     def _arange(self, op: ops.Arange) -> None:
         """An arange along a split axis: the piece's part, arange(n / f) + s * n / f."""
-        f = self.factors[self.labels[op.result.id][0]]
-        size = op.size // f
-        start = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=self.piece[0],
+        a = self.labels[op.result.id][0]
+        size = op.size // self.factors[a]
+        start = self.b.value(ops.Binary, fn=BinaryFn.MUL, lhs=self.piece[a],
                              rhs=self.b.value(ops.Const, value=size, dtype=dt.int32))
         start = self.b.value(ops.Broadcast, x=self.b.value(ops.Reshape, x=start, shape=(1,)), shape=(size,))
         self.map[op.result.id] = self.b.value(ops.Binary, fn=BinaryFn.ADD,

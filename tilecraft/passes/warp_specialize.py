@@ -15,8 +15,9 @@ A kernel qualifies when:
 - every tile load in the loop body is *streamed*: its array is a kernel parameter, its index
   is the loop's induction variable in one position and loop-invariant values elsewhere, its
   tile is 2-D after leading unit dims (order: identity, or the last two axes swapped), its
-  padding zero, and its value reaches nothing but one Mma's B operand (through reshapes that
-  drop unit dims);
+  dtype 16-bit float, its padding zero (or undetermined, which TMA's zero fill satisfies), its
+  memory order weak, and its value reaches nothing but one Mma's B operand (through reshapes
+  that drop unit dims);
 - every tile load of the prologue is *resident*: the same, except that its index is
   loop-invariant and its value reaches only Mma A operands in the loop body;
 - every Mma in the body multiplies 16-bit floats into float32, with M 64 or 128, N a multiple
@@ -132,7 +133,7 @@ def pair_blocks(fn: Function) -> Function:
     """`fn` running two blocks of grid axis 0 per program, side by side: piece s (a new last int32
     parameter `piece`) of program p runs the user's block 2p + s, and `num_blocks(0)` reads the
     user's grid, twice the launch's (for launches whose grid axis 0 is even). The schedule gives
-    each piece a compute partition; they share the streamed tiles where both read the same."""
+    each piece a compute partition, where both stream the same tiles (backends/gluon/lower.py)."""
     b = Builder(first_id=fn.max_id() + 1)
     b.loc = fn.loc
     piece = b.new_value(scalar(dt.int32), "piece")
@@ -168,7 +169,7 @@ def _users(block: Block, acc: dict[int, list[Op]] | None = None) -> dict[int, li
 
 
 def _nested_memory(op: Op) -> bool:
-    """Whether a region of `op` holds a load or an Mma (an IF's branches must be pure math)."""
+    """Whether a region of `op` holds a load, store or Mma (an If's branches must be pure math)."""
     return any(isinstance(o, (ops.Load, ops.Mma, ops.Store)) or _nested_memory(o) for blk in op.blocks for o in blk.ops)
 
 
@@ -284,7 +285,7 @@ def _deferred(found: StreamedLoop, users: dict[int, list[Op]]) -> tuple[ops.Mma,
     if mma.acc.id not in reached or mma.a.id in reached:
         return None
     # nothing but the Mma (and the rescale chain itself) reads those values
-    chain = {op for op in rescale}
+    chain = set(rescale)
     for v in reached:
         if any(u is not mma and u not in chain for u in users.get(v, [])):
             return None
