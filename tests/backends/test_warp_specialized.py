@@ -137,6 +137,16 @@ def _attention_args(tm, tn, d, causal, seq=256, dtype="bfloat16"):
     return (q, kv, kv, q, 0.125, tm, tn, d, 4, 2, causal)
 
 
+def _attention_ir(args: tuple, capability: int = 90) -> tuple:
+    """flash_attention's IR for sm_<capability> and `args`, the facts per IR parameter (None
+    but for arrays) and the flat launch arguments."""
+    from tilecraft.ir import ArrayType
+    specs, arrays, flat = flash_attention.describe(args)
+    ir = flash_attention.lower(specs, f"sm_{capability}")
+    facts = iter(a.facts for a in arrays)
+    return ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params], flat
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_streamed_loop_found(causal):
     """K and V are streamed, Q resident; P V is the deferred MMA, its accumulator rescaled."""
@@ -162,15 +172,10 @@ def test_gluon_compiles_for_sm90(tm, tn, d, causal):
     from tilecraft.backends.arrays import as_torch
     from tilecraft.backends.gluon import GluonKernel, lower
     from tilecraft.backends.triton.fitting import shared_memory_limit
-    from tilecraft.ir import ArrayType
     from tilecraft.runtime.args import backend_args
     from tilecraft.tools.inspection import _resources
-    args = _attention_args(tm, tn, d, causal)
-    specs, arrays, flat = flash_attention.describe(args)
-    ir = flash_attention.lower(specs, "sm_90")
-    facts = iter(a.facts for a in arrays)
-    kernel = GluonKernel(lower(ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params],
-                               streamed_loop(ir)))
+    ir, facts, flat = _attention_ir(_attention_args(tm, tn, d, causal))
+    kernel = GluonKernel(lower(ir, facts, streamed_loop(ir)))
     assert "gl.warp_specialize(" in kernel.source and "warpgroup_mma_wait(1, " in kernel.source
     # two compute partitions (row halves, or two of the user's blocks; causal blocks end their
     # loops at different iterations, and the one done first drains the rest of the slots)
@@ -190,13 +195,9 @@ def test_backend_wraps_on_hopper_only(monkeypatch, capability, knob, wrapped):
     from tilecraft.backends.base import BackendKind
     from tilecraft.backends.gluon import WarpSpecializedKernel
     from tilecraft.backends.triton import TritonBackend
-    from tilecraft.ir import ArrayType
     monkeypatch.setenv("TILECRAFT_WARP_SPECIALIZE", knob)
-    specs, arrays, _ = flash_attention.describe(_attention_args(128, 128, 64, False))
-    ir = flash_attention.lower(specs, f"sm_{capability}")
-    facts = iter(a.facts for a in arrays)
-    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(
-        ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
+    ir, facts, _ = _attention_ir(_attention_args(128, 128, 64, False), capability)
+    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, facts)
     assert isinstance(compiled, WarpSpecializedKernel) == wrapped
 
 
@@ -278,7 +279,7 @@ def test_store_narrower_than_a_tma_box_is_declined(columns):
 @pytest.mark.parametrize("capability", [90, 80])
 def test_inspect_shows_what_runs(capability):
     """`tilecraft inspect` shows the Gluon variant where it is what launches (sm_90), the Triton
-    kernel elsewhere; a variant given up shows the Triton kernel, with the reason."""
+    kernel elsewhere."""
     pytest.importorskip("triton")
     from tilecraft.tools import inspect_kernel
     info = inspect_kernel(flash_attention, _attention_args(128, 128, 64, True), capability=capability)
@@ -288,6 +289,7 @@ def test_inspect_shows_what_runs(capability):
 
 
 def test_inspect_reports_a_variant_given_up(monkeypatch):
+    """A variant that does not build is given up: inspect shows the Triton kernel, with the reason."""
     pytest.importorskip("triton")
     from tilecraft.backends.gluon import GluonKernel
     from tilecraft.tools import inspect_kernel

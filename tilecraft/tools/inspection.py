@@ -137,8 +137,9 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
 
 
 def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | None:
-    """(the warp-specialized Gluon variant that launches on such a GPU run, its binary), or None
-    where the kernel has none or it does not build (the reason joins the kernel's fallbacks)."""
+    """(the warp-specialized Gluon variant a launch on the GPU of `capability` would run, its
+    binary), or None where the kernel has none or it does not build (the reason joins the
+    kernel's fallbacks)."""
     from ..backends.gluon import WarpSpecializedKernel
     ws = wrapped_as(compiled, WarpSpecializedKernel)
     variant = None if ws is None else ws.variant()

@@ -26,7 +26,7 @@ require("torch", TRITON_BACKENDS)
 from triton.runtime import driver  # noqa: E402
 
 from ... import knobs  # noqa: E402
-from ...ir import Function, ops  # noqa: E402
+from ...ir import Function, Value, ops  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
@@ -98,8 +98,9 @@ class TritonBackend:
         self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
-        # whether the GPU has descriptors (TMA): from `capability` (compiling for a GPU that is
-        # not here), else asked of the current device on first use
+        # the GPU's capability and whether it has descriptors (TMA): from `capability` (compiling
+        # for a GPU that is not here), else asked of the current device on first use (an sm_90+
+        # device's capability is known only once `_descriptors_available` has run)
         self._capability = capability
         self._available: bool | None = None if capability is None else capability >= 90
         self._schedule = {"grid_loop": grid_loop, "flatten": flatten}
@@ -146,6 +147,7 @@ class TritonBackend:
         """`kernel` with its warp-specialized Gluon variant (backends/gluon) where `fn` has a
         streamed loop whose arrays tensor descriptors can address, on an sm_90 GPU (Gluon's
         wgmma is Hopper's), unless TILECRAFT_WARP_SPECIALIZE=0."""
+        # _descriptors_available first: it sets _capability from the device
         if (self.interpret or knobs.WARP_SPECIALIZE.get() == "0" or not self._descriptors_available()
                 or self._capability is None or self._capability // 10 != 9):
             return kernel
@@ -234,7 +236,7 @@ def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: Stre
     """Whether tensor descriptors can address every array the streamed loop loads or stores."""
     position = {p.id: i for i, p in enumerate(fn.params)}
 
-    def ok(array, store: bool) -> bool:
+    def ok(array: Value, store: bool) -> bool:
         f = facts[position[array.id]] if position[array.id] < len(facts) else None
         return f is not None and (f.tma_store_ok if store else f.tma_ok)
     loads = all(ok(s.load.array, False) for s in (*found.streamed, *found.resident))
