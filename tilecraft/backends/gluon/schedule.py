@@ -37,11 +37,12 @@ class Descriptor:
 
 class Schedule:
     """The module's plan: `fn_c` (the kernel, or its row halves or paired blocks with the `piece`
-    parameter last) run by `consumers` compute partitions; the kernel's own parameters are
-    `fn`'s; its rings hold `stages` slots; `descs` the tensor descriptors made so far. `uneven`: the
-    partitions' loops may end at different iterations (only the upper bound depends on the
-    partition): the load partition streams up to the later end, and a partition done first
-    takes the rest of the slots (and its ping-pong turns) without computing."""
+    parameter last) run by `consumers` compute partitions (attributes `fn`, `facts`); the kernel's
+    own parameters are `fn`'s (attributes `kernel_fn`, `kernel_facts`); its rings hold `stages`
+    slots; `descs` the tensor descriptors made so far. `uneven`: the partitions' loops may end at
+    different iterations (only the upper bound depends on the partition): the load partition
+    streams up to the later end, and a partition done first takes the rest of the slots (and its
+    ping-pong turns) without computing."""
 
     def __init__(self, fn: Function, facts: Sequence[ArrayFacts | None], fn_c: Function,
                  facts_c: Sequence[ArrayFacts | None], found: StreamedLoop, plan: LoweringPlan, layouts: Classes,
