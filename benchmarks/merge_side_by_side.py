@@ -21,6 +21,9 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--commit", help="the code measured (default: git's HEAD here)")
     parser.add_argument("--note", default="", help="what the run measured, in words")
+    parser.add_argument("--command", default="scripts/gpu_warp_specialized (benchmarks/side_by_side.py --system "
+                        "tilecraft --only attention, then with TILECRAFT_WARP_SPECIALIZE=0)",
+                        help="what produced the runs (default: scripts/gpu_warp_specialized's two side-by-sides)")
     parser.add_argument("runs", nargs="*", help="LABEL=side_by_side.json")
     args = parser.parse_args()
     out = claim(args.out)
@@ -30,8 +33,7 @@ def main() -> None:
                                            text=True).stdout.strip()
     doc = {"meta": {"merged": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit or None,
                     "note": args.note,
-                    "command": "scripts/gpu_warp_specialized (benchmarks/side_by_side.py --system tilecraft "
-                               "--only attention, then with TILECRAFT_WARP_SPECIALIZE=0)"},
+                    "command": args.command},
            "runs": {}}
     for item in args.runs:
         label, path = item.split("=", 1)

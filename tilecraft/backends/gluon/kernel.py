@@ -154,8 +154,9 @@ class WarpSpecializedKernel(WrappedKernel):
         self.variant_launches += 1
 
     def specialize(self, args: Sequence[Any]) -> Any:
-        """Itself once the variant has launched (each launch then chooses between the variant and
-        the Triton kernel), else the Triton kernel's launcher."""
-        return self if self._variant is not None and self._launched else self.main.specialize(args)
+        """Itself while the variant may run (each launch then chooses between it and the Triton
+        kernel: the runtime's launcher for these arguments serves every grid, and a paired
+        variant takes only even ones), else the Triton kernel's launcher."""
+        return self if self.variant() is not None else self.main.specialize(args)
 
 
