@@ -8,9 +8,6 @@ on the host at every launch (Gluon takes them as arguments)."""
 
 from __future__ import annotations
 
-import importlib.util
-import linecache
-import sys
 from typing import Any, Callable, Sequence
 
 import torch
@@ -24,7 +21,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
 from ..base import WrappedKernel
-from ..triton.compile import source_file, write_source
+from ..triton.compile import load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
 from .lower import GluonLowered
 
@@ -40,15 +37,7 @@ class GluonKernel:
         self.lowered = lowered
         self.source = lowered.source
         path = write_source(lowered.name, lowered.source)
-        _, text = source_file(lowered.name, lowered.source)
-        modname = f"tilecraft_gluon_{path.stem}"
-        module = sys.modules.get(modname)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(modname, path)
-            module = importlib.util.module_from_spec(spec)
-            linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
-            exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
-            sys.modules[modname] = module
+        module = load_module(path, f"tilecraft_gluon_{path.stem}", lowered.name, lowered.source)
         self._fn = getattr(module, lowered.name)
         self._layouts: list[Any] | None = None
         self._flatten = eval(lowered.flatten)  # noqa: S307 - generated: `lambda a0, ...: (...)`

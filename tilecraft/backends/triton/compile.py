@@ -51,7 +51,7 @@ from .emitter import Target
 from .lower import LoweredKernel
 
 _lock = threading.Lock()
-_modules: dict[tuple[Path, bool], ModuleType] = {}
+_modules: dict[str, ModuleType] = {}  # module name -> the module (see load_module)
 _scratch_dir: list[Path] = []
 
 
@@ -137,30 +137,39 @@ def write_source(name: str, source: str) -> Path:
     return path
 
 
-def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
-    """Import the module at `path` (once per mode) and return its kernel, wrapped for the mode."""
-    key = (path, interpret)
+def load_module(path: Path, modname: str, name: str, source: str,
+                prepare: Callable[[ModuleType], None] = lambda module: None) -> ModuleType:
+    """The module `modname` running the generated `source` of kernel `name`, written at `path`
+    by `write_source`: made once per process (`prepare` adjusts it before anyone else sees it).
+    It runs the text `write_source` checked, not whatever is on disk by now nor a cached .pyc;
+    Triton reads function sources through linecache, so it sees that text too (an entry without
+    mtime is never re-read from disk by linecache.checkcache)."""
     with _lock:
-        module = _modules.get(key)
+        module = _modules.get(modname)
         if module is None:
-            modname = f"tilecraft_triton_{path.stem}_{'interp' if interpret else 'gpu'}"
-            _, text = source_file(lowered.name, lowered.source)
+            _, text = source_file(name, source)
             spec = importlib.util.spec_from_file_location(modname, path)
             module = importlib.util.module_from_spec(spec)
-            # Run the text checked by `write_source`, not whatever is on disk by now nor a cached
-            # .pyc; Triton reads function sources through linecache, so it sees that text too
-            # (an entry without mtime is never re-read from disk by linecache.checkcache).
             linecache.cache[str(path)] = (len(text), None, text.splitlines(keepends=True), str(path))
             exec(compile(text, str(path), "exec"), module.__dict__)  # noqa: S102 - our own generated code
-            wrap = InterpretedFunction if interpret else JITFunction
-            for name in lowered.helpers:
-                setattr(module, name, wrap(getattr(module, name).fn))
-            # the grid sizes of a grid-loop kernel vary between launches of one compiled kernel
-            kernel = wrap(getattr(module, lowered.name).fn, do_not_specialize=list(lowered.grid_params))
-            setattr(module, lowered.name, kernel)
+            prepare(module)
             sys.modules[modname] = module
-            _modules[key] = module
-    return getattr(module, lowered.name)
+            _modules[modname] = module
+    return module
+
+
+def _load(path: Path, lowered: LoweredKernel, interpret: bool) -> Any:
+    """Import the module at `path` (once per mode) and return its kernel, wrapped for the mode."""
+    wrap = InterpretedFunction if interpret else JITFunction
+
+    def wrap_functions(module: ModuleType) -> None:
+        for name in lowered.helpers:
+            setattr(module, name, wrap(getattr(module, name).fn))
+        # the grid sizes of a grid-loop kernel vary between launches of one compiled kernel
+        kernel = wrap(getattr(module, lowered.name).fn, do_not_specialize=list(lowered.grid_params))
+        setattr(module, lowered.name, kernel)
+    modname = f"tilecraft_triton_{path.stem}_{'interp' if interpret else 'gpu'}"
+    return getattr(load_module(path, modname, lowered.name, lowered.source, wrap_functions), lowered.name)
 
 
 def list_tables(arrays: Sequence[torch.Tensor], index64: bool) -> tuple[torch.Tensor, ...]:
