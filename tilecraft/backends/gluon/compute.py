@@ -25,6 +25,7 @@ class ComputePartition:
 
     def __init__(self, s: Schedule) -> None:
         self.s = s
+        self.defs = {r.id: op for op in (*s.found.prologue, *s.found.loop.body.ops) for r in op.results}
 
     def body(self, w: GluonWriter) -> None:
         """The partition function's body: prologue (resident copies), loop, epilogue (stores)."""
@@ -47,7 +48,7 @@ class ComputePartition:
         if f.resident:
             w.emit(f"mbarrier.wait({self.s.bar()}, 0)")
         self._loop(w)
-        reused = self.s.reused()
+        reused = self.s.reused
         for op in f.epilogue:
             if isinstance(op, ops.Store):
                 i = self.s.stores.index(op)
@@ -78,10 +79,9 @@ class ComputePartition:
 
     def _acc(self, w: GluonWriter, v: Value, cls: int) -> tuple[str, bool]:
         """(the accumulator operand in layout `cls`, whether it is a zero tile to skip)."""
-        defs = {r.id: op for op in (*self.s.found.prologue, *self.s.found.loop.body.ops) for r in op.results}
-        op = defs.get(v.id)
+        op = self.defs.get(v.id)
         while isinstance(op, (ops.Broadcast, ops.Reshape)):
-            op = defs.get(op.x.id)
+            op = self.defs.get(op.x.id)
         if isinstance(op, ops.Const) and op.value == 0:
             shape = ", ".join(str(d) for d in v.tile.shape)
             return f"gl.zeros([{shape}], gl.float32, {layout_name(cls)})", True

@@ -56,6 +56,7 @@ class Schedule:
         self.descs: dict[tuple[int, tuple[int, ...]], Descriptor] = {}
         self.stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
+        self.reused = self._reused()  # store index -> the resident index whose buffer it reuses
         self.stages = self._stages()
 
     # ---- shared memory -------------------------------------------------------------------
@@ -70,7 +71,7 @@ class Schedule:
     def _bytes(block: tuple[int, ...], dtype: DType) -> int:
         return math.prod(block) * dtype.bitwidth // 8
 
-    def reused(self) -> dict[int, int]:
+    def _reused(self) -> dict[int, int]:
         """Store index -> resident index whose buffer it reuses (same box, same dtype)."""
         out, taken = {}, set()
         for i, st in enumerate(self.stores):
@@ -83,7 +84,7 @@ class Schedule:
 
     def _stages(self) -> int:
         fixed = sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
-        reused = self.reused()
+        reused = self.reused
         fixed += sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
                      for i, st in enumerate(self.stores) if i not in reused)
         fixed *= self.consumers
@@ -119,7 +120,7 @@ class Schedule:
                                           f"mbarrier.MBarrierLayout())"))
         if self.consumers > 1 and self.found.deferred is not None:
             out.append(("order", "gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())"))
-        reused = self.reused()
+        reused = self.reused
         for i, st in enumerate(self.stores):
             if i not in reused:
                 d = self.desc(st.array, st.tile.tile.shape)
