@@ -15,17 +15,19 @@ A kernel qualifies when:
 - every tile load in the loop body is *streamed*: its array is a kernel parameter, its index
   is the loop's induction variable in one position and loop-invariant values elsewhere, its
   tile is 2-D after leading unit dims (order: identity, or the last two axes swapped), its
-  dtype 16-bit float, its padding zero (or undetermined, which TMA's zero fill satisfies), its
-  memory order weak, and its value reaches nothing but one Mma's B operand (through reshapes
+  dtype 16-bit float, and its value reaches nothing but one Mma's B operand (through reshapes
   that drop unit dims);
 - every tile load of the prologue is *resident*: the same, except that its index is
   loop-invariant and its value reaches only Mma A operands in the loop body;
 - every Mma in the body multiplies 16-bit floats into float32, with M 64 or 128, N a multiple
   of 16 up to 256, K a multiple of 16; its A operand is resident or computed in registers, its
   B operand streamed;
-- every store of the epilogue has identity order and a tile 2-D after leading unit dims whose
-  rows span 16 bytes or more (a TMA box's least), and every tile the loop carries has M rows;
-- every array loaded or stored has at most 5 dims (a tensor descriptor's most).
+- every store of the epilogue has identity order and a tile 2-D after leading unit dims, and
+  every tile the loop carries has M rows.
+
+Whether each of those loads and stores can go through a tensor descriptor (padding, memory
+order, the hardware's box limits, the array's layout) is the backend's question: the Triton
+backend asks its own descriptor rule before it gives a kernel the Gluon variant.
 
 `deferred` is the Mma issued one iteration late: the body's last Mma when its result is only
 yielded (as carried value `deferred_slot`), its accumulator derives from that carried value
@@ -42,7 +44,6 @@ from dataclasses import dataclass
 
 from ..ir import BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
 from ..language import dtypes as dt
-from ..language.enums import PaddingMode
 from .dce import has_effects
 from .stream_k import grid_read_as
 
@@ -192,11 +193,9 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
               iv: Value | None) -> Streamed | None:
     shape, order = load.shape, load.order
     n = len(shape)
-    if load.array.id not in params or not 2 <= n <= 5 or any(d != 1 for d in shape[:-2]):
+    if load.array.id not in params or n < 2 or any(d != 1 for d in shape[:-2]):
         return None
     if order[:-2] != tuple(range(n - 2)) or sorted(order[-2:]) != [n - 2, n - 1]:
-        return None
-    if load.padding not in (PaddingMode.ZERO, PaddingMode.UNDETERMINED) or load.memory_order.name != "WEAK":
         return None
     if load.array.type.dtype not in _MMA_DTYPES:
         return None
@@ -248,9 +247,7 @@ def _epilogue_ok(epilogue: list[Op], rows: int) -> bool:
     for op in epilogue:
         if isinstance(op, ops.Store):
             t = op.tile.tile
-            if op.order != tuple(range(t.ndim)) or not 2 <= t.ndim <= 5 or any(d != 1 for d in t.shape[:-2]):
-                return False
-            if t.shape[-1] * t.dtype.bitwidth < 16 * 8:
+            if op.order != tuple(range(t.ndim)) or t.ndim < 2 or any(d != 1 for d in t.shape[:-2]):
                 return False
             if t.shape[-2] != rows or t.dtype not in (*_MMA_DTYPES, dt.float32):
                 return False

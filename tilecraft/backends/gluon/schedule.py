@@ -18,7 +18,7 @@ from ...ir import Function, Op, Value, ops
 from ...language.dtypes import DType
 from ...passes.warp_specialize import Streamed, StreamedLoop
 from ..base import ArrayFacts
-from ..triton.plan import LoweringPlan
+from ..triton.plan import LoweringPlan, descriptor_block
 from .layouts import Classes, NotLowerable
 from .writer import GluonWriter
 
@@ -61,11 +61,9 @@ class Schedule:
 
     # ---- shared memory -------------------------------------------------------------------
     def block(self, s: Streamed) -> tuple[int, ...]:
-        """The load's block in the array's axis order (a TMA box)."""
-        block = [0] * len(s.load.shape)
-        for k, axis in enumerate(s.load.order):
-            block[axis] = s.load.shape[k]
-        return tuple(block)
+        """The load's block in the array's axis order (its TMA box, as the Triton lowering's
+        descriptor rule gives it: the backend checked it has one)."""
+        return descriptor_block(s.load)[0]
 
     @staticmethod
     def _bytes(block: tuple[int, ...], dtype: DType) -> int:

@@ -26,7 +26,7 @@ require("torch", TRITON_BACKENDS)
 from triton.runtime import driver  # noqa: E402
 
 from ... import knobs  # noqa: E402
-from ...ir import Function, Value, ops  # noqa: E402
+from ...ir import Function, ops  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
@@ -41,6 +41,7 @@ from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
 from .emitter import Target  # noqa: E402
 from .lower import lower, missing_rules  # noqa: E402
+from .plan import descriptor_block  # noqa: E402
 
 interpret_workarounds.fix_scalar_index()  # Triton 3.6's interpreter under NumPy >= 2.4
 
@@ -233,11 +234,19 @@ class TritonBackend:
 
 
 def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:
-    """Whether tensor descriptors can address every array the streamed loop loads or stores."""
+    """Whether tensor descriptors can address every array the streamed loop loads or stores, and
+    every such access can take one with zero padding (`plan.descriptor_block`, the Triton
+    lowering's own rule: weak order, 2-5 dims, a box of 16 bytes or more a row and at most 256
+    a dim)."""
     position = {p.id: i for i, p in enumerate(fn.params)}
 
-    def ok(array: Value, store: bool) -> bool:
-        f = facts[position[array.id]] if position[array.id] < len(facts) else None
-        return f is not None and (f.tma_store_ok if store else f.tma_ok)
-    loads = all(ok(s.load.array, False) for s in (*found.streamed, *found.resident))
-    return loads and all(ok(op.array, True) for op in found.epilogue if isinstance(op, ops.Store))
+    def ok(op: ops.Load | ops.Store) -> bool:
+        i = position[op.array.id]
+        f = facts[i] if i < len(facts) else None
+        store = isinstance(op, ops.Store)
+        if f is None or not (f.tma_store_ok if store else f.tma_ok):
+            return False
+        choice = descriptor_block(op)
+        return choice is not None and choice[1] == "zero"
+    stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
+    return all(ok(op) for op in (*(s.load for s in (*found.streamed, *found.resident)), *stores))

@@ -165,7 +165,7 @@ def _descriptor_padding(mode: PaddingMode, dtype: DType) -> str | None:
     return None
 
 
-def _descriptor_block(op: TileAccess) -> tuple[tuple[int, ...], str] | None:
+def descriptor_block(op: TileAccess) -> tuple[tuple[int, ...], str] | None:
     """(block shape in array axis order, padding option) if tile load/store `op` may use a
     descriptor: a plain (WEAK) access that allows TMA, of a 2-5-d non-bool array, a full-rank
     tile whose last block dim spans 16 bytes or more and no dim more than 256 (stores only in
@@ -217,7 +217,7 @@ def _plan_descriptors(fn: Function, arrays: dict[int, ArrayFacts | None], target
         if not isinstance(op, (ops.Load, ops.Store)) or op.array.id not in params:
             continue  # views made in the kernel: no descriptors (yet)
         facts = arrays.get(op.array.id)
-        choice = _descriptor_block(op)
+        choice = descriptor_block(op)
         if choice is None or facts is None:
             continue
         if not (facts.tma_store_ok if isinstance(op, ops.Store) else facts.tma_ok):
