@@ -9,7 +9,8 @@ The kernels are cuTile's published samples (`.conformance/samples`: MatMul, Atte
 LayerNorm), launched as the samples launch them. Before a case is timed its output is checked
 against a float64 (matmul, layer norm) or float32 (attention, torch's own SDPA) reference; a
 case that fails the check is recorded, not timed. Times are medians of
-`triton.testing.do_bench` (L2 flushed between runs). The cuTile side runs where
+`triton.testing.do_bench` (L2 flushed between runs), the system's and torch's taken alternately
+(`ROUNDS`). The cuTile side runs where
 `CUTILE_PYTHONPATH` is set (`source .cutile/env.sh`, see ../shared/cutile-anchor); without it the
 table has tilecraft and torch only. Ratios are torch time / system time (above 1: faster).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import os
 import subprocess
 import sys
@@ -50,9 +52,20 @@ LAYERNORM = [("layernorm bf16 8192x4096", "bfloat16", (8192, 4096)),
              ("layernorm fp32 32768x1024", "float32", (32768, 1024))]
 
 
+ROUNDS = 3
+"""Each case times the system and torch alternately this many times (medians of each): the GPU's
+clock drifts as it heats, and a fixed order would favour whichever runs first."""
+
+
 def _bench(fn) -> float:
     import triton
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def _bench_pair(ours, theirs) -> tuple[float, float]:
+    """(ours, theirs) in ms: medians of `ROUNDS` alternating `_bench` runs of each."""
+    times = [(_bench(ours), _bench(theirs)) for _ in range(ROUNDS)]
+    return statistics.median(t for t, _ in times), statistics.median(t for _, t in times)
 
 
 def _rel_err(got, ref) -> float:
@@ -91,14 +104,13 @@ def run_cases(system: str, only: str | None) -> list[dict]:
         for name, causal, (tm, tn) in ATTENTION:
             def ours():
                 return AttentionFMHA.cutile_fmha(q, k_, v, tile_m=tm, tile_n=tn, causal=causal)
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                def theirs():
+            def theirs():
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     return scaled_dot_product_attention(q, k_, v, is_causal=causal)
-                t_torch = _bench(theirs)
-                ref = theirs()
-            measured = _measure(name, ours, lambda out: _rel_err(out, ref), 1e-2)
+            ref = theirs()
+            measured = _measure(name, ours, lambda out: _rel_err(out, ref), 1e-2, theirs)
             flop = 4 * b_ * h * s * s * d / (2 if causal else 1)
-            _record_case(record, name, f"{tm}x{tn}", measured, t_torch, flop / 1e9, "tflops",
+            _record_case(record, name, f"{tm}x{tn}", measured, flop / 1e9, "tflops",
                          schedule=_schedule(system, AttentionFMHA.fmha_kernel))
     if only in (None, "layernorm"):
         import LayerNorm
@@ -113,9 +125,9 @@ def run_cases(system: str, only: str | None) -> list[dict]:
             def ours():
                 ct.launch(stream, (m,), LayerNorm.layer_norm_fwd, (x, w, bias, y, mean, rstd, 1e-5, 1024))
             ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bias.double(), 1e-5)
-            measured = _measure(name, ours, lambda _: _rel_err(y, ref), 1e-2)
-            t_torch = _bench(lambda: torch.nn.functional.layer_norm(x, (n,), w, bias, 1e-5))
-            _record_case(record, name, "1024", measured, t_torch, 2 * m * n * x.element_size() / 1e6, "gbps")
+            measured = _measure(name, ours, lambda _: _rel_err(y, ref), 1e-2,
+                                lambda: torch.nn.functional.layer_norm(x, (n,), w, bias, 1e-5))
+            _record_case(record, name, "1024", measured, 2 * m * n * x.element_size() / 1e6, "gbps")
     return rows
 
 
@@ -129,28 +141,27 @@ def _matmul_row(ct, MatMul, stream, record, name: str, dtype: str, a, b, ref, ti
 
     def ours():
         ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk))
-    measured = _measure(name, ours, lambda _: _rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2)
-    t_torch = _bench(lambda: a @ b)
-    _record_case(record, name, f"{tm}x{tn}x{tk}", measured, t_torch, 2 * m * n * k / 1e9, "tflops")
+    measured = _measure(name, ours, lambda _: _rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2, lambda: a @ b)
+    _record_case(record, name, f"{tm}x{tn}x{tk}", measured, 2 * m * n * k / 1e9, "tflops")
 
 
-def _measure(name: str, run, error, tol: float) -> tuple[bool, float | None, float | None]:
-    """(passed, relative error, ms) of one case: `run()` once, `error(its result)` against the
-    reference, and time it only if that is below `tol`. A system that cannot run a case gives
-    a failed row, not a crash."""
+def _measure(name: str, run, error, tol: float, theirs) -> tuple[bool, float | None, float | None, float]:
+    """(passed, relative error, ms, torch's ms) of one case: `run()` once, `error(its result)`
+    against the reference, and time it alternately with torch's `theirs` (`_bench_pair`) only if
+    that is below `tol`. A system that cannot run a case gives a failed row, not a crash."""
     try:
         err = error(run())
-        ok = err < tol
-        return ok, err, (_bench(run) if ok else None)
+        if err < tol:
+            return (True, err, *_bench_pair(run, theirs))
     except Exception as exc:
         print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return False, None, None
+        err = None
+    return False, err, None, _bench(theirs)
 
 
-def _record_case(record, name: str, tiles: str, measured: tuple, t_torch: float, work: float, unit: str,
-                 **extra) -> None:
+def _record_case(record, name: str, tiles: str, measured: tuple, work: float, unit: str, **extra) -> None:
     """One row: the measurement, torch's time, and both rates in `unit` (`work` per ms)."""
-    ok, err, t = measured
+    ok, err, t, t_torch = measured
     record(case=name, tiles=tiles, ok=ok, rel_err=err, ms=t, torch_ms=t_torch,
            **{unit: work / t if t else None, f"torch_{unit}": work / t_torch}, ratio=t_torch / t if t else None, **extra)
 

@@ -111,7 +111,7 @@ class ComputePartition:
 
     def _release(self, w: GluonWriter, mma: ops.Mma, slot: str) -> None:
         i = self.s.found.streamed.index(self.s.found.tile_of(mma.b))
-        w.emit(f"mbarrier.arrive(empty{i}.index({slot}))")
+        w.emit(self.s.arrive(f"empty{i}.index({slot})"))
 
     def _loop(self, w: GluonWriter) -> None:
         f = self.s.found
@@ -161,11 +161,11 @@ class ComputePartition:
         iteration `turn` (partition 0's first turn at once, every other after the other
         partition's matching `_your_turn`), so one's softmax runs while the other's MMAs do."""
         if self.s.consumers > 1:
-            w.emit(f"mbarrier.wait(order.index({self.s.piece}), (({turn}) & 1) ^ (1 - {self.s.piece}))")
+            w.emit(f"mbarrier.wait(turn_mine.index(0), (({turn}) & 1) ^ (1 - {self.s.piece}))")
 
     def _your_turn(self, w: GluonWriter) -> None:
         if self.s.consumers > 1:
-            w.emit(f"mbarrier.arrive(order.index(1 - {self.s.piece}))")
+            w.emit(self.s.arrive("turn_theirs.index(0)"))
 
     def _issue_deferred(self, w: GluonWriter, p: str, c: str, slot: str, phase: str) -> str:
         f = self.s.found
@@ -253,7 +253,7 @@ class ComputePartition:
                 self._my_turn(w, f"{t} + 1")
             for i in range(len(f.streamed)):
                 w.emit(f"mbarrier.wait(ready{i}.index({slot}), {phase})")
-                w.emit(f"mbarrier.arrive(empty{i}.index({slot}))")
+                w.emit(self.s.arrive(f"empty{i}.index({slot})"))
             if rotated:
                 self._your_turn(w)
 

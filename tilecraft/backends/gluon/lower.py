@@ -27,13 +27,14 @@ from ..triton.lower import flatten_lambda, param_kernel_args
 from ..triton.plan import build_plan
 from .compute import ComputePartition
 from .layouts import classes
-from .schedule import Descriptor, Schedule, depends
+from .schedule import TURNS, Descriptor, Schedule, depends
 from .writer import GluonWriter, as_gluon, new_writer
 
 _HEADER = """import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 """
@@ -106,8 +107,8 @@ def _module(s: Schedule) -> GluonLowered:
     load, helpers_l, functions_l = _partition(s, f"{kname}_load", s.load_body)
     lines = [f"@gluon.jit\ndef {kname}({', '.join(params + descs)}):"]
     lines += ["    " + text for text in s.allocations(shared)]
-    tail = ", ".join(descs + [n for n, _ in shared])
-    args = [", ".join(names + ([str(c)] if s.consumers > 1 else []) + [tail]) for c in range(s.consumers)]
+    args = [", ".join(names + ([str(c)] if s.consumers > 1 else []) + descs + _passed(shared, c))
+            for c in range(s.consumers)]
     partitions = [f"({kname}_compute, ({a}, ))" for a in args] + [f"({kname}_load, ({args[0]}, ))"]
     warps = [s.warps] * (s.consumers - 1) + [1]
     regs = [COMPUTE_REGS] * (s.consumers - 1) + [LOAD_REGS]
@@ -119,6 +120,13 @@ def _module(s: Schedule) -> GluonLowered:
     return GluonLowered(kname, as_gluon("\n\n".join(parts)), signature, flatten_lambda(len(s.kernel_fn.params), launch),
                         tuple(aligned), tuple(s.descs.values()), s.warps, s.stages,
                         MAX_REGS if s.consumers > 1 else None)
+
+
+def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:
+    """The shared buffers as compute partition `c` takes them: the ping-pong turns (`TURNS`,
+    allocated under those names for partition 0) swapped for partition 1."""
+    names = [n for n, _ in shared]
+    return [TURNS[1 - TURNS.index(n)] if c == 1 and n in TURNS else n for n in names]
 
 
 def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None]) -> tuple[str, list[str], list[str]]:

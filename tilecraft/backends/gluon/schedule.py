@@ -6,6 +6,12 @@ the names that go with them; `load_body` emits the load partition: the scalar op
 bounds and the streamed loads' indices need, then the loop issuing each streamed load as a TMA
 copy into slot t % STAGES of its ring once the compute partitions have released the slot
 (`empty` barrier; the copy completes on the slot's `ready` barrier).
+
+Compute partitions signal barriers (`empty`, the ping-pong turns) from every thread
+(`Schedule.arrive`), each barrier expecting all of their threads: a one-thread arrive would make
+Triton put a barrier of the partition's warps before it, which the profile of the attention
+kernel showed as the largest stall (benchmarks/results/ncu-h200-2026-12-01.txt). The two turns
+are separate allocations, so a wait on one and an arrive on the other touch different buffers.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from ..base import ArrayFacts
 from ..triton.plan import LoweringPlan, descriptor_block
 from .layouts import Classes, NotLowerable
 from .writer import GluonWriter
+
+TURNS = ("turn_mine", "turn_theirs")
+"""The ping-pong barriers as a compute partition names them: it waits on its own and arrives on
+the other partition's (the kernel passes them to the second partition the other way round)."""
 
 SHARED_LIMIT = 232448 - 1024
 """Shared memory a block may use on sm_90 (227 KiB), less room for the barriers."""
@@ -116,8 +126,8 @@ class Schedule:
             for kind in ("ready", "empty"):
                 out.append((f"{kind}{i}", f"gl.allocate_shared_memory(gl.int64, [{self.stages}, 1], "
                                           f"mbarrier.MBarrierLayout())"))
-        if self.consumers > 1 and self.found.deferred is not None:
-            out.append(("order", "gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())"))
+        if self.turns:
+            out += [(name, "gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())") for name in TURNS]
         reused = self.reused
         for i, st in enumerate(self.stores):
             if i not in reused:
@@ -132,14 +142,25 @@ class Schedule:
         if self.found.resident:
             lines.append(f"for c in gl.static_range({self.consumers}):")
             lines.append("    mbarrier.init(res_bar.index(c), count=1)")
-        if any(name == "order" for name, _ in shared):
-            lines.append("for c in gl.static_range(2):")
-            lines.append("    mbarrier.init(order.index(c), count=1)")
+        threads = self.warps * 32
+        lines += [f"mbarrier.init({name}.index(0), count={threads})" for name, _ in shared if name in TURNS]
         for i in range(len(self.found.streamed)):
             lines.append(f"for s in gl.static_range({self.stages}):")
             lines.append(f"    mbarrier.init(ready{i}.index(s), count=1)")
-            lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers})  # a release per partition")
+            lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers * threads})"
+                         f"  # every compute thread releases")
         return lines
+
+    @property
+    def turns(self) -> bool:
+        """Whether the compute partitions take ping-pong turns (two of them, a deferred MMA)."""
+        return self.consumers > 1 and self.found.deferred is not None
+
+    @staticmethod
+    def arrive(barrier: str) -> str:
+        """A compute partition's statement arriving on `barrier` from each of its threads (the
+        barrier counts them all; module docstring)."""
+        return f"async_copy.mbarrier_arrive({barrier}, increment_count=False)"
 
     def load_body(self, w: GluonWriter) -> None:
         """The load partition's body (module docstring); with paired blocks it runs as piece 0."""
