@@ -419,6 +419,52 @@ def test_broadcasting_operands(dev) -> None:
     assert_close(dev.get(out), (x.astype(np.float64) * 10 - y).astype(np.float32), np.float32)
 
 
+def approx_div_kernel(flush: bool) -> Any:
+    """Three float32 APPROX divisions, stored at tile rows bm, bm + 2 and bm + 4: x / y with y
+    one value per row ((TM, 1) broadcast), a scalar by y, and x by a scalar."""
+    @ct.kernel
+    def k(x, y, out, c: float, TM: ct.Constant[int], TN: ct.Constant[int]):
+        bm, bn = ct.bid(0), ct.bid(1)
+        a = ct.load(x, (bm, bn), (TM, TN), padding_mode=ZERO)
+        b = ct.load(y, (bm, 0), (TM, 1), padding_mode=ZERO)
+        approx = ct.RoundingMode.APPROX
+        ct.store(out, (bm, bn), ct.truediv(a, b, rounding_mode=approx, flush_to_zero=flush))
+        s = ct.truediv(c, b, rounding_mode=approx, flush_to_zero=flush)
+        ct.store(out, (bm + 2, bn), ct.broadcast_to(s, (TM, TN)))
+        ct.store(out, (bm + 4, bn), ct.truediv(a, c, rounding_mode=approx, flush_to_zero=flush))
+    return k
+
+
+def _flushed(v: Any) -> np.ndarray:
+    """float32 values with subnormals replaced by zeros of the same sign."""
+    v = np.asarray(v, np.float32)
+    return np.where((v != 0) & (np.abs(v) < np.float32(2.0**-126)), np.copysign(np.float32(0), v), v)
+
+
+@pytest.mark.parametrize("flush", [False, True], ids=["", "flush"])
+def test_approx_division_multiplies_by_the_rounded_reciprocal(dev, flush: bool) -> None:
+    """float32 APPROX truediv is RN(x * RN(1 / y)) on every backend, bit for bit (with
+    flush_to_zero: operands, reciprocal and result flushed), special values included."""
+    g = rng(11)
+    x = (g.uniform(-4, 4, SHAPE) * 2.0 ** g.integers(-20, 20, SHAPE)).astype(np.float32)
+    y = (g.uniform(0.25, 4, (SHAPE[0], 1)) * g.choice([-1, 1], (SHAPE[0], 1))).astype(np.float32)
+    y[:5, 0] = [2.0**127 * 1.5, 3e-39, 0.0, np.inf, -3.0]  # subnormal reciprocal, subnormal y, 0, inf
+    x[0, :6] = [np.inf, 1e-40, -0.0, np.nan, 2.0**100, 1.0]
+    c = 3.0
+    out = dev.poison((SHAPE[0] + 4 * TILE[0], SHAPE[1]), np.float32)
+    dev.launch(GRID, approx_div_kernel(flush), (dev.put(x), dev.put(y), out, c, *TILE))
+    got = dev.get(out)
+    f = _flushed if flush else (lambda v: np.asarray(v, np.float32))
+
+    def approx(a: Any, b: Any) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return f(f(a) * f(np.float32(1) / f(b)))
+    wants = (approx(x, y), np.broadcast_to(approx(np.float32(c), y), SHAPE), approx(x, np.float32(c)))
+    for k, want in enumerate(wants):
+        rows = np.arange(SHAPE[0]) + 2 * TILE[0] * k
+        assert_bits_equal(got[rows], want.astype(np.float32), f"form {k}")
+
+
 # ---- unary math -------------------------------------------------------------------------------------------
 def u_exp(x): return ct.exp(x)
 def u_exp2(x): return ct.exp2(x)

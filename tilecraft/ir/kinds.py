@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..language import dtypes
+from ..language.dtypes import DType
 from ..language.enums import RoundingMode
 class UnaryFn(enum.Enum):
     """Elementwise functions of one tile. The value is the name of the public function
@@ -139,7 +141,17 @@ DIRECTED = (RoundingMode.RN, RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP)
 NON_NEAREST = (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP)
 """The modes backends compute with their correctly rounded helpers; every other option (None,
 RN, FULL, APPROX) is the ordinary round-to-nearest path at full precision, which also meets
-APPROX's bound."""
+APPROX's bound, except float32 division with APPROX (`divides_by_reciprocal`)."""
+
+
+def divides_by_reciprocal(fn: BinaryFn, dtype: DType, mode: RoundingMode | None) -> bool:
+    """Whether a Binary op divides through the reciprocal: float32 TRUEDIV with APPROX is
+    RN(a * RN(1 / b)) on every backend, at most 1.5 ulp from the quotient (APPROX allows 2, as
+    PTX div.approx.f32 does). With flush_to_zero the reciprocal is flushed too, so a divisor
+    above 2**126 gives 0 (NaN for an infinite dividend), as div.approx.ftz.f32 does. A divisor
+    broadcast along an axis (attention's `acc / l`) then costs one division per row, not one
+    per element."""
+    return fn is BinaryFn.TRUEDIV and mode is RoundingMode.APPROX and dtype is dtypes.float32
 
 ROUNDED_BINARY = {BinaryFn.ADD, BinaryFn.SUB, BinaryFn.MUL, BinaryFn.TRUEDIV}
 """Binary functions that take a rounding mode (and flush_to_zero)."""

@@ -6,7 +6,8 @@ dtype is decided at compile time by probing the function on one-element inputs.
 
 Directed rounding (RZ/RM/RP on ADD/SUB/MUL/TRUEDIV and SQRT) and flush_to_zero use the
 correctly rounded algorithms of `rounding`; RN, FULL and APPROX take the default path (full
-precision satisfies APPROX).
+precision satisfies APPROX), but for float32 APPROX division, which multiplies by the rounded
+reciprocal (`ir.kinds.divides_by_reciprocal`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...ir import BinaryFn, CompareFn, UnaryFn, ops
-from ...ir.kinds import NON_NEAREST
+from ...ir.kinds import NON_NEAREST, divides_by_reciprocal
 from ...language.dtypes import DType
 from .numerics import F32, HALVES, is_floating, make_cast, scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
@@ -163,10 +164,20 @@ def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
     return _unary(f, c.slot(op.x), c.slot(op.result))
 
 
+def _reciprocal_divide(flush: bool) -> Callable[[Any, Any], Any]:
+    """float32 RN(x * RN(1 / y)), the reciprocal flushed with `flush` (divides_by_reciprocal)."""
+    def f(x: Any, y: Any) -> Any:
+        r = np.float32(1) / np.asarray(y, np.float32)
+        return np.asarray(x, np.float32) * (flush_subnormals(r) if flush else r)
+    return f
+
+
 @rule(ops.Binary)
 def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
     fn, dtype, mode = op.fn, op.lhs.tile.dtype, op.rounding
-    if mode not in NON_NEAREST:
+    if divides_by_reciprocal(fn, dtype, mode):
+        f = _reciprocal_divide(op.flush_to_zero)
+    elif mode not in NON_NEAREST:
         if fn is BinaryFn.FLOORDIV and is_floating(dtype):
             f = _float_floordiv(dtype)
         else:

@@ -7,7 +7,8 @@ run in float32 and round back.
 Rounding options of Binary/Unary: a directed mode (RZ, RM, RP) calls the correctly rounded
 helper of `rounding.py` on the operands in their own dtype; `flush_to_zero` (float32) flushes
 subnormal operands and the result through its FLUSH_HELPER. RN, FULL, APPROX and no mode take
-the ordinary path (RN is what it computes; FULL/APPROX permit no less precision than it has).
+the ordinary path (RN is what it computes; FULL/APPROX permit no less precision than it has),
+but for float32 APPROX division: a times the rounded reciprocal of b (`ir.kinds.divides_by_reciprocal`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ...ir import BinaryFn, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
-from ...ir.kinds import NON_NEAREST, GridDependency
+from ...ir.kinds import NON_NEAREST, GridDependency, divides_by_reciprocal
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import RoundingMode
@@ -464,6 +465,11 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
             a, b = _flush(w, a), _flush(w, b)
     if mode is not None:
         text, compute = _rounded(w, op, mode, [a, b]), dtype
+    elif divides_by_reciprocal(op.fn, dtype, op.rounding):
+        if not op.flush_to_zero:
+            a, b = w.tensor(x), w.tensor(y)
+        reciprocal = _truediv(w, "1.0", b, D.float32, False)[0]
+        text, compute = f"{a} * {_flush(w, reciprocal) if op.flush_to_zero else reciprocal}", D.float32
     else:
         compute = _math_dtype(dtype) if is_float(dtype) and op.fn in _FLOAT_MATH else _arith_dtype(dtype)
         if not op.flush_to_zero:
