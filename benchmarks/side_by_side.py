@@ -62,13 +62,13 @@ def _bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def _bench_pair(ours, theirs) -> tuple[float, float]:
+def bench_pair(ours, theirs) -> tuple[float, float]:
     """(ours, theirs) in ms: medians of `ROUNDS` alternating `_bench` runs of each."""
     times = [(_bench(ours), _bench(theirs)) for _ in range(ROUNDS)]
     return statistics.median(t for t, _ in times), statistics.median(t for _, t in times)
 
 
-def _rel_err(got, ref) -> float:
+def rel_err(got, ref) -> float:
     return float((got.double() - ref.double()).norm() / ref.double().norm())
 
 
@@ -108,7 +108,7 @@ def run_cases(system: str, only: str | None) -> list[dict]:
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     return scaled_dot_product_attention(q, k_, v, is_causal=causal)
             ref = theirs()
-            measured = _measure(name, ours, lambda out: _rel_err(out, ref), 1e-2, theirs)
+            measured = _measure(name, ours, lambda out: rel_err(out, ref), 1e-2, theirs)
             flop = 4 * b_ * h * s * s * d / (2 if causal else 1)
             _record_case(record, name, f"{tm}x{tn}", measured, flop / 1e9, "tflops",
                          schedule=_schedule(system, AttentionFMHA.fmha_kernel))
@@ -125,7 +125,7 @@ def run_cases(system: str, only: str | None) -> list[dict]:
             def ours():
                 ct.launch(stream, (m,), LayerNorm.layer_norm_fwd, (x, w, bias, y, mean, rstd, 1e-5, 1024))
             ref = torch.nn.functional.layer_norm(x.double(), (n,), w.double(), bias.double(), 1e-5)
-            measured = _measure(name, ours, lambda _: _rel_err(y, ref), 1e-2,
+            measured = _measure(name, ours, lambda _: rel_err(y, ref), 1e-2,
                                 lambda: torch.nn.functional.layer_norm(x, (n,), w, bias, 1e-5))
             _record_case(record, name, "1024", measured, 2 * m * n * x.element_size() / 1e6, "gbps")
     return rows
@@ -141,18 +141,18 @@ def _matmul_row(ct, MatMul, stream, record, name: str, dtype: str, a, b, ref, ti
 
     def ours():
         ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk))
-    measured = _measure(name, ours, lambda _: _rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2, lambda: a @ b)
+    measured = _measure(name, ours, lambda _: rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2, lambda: a @ b)
     _record_case(record, name, f"{tm}x{tn}x{tk}", measured, 2 * m * n * k / 1e9, "tflops")
 
 
 def _measure(name: str, run, error, tol: float, theirs) -> tuple[bool, float | None, float | None, float]:
     """(passed, relative error, ms, torch's ms) of one case: `run()` once, `error(its result)`
-    against the reference, and time it alternately with torch's `theirs` (`_bench_pair`) only if
+    against the reference, and time it alternately with torch's `theirs` (`bench_pair`) only if
     that is below `tol`. A system that cannot run a case gives a failed row, not a crash."""
     try:
         err = error(run())
         if err < tol:
-            return (True, err, *_bench_pair(run, theirs))
+            return (True, err, *bench_pair(run, theirs))
     except Exception as exc:
         print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
         err = None

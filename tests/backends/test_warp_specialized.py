@@ -123,6 +123,23 @@ def test_attention_gluon(dev, backend, causal, tm, tn, d, seq, dtype):
     assert _variant_launches() == before + (tm == 128 or seq % (2 * tm) == 0)
 
 
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tm", [128, 64])
+@pytest.mark.parametrize("seq", [1024, 1000])
+def test_attention_gluon_runs_many_blocks_per_program(dev, backend, causal, tm, seq):
+    """On the GPU, more blocks than SMs (2 batches x 16 heads x 8 or 16 query blocks): the
+    persistent variant's programs each run several blocks, their ring slots, phases and
+    ping-pong turns running on from block to block (with causal 64-row pairs, loops of
+    different lengths); every block matches float64."""
+    import ml_dtypes
+    q, k, v = _inputs(2, 16, 2, seq, seq, 128, ml_dtypes.bfloat16, seed=tm + seq + causal)
+    before = _variant_launches()
+    got, want = _run(dev, backend, q, k, v, tm, 128, 2, causal)
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
+    assert _variant_launches() == before + 1
+
+
 def _variant_launches() -> int:
     from tilecraft.backends.gluon import WarpSpecializedKernel
     kernels = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in flash_attention.variants.values()]
