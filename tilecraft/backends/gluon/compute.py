@@ -27,15 +27,12 @@ class ComputePartition:
         self.s = s
         self.defs = {r.id: op for op in (*s.found.prologue, *s.found.loop.body.ops) for r in op.results}
 
-    def head(self, w: GluonWriter) -> None:
-        """The partition function's constants: the accumulator layouts."""
+    def body(self, w: GluonWriter) -> None:
+        """The partition function's body: prologue (resident copies), loop, epilogue (stores)."""
+        f = self.s.found
         for cls in sorted({c for c in self.s.layouts.of.values() if c is not None and c != OPAQUE}):
             w.emit(f"{layout_name(cls)}: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
                    f"warps_per_cta=[{self.s.warps}, 1], instr_shape=[16, {cls}, 16])")
-
-    def body(self, w: GluonWriter) -> None:
-        """The body for one user block: prologue (resident copies), loop, epilogue (stores)."""
-        f = self.s.found
         views = {v.id for s in (*f.resident, *f.streamed) for v in s.views}
         for op in f.prologue:
             if isinstance(op, ops.Load):
@@ -49,8 +46,8 @@ class ComputePartition:
             elif not (isinstance(op, ops.Reshape) and op.result.id in views):
                 w.lower_op(op)
         if f.resident:
-            w.emit(f"mbarrier.wait({self.s.bar()}, {self.s.resident_phase()})")
-        trips = self._loop(w)
+            w.emit(f"mbarrier.wait({self.s.bar()}, 0)")
+        self._loop(w)
         reused = self.s.reused
         for op in f.epilogue:
             if isinstance(op, ops.Store):
@@ -63,8 +60,7 @@ class ComputePartition:
             else:
                 w.lower_op(op)
         if self.s.stores:
-            w.emit("tma.store_wait(0)")  # before the next block's resident copy reuses the buffer
-        self.s.next_tile(w, trips, compute=True)
+            w.emit("tma.store_wait(0)")
 
     def _operand(self, w: GluonWriter, v: Value, slot: str | None, parent: int) -> str:
         """An MMA operand: a view of a resident buffer or ring slot, else the register tile in
@@ -117,9 +113,7 @@ class ComputePartition:
         i = self.s.found.streamed.index(self.s.found.tile_of(mma.b))
         w.emit(self.s.arrive(f"empty{i}.index({slot})"))
 
-    def _loop(self, w: GluonWriter) -> str:
-        """The streamed loop; returns the name of its (and the load partition's) trip count
-        where the schedule counts them (`Schedule.trips`)."""
+    def _loop(self, w: GluonWriter) -> None:
         f = self.s.found
         loop = f.loop
         body = loop.body
@@ -129,8 +123,6 @@ class ComputePartition:
             cls = self.s.layouts.get(arg)
             w.emit(f"{name} = {w.tensor(init) if cls is None else self._in_layout(w, init, cls)}")
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
-        end = self.s.latest_end(w, f"(1 - {self.s.piece})") if self.s.uneven else hi  # of either partition
-        trips = self.s.trips(w, lo, end, step)
         if f.deferred is None:
             iv = w.define(body.args[0], "j")
             w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
@@ -140,10 +132,9 @@ class ComputePartition:
         else:
             self._rotated(w, names, lo, hi, step)
         if self.s.uneven:
-            self._drain(w, lo, hi, step, end)
+            self._drain(w, lo, hi, step)
         for result, name in zip(loop.results, names):
             w.alias(result, name)
-        return trips
 
     def _rotated(self, w: GluonWriter, names: list[str], lo: str, hi: str, step: str) -> None:
         f = self.s.found
@@ -170,7 +161,7 @@ class ComputePartition:
         iteration `turn` (partition 0's first turn at once, every other after the other
         partition's matching `_your_turn`), so one's softmax runs while the other's MMAs do."""
         if self.s.consumers > 1:
-            w.emit(f"mbarrier.wait(turn_mine.index(0), (({self.s.turn(turn)}) & 1) ^ (1 - {self.s.piece}))")
+            w.emit(f"mbarrier.wait(turn_mine.index(0), (({turn}) & 1) ^ (1 - {self.s.piece}))")
 
     def _your_turn(self, w: GluonWriter) -> None:
         if self.s.consumers > 1:
@@ -240,11 +231,12 @@ class ComputePartition:
             w.lower_op(op)
         return out_state  # None without a deferred MMA (`state` is None then)
 
-    def _drain(self, w: GluonWriter, lo: str, hi: str, step: str, latest: str) -> None:
+    def _drain(self, w: GluonWriter, lo: str, hi: str, step: str) -> None:
         """Uneven partitions: after this partition's last iteration, release the slots of the
-        iterations up to the later end `latest` (`Schedule.latest_end`) and take their ping-pong
-        turns; one whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
+        iterations up to the later end (`Schedule.latest_end`) and take their ping-pong turns; one
+        whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
         f = self.s.found
+        latest = self.s.latest_end(w, f"(1 - {self.s.piece})")
         rotated = f.deferred is not None
         if rotated:
             w.emit(f"if {lo} >= {hi}:")

@@ -7,15 +7,6 @@ bounds and the streamed loads' indices need, then the loop issuing each streamed
 copy into slot t % STAGES of its ring once the compute partitions have released the slot
 (`empty` barrier; the copy completes on the slot's `ready` barrier).
 
-With two compute partitions the kernel is persistent (`Schedule.persistent`): one program per
-SM runs the user's blocks tile = program_id, program_id + programs, ... in every partition
-(`tile_loop`; the block ids read the tile, as the Triton lowering's grid loop reads them), so
-the load partition streams the next block's tiles while the compute partitions finish the
-last one, and no program pays a start and an end per block. Slot, phase and turn counters run on
-across blocks (`next_tile`): each block streams `trips` slots in every partition, and the compute
-partitions take trips + 1 turns. Measured on the H200 before it: a fixed cost per block of about 2 us (tilecraft's
-ratio to cuDNN rising with the sequence length, benchmarks/results/attention-lengths-h200-2026-12-01.json).
-
 Compute partitions signal barriers (`empty`, the ping-pong turns) from every thread
 (`Schedule.arrive`), each barrier expecting all of their threads: a one-thread arrive would make
 Triton put a barrier of the partition's warps before it, which the profile of the attention
@@ -26,15 +17,13 @@ are separate allocations, so a wait on one and an arrive on the other touch diff
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ...ir import Function, Op, Value, ops
 from ...language.dtypes import DType
 from ...passes.warp_specialize import Streamed, StreamedLoop
 from ..base import ArrayFacts
-from ..triton.emitter import GridLoop
 from ..triton.plan import LoweringPlan, descriptor_block
 from .layouts import Classes, NotLowerable
 from .writer import GluonWriter
@@ -79,60 +68,6 @@ class Schedule:
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
         self.reused = self._reused()  # store index -> the resident index whose buffer it reuses
         self.stages = self._stages()
-        self.counters: tuple[str, str, str] | None = None  # the partition's (slots, turns, blocks) done
-
-    # ---- the persistent tile loop ----------------------------------------------------------
-    @property
-    def persistent(self) -> bool:
-        """Whether the kernel loops over the user's blocks (module docstring): with two compute
-        partitions, whose registers (MAX_REGS over 12 warps) leave room for one program per SM."""
-        return self.consumers > 1
-
-    @contextmanager
-    def tile_loop(self, w: GluonWriter, sizes: Sequence[str]) -> Iterator[None]:
-        """Statements inside a persistent partition's loop over blocks (`sizes`: its parameters
-        holding the grid of programs the user's grid asks for); a plain body otherwise."""
-        if not self.persistent:
-            self.counters = None
-            yield
-            return
-        self.counters = (w.fresh("slots_done"), w.fresh("turns_done"), w.fresh("blocks_done"))
-        for name in self.counters:
-            w.emit(f"{name} = 0")
-        tile = w.fresh("tile")
-        x, y, z = sizes
-        w.emit(f"for {tile} in range(tl.program_id(0), {x} * {y} * {z}, tl.num_programs(0)):")
-        w.grid_loop = GridLoop(tile, tuple(sizes))
-        with w.indented():
-            yield
-
-    def next_tile(self, w: GluonWriter, trips: str, compute: bool) -> None:
-        """At a persistent block's end: `trips` slots streamed and, in every compute partition,
-        trips + 1 ping-pong turns (the last for the deferred MMA), none where no partition
-        iterated; uneven partitions take turn 0 even then (compute.py `_drain`)."""
-        if self.counters is not None:
-            slots, turns, blocks = self.counters
-            w.emit(f"{slots} += {trips}")
-            if compute and self.turns:
-                w.emit(f"{turns} += {trips} + {'1' if self.uneven else f'tl.minimum({trips}, 1)'}")
-            w.emit(f"{blocks} += 1")
-
-    def trips(self, w: GluonWriter, lo: str, hi: str, step: str) -> str:
-        """The name of the loop's iteration count from `lo` to `hi` by `step` (persistent only:
-        the counters advance by it), else ""."""
-        if self.counters is None:
-            return ""
-        n = w.fresh("trips")
-        w.emit(f"{n} = tl.maximum(({hi} - {lo} + {step} - 1) // {step}, 0)")
-        return n
-
-    def turn(self, turn: str) -> str:
-        """Turn number `turn` of the block as counted since the program's start."""
-        return turn if self.counters is None else f"{self.counters[1]} + {turn}"
-
-    def resident_phase(self) -> str:
-        """The phase of this block's resident copies on their barrier."""
-        return "0" if self.counters is None else f"{self.counters[2]} & 1"
 
     # ---- shared memory -------------------------------------------------------------------
     def block(self, s: Streamed) -> tuple[int, ...]:
@@ -239,7 +174,6 @@ class Schedule:
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
         if self.uneven:
             hi = self.latest_end(w, "1")
-        trips = self.trips(w, lo, hi, step)
         iv = w.define(loop.body.args[0], "j")
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
@@ -250,7 +184,6 @@ class Schedule:
                 w.emit(f"mbarrier.expect(ready{i}.index({slot}), {d}.block_type.nbytes)")
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, ready{i}.index({slot}), "
                        f"ring{i}.index({slot}))")
-        self.next_tile(w, trips, compute=False)
 
     def latest_end(self, w: GluonWriter, other: str) -> str:
         """The later of the loop's upper bound for this partition function's piece (as lowered
@@ -273,9 +206,8 @@ class Schedule:
         """Names of the iteration number, ring slot and phase of the iteration at `iv`."""
         t, slot, phase = w.fresh("t"), w.fresh("slot"), w.fresh("phase")
         w.emit(f"{t} = ({iv} - {lo}) // {step}")
-        n = t if self.counters is None else f"({self.counters[0]} + {t})"
-        w.emit(f"{slot} = {n} % {self.stages}")
-        w.emit(f"{phase} = ({n} // {self.stages}) & 1")
+        w.emit(f"{slot} = {t} % {self.stages}")
+        w.emit(f"{phase} = ({t} // {self.stages}) & 1")
         return t, slot, phase
 
     def coords(self, w: GluonWriter, op: ops.Load | ops.Store) -> str:
