@@ -39,6 +39,7 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.experimental.gluon.language.nvidia.hopper import (fence_async_shared, mbarrier, tma, warpgroup_mma,
                                                               warpgroup_mma_wait)
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -50,7 +51,7 @@ CASES = (("fp16 4096^3", torch.float16, (4096, 4096, 4096)),
          ("bf16 8192^3", torch.bfloat16, (8192, 8192, 8192)),
          ("bf16 4000x3000x2000", torch.bfloat16, (4000, 3000, 2000)))
 GROUP_M = 8
-BUDGET_S = 100.0  # rows not started by then are skipped
+BUDGET_S = 150.0  # rows not started by then are skipped
 HANG_S = 60.0  # a row (compile, check, timing) not done by then is a deadlock: the run stops
 GL_DTYPES = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16}
 
@@ -70,11 +71,12 @@ class Config:
     EPI_N: int
     REGS: tuple[int, int] = (232, 40)
     MAXNREG: int = 168
+    ALL: bool = False  # consumers release slots from every thread (no warpgroup barrier before it)
 
     @property
     def label(self) -> str:
         epi = "" if self.EPI_N == self.BN else f" epi{self.EPI_N}"
-        return f"{self.mode} {self.BM}x{self.BN}x{self.BK} s{self.STAGES}{epi}"
+        return f"{self.mode} {self.BM}x{self.BN}x{self.BK} s{self.STAGES}{epi}{' all-arrive' if self.ALL else ''}"
 
     @property
     def rows(self) -> int:
@@ -84,11 +86,13 @@ class Config:
 
 CONFIGS = (
     Config("coop", 128, 256, 64, 3, 256),
+    Config("coop", 128, 256, 64, 3, 256, ALL=True),
     Config("coop", 128, 256, 64, 4, 128),
-    Config("pingpong", 128, 128, 64, 4, 128),
-    Config("pingpong", 128, 128, 64, 5, 128),
-    Config("coop", 128, 128, 64, 4, 128),
+    Config("coop", 128, 256, 64, 4, 128, ALL=True),
+    Config("pingpong", 128, 128, 64, 4, 128, ALL=True),
 )
+"""The cooperative 128x256 builds with a one-thread and an every-thread release (a one-thread
+mbarrier arrive makes Triton sync the warpgroup before it), and the ping-pong one."""
 
 
 # ---- the kernel ---------------------------------------------------------------------------------
@@ -113,8 +117,19 @@ def _steps(a_desc, b_desc):
 
 
 @gluon.jit
+def _arrive(bar, pred, ALL: gl.constexpr):
+    """Arrive on `bar` if `pred`: from every thread of the warpgroup (the barrier counts 128 per
+    consumer) with ALL, else from one thread (Triton syncs the warpgroup first)."""
+    if ALL:
+        if pred:
+            async_copy.mbarrier_arrive(bar, increment_count=False)
+    else:
+        mbarrier.arrive(bar, pred=pred)
+
+
+@gluon.jit
 def _producer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order,
-              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
+              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr, ALL: gl.constexpr):
     """One warp: for every k step of every tile of this program, wait for the slot to be free,
     then TMA-load A and B into it with the slot's `ready` barrier expecting their bytes. (All
     partitions take the same arguments; this one needs neither C nor `order`.)"""
@@ -139,7 +154,7 @@ def _producer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, orde
 
 @gluon.jit
 def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order,
-              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr):
+              GROUP: gl.constexpr, PINGPONG: gl.constexpr, WG: gl.constexpr, ALL: gl.constexpr):
     """One warpgroup (WG 0 or 1): wgmma over the ring, one MMA in flight, then the epilogue."""
     BM: gl.constexpr = a_desc.block_type.shape[0]
     BN: gl.constexpr = b_desc.block_type.shape[1]
@@ -170,12 +185,12 @@ def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, orde
             acc = warpgroup_mma(a, b_bufs.index(s), acc, use_acc=kk > 0, is_async=True)
             acc = warpgroup_mma_wait(1, deps=(acc, ))
             # the MMA before this one is done: its slot can be refilled
-            mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES), pred=kk > 0)
+            _arrive(empty.index((it + STAGES - 1) % STAGES), kk > 0, ALL)
             it += 1
         if PINGPONG:
-            mbarrier.arrive(order.index(1 - WG))
+            _arrive(order.index(1 - WG), True, ALL)
         acc = warpgroup_mma_wait(0, deps=(acc, ))
-        mbarrier.arrive(empty.index((it + STAGES - 1) % STAGES))
+        _arrive(empty.index((it + STAGES - 1) % STAGES), True, ALL)
         out = acc.to(dtype)
         if EPI_N == BN:
             tma.store_wait(0)  # the previous tile's store has read c_smem
@@ -198,7 +213,7 @@ def _consumer(a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, orde
 
 @gluon.jit
 def gluon_matmul_kernel(a_desc, b_desc, c_desc, GROUP: gl.constexpr, PINGPONG: gl.constexpr,
-                        STAGES: gl.constexpr, REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr):
+                        STAGES: gl.constexpr, REGS: gl.constexpr, PRODUCER_REGS: gl.constexpr, ALL: gl.constexpr):
     """Persistent warp-specialized C = A @ B (see the module docstring)."""
     dtype: gl.constexpr = a_desc.dtype
     a_bufs = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
@@ -207,15 +222,16 @@ def gluon_matmul_kernel(a_desc, b_desc, c_desc, GROUP: gl.constexpr, PINGPONG: g
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     order = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+    per: gl.constexpr = 128 if ALL else 1  # arrivals per consumer release
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
-        mbarrier.init(empty.index(i), count=1 if PINGPONG else 2)  # one release per consumer
+        mbarrier.init(empty.index(i), count=per if PINGPONG else 2 * per)  # a release per consumer
     for i in gl.static_range(2):
-        mbarrier.init(order.index(i), count=1)
+        mbarrier.init(order.index(i), count=per)
     gl.warp_specialize([
-        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0)),
-        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 1)),
-        (_producer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0)),
+        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0, ALL)),
+        (_consumer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 1, ALL)),
+        (_producer, (a_desc, b_desc, c_desc, a_bufs, b_bufs, ready, empty, c_bufs, order, GROUP, PINGPONG, 0, ALL)),
     ], [4, 1], [REGS, PRODUCER_REGS])
 
 
@@ -231,7 +247,7 @@ def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: Config) 
 
 def constexprs(cfg: Config) -> dict[str, Any]:
     return dict(GROUP=GROUP_M, PINGPONG=cfg.mode == "pingpong", STAGES=cfg.STAGES,
-                REGS=cfg.REGS[0], PRODUCER_REGS=cfg.REGS[1])
+                REGS=cfg.REGS[0], PRODUCER_REGS=cfg.REGS[1], ALL=cfg.ALL)
 
 
 def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, cfg: Config, sms: int) -> Callable[[], None]:

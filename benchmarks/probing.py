@@ -161,7 +161,8 @@ def summary(row: dict[str, Any], yardstick: str) -> str:
 def sm90_resources(source: Any, options: dict[str, Any]) -> dict[str, Any]:
     """`source` (a Triton or Gluon AST source) compiled for sm_90 here: shared memory (and
     whether an sm_90 block may have that much), warps (more than asked where warp-specialized),
-    registers, spills, and the registers warp-specialized partitions set (setmaxnreg)."""
+    registers, spills, the registers warp-specialized partitions set (setmaxnreg), and the
+    barriers of warps (`bar.sync`/`barrier.sync` in the PTX, each a rendezvous)."""
     from triton.backends.compiler import GPUTarget
     from tilecraft.backends.triton.fitting import shared_memory_limit
     from tilecraft.tools.inspection import _resources
@@ -169,7 +170,8 @@ def sm90_resources(source: Any, options: dict[str, Any]) -> dict[str, Any]:
     regs, spills = _resources(binary.asm["cubin"])
     return dict(shared=binary.metadata.shared, fits=binary.metadata.shared <= shared_memory_limit(90),
                 warps=binary.metadata.num_warps, registers=regs, spills=spills,
-                setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))))
+                setmaxnreg=sorted(set(re.findall(r"setmaxnreg\.(\w+)\.sync\.aligned\.u32\s+(\d+)", binary.asm["ptx"]))),
+                barriers=len(re.findall(r"\bbar(?:rier)?\.sync\b", binary.asm["ptx"])))
 
 
 def record_compile(out: Any, rows: list[dict], row: dict[str, Any], build: Callable[[], dict]) -> None:
