@@ -48,6 +48,18 @@ def test_for_runtime_bounds(dev, start: int, stop: int, step: int) -> None:
     np.testing.assert_array_equal(dev.get(out), [sum(r), len(r), r[-1] if r else -1, 0])
 
 
+@pytest.mark.parametrize("step", [0, -1, -3])
+def test_for_runtime_step_not_positive_runs_no_iteration(dev, step: int) -> None:
+    """cuTile leaves a runtime step <= 0 undefined; every backend runs no iteration (the GPU
+    would otherwise count down, or never end with 0)."""
+    out = dev.poison((4,), np.int32)
+    dev.launch((1,), range_kernel, (out, 9, -4, step))
+    np.testing.assert_array_equal(dev.get(out), [0, 0, -1, 0])
+    dev.launch((1,), range_kernel, (out, 2, 11, -step + 2))  # the same kernel, a positive step
+    r = list(range(2, 11, -step + 2))
+    np.testing.assert_array_equal(dev.get(out), [sum(r), len(r), r[-1], 0])
+
+
 @ct.kernel
 def range_forms_kernel(x, out, n, TILE: ct.Constant[int]):
     """Sum the first n tiles (range(n)), then every other tile from 1 (range(1, n, 2))."""

@@ -62,8 +62,14 @@ def _result_bound(op: Op, bounds: dict[int, int], consts: dict[int, int]) -> int
 
 
 def nonnegative(fn: Function) -> frozenset[int]:
-    """ids of the integer values of `fn` that are never negative. A loop's induction variable
-    counts when its start and step do (a negative runtime step is undefined in cuTile)."""
+    """ids of the integer values of `fn` that are never negative."""
+    return frozenset(vid for vid, bound in lower_bounds(fn).items() if bound >= 0)
+
+
+def lower_bounds(fn: Function) -> dict[int, int]:
+    """Value id -> a lower bound, for the integer values of `fn` that have one. A loop's
+    induction variable is bounded by its start when its step is not negative (a loop whose
+    runtime step is not positive runs no iteration on every backend)."""
     bounds: dict[int, int] = {}
     consts: dict[int, int] = {}
 
@@ -81,4 +87,4 @@ def nonnegative(fn: Function) -> frozenset[int]:
                 visit(blk.ops)
 
     visit(fn.body.ops)
-    return frozenset(vid for vid, bound in bounds.items() if bound >= 0)
+    return bounds

@@ -26,7 +26,7 @@ from ..triton.helpers import HELPERS
 from ..triton.lower import flatten_lambda, param_kernel_args
 from ..triton.plan import build_plan
 from .compute import ComputePartition
-from .layouts import classes
+from .layouts import NotLowerable, classes
 from .schedule import TURNS, Descriptor, Schedule, depends
 from .writer import GluonWriter, as_gluon, new_writer
 
@@ -83,6 +83,8 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
         fn_c, found_c, facts_c, consumers, pairs = fn, found, list(facts), 1, False
     target = Target(interpret=False, descriptors=False)
     plan = build_plan(fn_c, facts_c, target)
+    if found_c.loop.step.id not in plan.positive:  # the partitions count slots by iteration
+        raise NotLowerable("the streamed loop's step is not known to be positive")
     users: dict[int, list[Op]] = {vid: list(us) for vid, us in plan.users.items()}
     layouts = classes([found_c.prologue, found_c.loop.body.ops, found_c.epilogue], found_c.loop, users)
     lowered = _module(Schedule(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers, uneven))

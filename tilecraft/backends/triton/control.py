@@ -48,6 +48,17 @@ def lower_block(w: KernelWriter, block: list[Op], targets: list[str], tail: tupl
             w.emit("pass")
 
 
+def loop_bounds(w: KernelWriter, op: ops.For) -> tuple[str, str, str]:
+    """`op`'s (start, stop, step) for a Python `range`: a step not known to be positive
+    (`LoweringPlan.positive`) is guarded so that a runtime step <= 0 runs no iteration, as in
+    the interpreter and the splitting passes (cuTile leaves it undefined), instead of counting
+    down or never ending."""
+    lo, hi, step = (w.expr(v) for v in (op.lower, op.upper, op.step))
+    if op.step.id in w.plan.positive:
+        return lo, hi, step
+    return lo, f"tl.where({step} > 0, {hi}, {lo})", f"tl.maximum({step}, 1)"
+
+
 @rule(ops.For)
 def _for(w: KernelWriter, op: ops.For) -> None:
     body = op.body
@@ -56,7 +67,7 @@ def _for(w: KernelWriter, op: ops.For) -> None:
     for name, init in zip(names, op.init):
         w.emit(f"{name} = {w.tensor(init)}")
     advances = emit_pointer_tiles(w, op)
-    bounds = f"{w.expr(op.lower)}, {w.expr(op.upper)}, {w.expr(op.step)}"
+    bounds = ", ".join(loop_bounds(w, op))
     stages = w.plan.stages.get(op)
     if stages:
         loop = f"tl.range({bounds}, num_stages={stages})"

@@ -23,7 +23,7 @@ from ...ir.types import ArrayType
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, PaddingMode
-from ...passes.ranges import nonnegative
+from ...passes.ranges import lower_bounds
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
@@ -56,7 +56,8 @@ class LoweringPlan:
     pointer_tiles: FOR -> the loads directly in its body that walk a loop-carried pointer tile.
     masked_axes: pointer-path tile load/store -> the array axes whose bounds it must mask (the
       others are elided: `check_bounds=False`, or tiles never straddle the array's end there).
-    nonneg: ids of integer values never negative (`passes.ranges`).
+    nonneg: ids of integer values never negative (`passes.ranges`); positive: those at least 1
+      (a loop step known positive needs no guard: control.py `loop_bounds`).
     stages: pipelined or hinted FOR -> its `tl.range(num_stages=)`; flattened: FORs with
       `flatten=True`; flatten_grid: the grid loop too.
     barriers: memory ops the block synchronizes before, keeping program order on an array
@@ -71,6 +72,7 @@ class LoweringPlan:
     pointer_tiles: Mapping[ops.For, tuple[ops.Load, ...]]
     masked_axes: Mapping[Op, frozenset[int]]
     nonneg: frozenset[int]
+    positive: frozenset[int]
     stages: Mapping[ops.For, int]
     flattened: frozenset[ops.For]
     flatten_grid: bool
@@ -94,6 +96,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
     for op in fn.walk():
         for v in op.operands:
             users.setdefault(v.id, []).append(op)
+    bounds = lower_bounds(fn)
     return LoweringPlan(
         config=config,
         grid_loop=grid_loop,
@@ -102,7 +105,8 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
         pointer_tiles=MappingProxyType(_plan_pointer_tiles(fn, descriptor_of)),
         masked_axes=MappingProxyType({op: _masked_axes(op, arrays.get(op.array.id)) for op in fn.walk()
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
-        nonneg=nonnegative(fn),
+        nonneg=frozenset(v for v, low in bounds.items() if low >= 0),
+        positive=frozenset(v for v, low in bounds.items() if low >= 1),
         stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, max_stages)
                                  for loop in staged_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
