@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from optest_utils import (assert_bits_equal, assert_close, is_float, np_dtype,
+from optest_utils import (BF16, assert_bits_equal, assert_close, is_float, np_dtype,
                           random_array, rng, round_tf32, tf32_edge_values, wrap)
 
 SHAPE = (7, 19)
@@ -170,6 +170,57 @@ def test_binary_float(dev, name: str, dtype: str, form: str) -> None:
             "mod result must take the sign of the divisor"
     else:
         assert_close(got, want.astype(d), d, msg=f"{name} {dtype}")
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.0, -3.0, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", ["pow", "atan2"])
+def test_pow_atan2_special_values(dev, name: str, dtype: str) -> None:
+    """pow and atan2 of every pair of signed zeros, +-1, odd and non-integer values, infinities
+    and NaN give C99's results (libdevice's on the GPU): (-0.0) ** 3 = -0.0, (-0.0) ** -1 =
+    -inf, (-1) ** inf = 1, (-inf) ** 0.5 = inf, atan2(+-0, -0.0) = +-pi, atan2(-0.0, 1) = -0.0.
+    Triton's CPU interpreter cannot call libdevice; its stand-ins got these wrong."""
+    d = np_dtype(dtype)
+    pairs = [(a, b) for a in SPECIAL for b in SPECIAL]
+    pairs += [(-2.0, 3.0), (-0.0, 0.5), (-np.inf, -3.0)] * 4
+    x, y = (np.array(v, np.float64).reshape(SHAPE).astype(d) for v in zip(*pairs[:SHAPE[0] * SHAPE[1]]))
+    with np.errstate(all="ignore"):
+        want = _float_reference(name, x, y).astype(d)
+    got = run_binary(dev, BINARY[name][1], x, y, d)
+    assert_close(got, want, d, msg=f"{name} {dtype}")
+    w64 = want.astype(np.float64)
+    exact = (w64 == 0) | np.isinf(w64)
+    np.testing.assert_array_equal(np.signbit(got.astype(np.float64))[exact], np.signbit(w64)[exact],
+                                  err_msg=f"{name} {dtype}: sign of zeros and infinities")
+
+
+def _bf16_subnormals(g: np.random.Generator) -> np.ndarray:
+    """bfloat16 subnormals of both signs (every mantissa), some zeros and normal numbers."""
+    bits = g.integers(1, 0x80, SHAPE, dtype=np.uint16) | (g.integers(0, 2, SHAPE, dtype=np.uint16) << 15)
+    bits[0, :3] = [0x0000, 0x8000, 0x0080]   # +0, -0, the smallest normal
+    return bits.view(ml_dtypes.bfloat16)
+
+
+def op_lt(x, y): return x < y
+def sum_rows(x): return ct.broadcast_to(ct.sum(x, axis=1, keepdims=True), x.shape)
+
+
+def test_bfloat16_subnormal_operands(dev) -> None:
+    """bfloat16 arithmetic runs in float32 on every backend without flushing subnormal
+    operands (flush_to_zero is a float32 option, off by default): the sum, comparison and
+    minimum of bfloat16 subnormals are exact. Triton's CPU interpreter flushed them when
+    widening the operands to float32."""
+    g = rng("bf16-subnormals")
+    x, y = _bf16_subnormals(g), _bf16_subnormals(g)
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    assert_bits_equal(run_binary(dev, op_add, x, y, BF16), (a + b).astype(BF16))   # exact
+    assert_bits_equal(run_binary(dev, fn_min, x, y, BF16), np.where(b < a, y, x))
+    np.testing.assert_array_equal(run_binary(dev, op_lt, x, y, np.bool_), a < b)
+    sums = np.add.reduceat(a, range(0, SHAPE[1], TILE[1]), axis=1).astype(BF16)  # each tile's rows
+    got = run_unary(dev, sum_rows, x, BF16)
+    np.testing.assert_array_equal(got, np.repeat(sums, TILE[1], axis=1)[:, :SHAPE[1]])
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

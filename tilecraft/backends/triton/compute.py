@@ -44,7 +44,7 @@ def _as(w: KernelWriter, v: Value, dtype: DType) -> str:
     """Operand `v` converted to `dtype` (bare literals stay bare: Triton types them weakly)."""
     if v.tile.dtype is dtype or tl_dtype(v.tile.dtype) == tl_dtype(dtype):
         return w.expr(v)
-    return f"tl.cast({w.tensor(v)}, {tl_dtype(dtype)})"
+    return w.cast(w.tensor(v), v.tile.dtype, dtype)
 
 
 def _result(w: KernelWriter, op: Op, text: str, computed: DType, hint: str = "t") -> None:

@@ -217,11 +217,15 @@ define_helper("_tc_tanh_interp", '''(x):
 ''', needs=("_tc_sinh_interp", "_tc_cosh_interp"))
 
 define_helper("_tc_pow_interp", '''(x, y):
-    r = tl.exp2(y * tl.log2(tl.abs(x)))
+    # C99 pow (as libdevice) on float64: a negative sign bit (-0.0 too) with an odd integer y
+    # flips the sign; a finite negative x with a non-integer y is NaN; (-1) ** +-inf is 1
+    ax = tl.abs(x)
+    r = tl.exp2(y * tl.log2(ax))
     y_int = tl.floor(y) == y
     y_odd = y_int & (tl.abs(y % 2.0) == 1.0)
-    r = tl.where((x < 0) & y_odd, -r, r)
-    r = tl.where((x < 0) & (~y_int), float("nan"), r)
+    r = tl.where((tl.cast(x, tl.int64, bitcast=True) < 0) & y_odd, r * -1.0, r)
+    r = tl.where((x < 0) & (ax != float("inf")) & (~y_int), float("nan"), r)
+    r = tl.where((ax == 1) & (tl.abs(y) == float("inf")), 1.0, r)
     return tl.where((y == 0) | (x == 1), 1.0, r)
 ''')
 
@@ -240,8 +244,8 @@ define_helper("_tc_atan2_interp", '''(y, x):
     r = u * p
     r = tl.where(big, r + 0.7853981633974483, r)
     r = tl.where(ay > ax, 1.5707963267948966 - r, r)
-    r = tl.where(x < 0, 3.141592653589793 - r, r)
-    r = tl.where(y < 0, -r, r)
+    r = tl.where(tl.cast(x, tl.int64, bitcast=True) < 0, 3.141592653589793 - r, r)  # -0.0 too
+    r = tl.where(tl.cast(y, tl.int64, bitcast=True) < 0, r * -1.0, r)  # -0.0 gives -0.0
     return tl.where((x != x) | (y != y), float("nan"), r)
 ''')
 
