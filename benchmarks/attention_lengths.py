@@ -1,6 +1,7 @@
 """Does tilecraft's attention close on cuDNN as sequences grow? cuTile's AttentionFMHA sample
 (bf16, D128, 128x128 tiles, non-causal and causal) at sequence lengths 2048-16384 with the batch
-shrunk to keep the work per launch level, against SDPA's cuDNN backend in the same process
+shrunk to keep the number of programs level (B x S = 16384: 4096 blocks; each one's work grows
+with S), against SDPA's cuDNN backend in the same process
 (alternating, `side_by_side.bench_pair`). A ratio rising with the length says a fixed cost per
 program (its start: first Q, K and V tiles; its end: the store) is part of the gap, which a
 persistent kernel would hide. Each case is checked against SDPA first.

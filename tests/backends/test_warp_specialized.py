@@ -205,6 +205,39 @@ def test_gluon_compiles_for_sm90(tm, tn, d, causal):
     assert binary.metadata.shared <= shared_memory_limit(90) and spills <= 16
 
 
+@pytest.mark.parametrize("case", ["one partition of 8 warps", "two of 4, ping-pong"])
+def test_gluon_barriers_count_every_arriving_thread(case):
+    """Compute partitions arrive on the slots' `empty` barriers and the ping-pong turns from
+    every thread (Schedule.arrive): each such barrier expects all threads of the partitions
+    arriving on it. One partition of 8 warps (row_sums_too at 128 rows: its Sums store keeps
+    the rows whole) and two of 4 (attention's row halves) compile for sm_90 here."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.gluon import GluonKernel, lower
+    from tilecraft.ir import ArrayType
+    from tilecraft.runtime.args import backend_args
+    if case.startswith("one"):
+        q, k = torch.zeros(256, 64, dtype=torch.float16), torch.zeros(64, 256, dtype=torch.float16)
+        specs, arrays, flat = row_sums_too.describe((q, k, q, torch.zeros(256, 8), 128, 64, 64, 4))
+        ir = row_sums_too.lower(specs, "sm_90")
+        facts = iter(a.facts for a in arrays)
+        facts = [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+        warps, consumers, turns = 8, 1, False
+    else:
+        ir, facts, flat = _attention_ir(_attention_args(128, 128, 64, False))
+        warps, consumers, turns = 4, 2, True
+    kernel = GluonKernel(lower(ir, facts, streamed_loop(ir)))
+    src = kernel.source
+    assert kernel.lowered.num_warps == warps and src.count("_compute, (") == consumers
+    counts = dict(re.findall(r"mbarrier\.init\((\w+)\.index\(\w+\), count=(\d+)\)", src))
+    empties = {int(c) for n, c in counts.items() if n.startswith("empty")}
+    assert empties == {consumers * warps * 32}
+    assert [int(counts[n]) for n in ("turn_mine", "turn_theirs") if n in counts] == ([warps * 32] * 2 if turns else [])
+    assert "mbarrier.arrive(" not in src and "increment_count=False" in src
+    kernel.compile_for(90, backend_args(flat, as_torch))
+
+
 @pytest.mark.parametrize("capability,knob,wrapped", [(90, "", True), (90, "0", False), (100, "", False), (80, "", False)])
 def test_backend_wraps_on_hopper_only(monkeypatch, capability, knob, wrapped):
     """The Triton backend gives a streamed-loop kernel its Gluon variant on sm_90 only (wgmma),

@@ -1,8 +1,9 @@
-"""Lower-bound analysis: which integer values can never be negative.
+"""Lower-bound analysis: which integer values can never be negative (or are at least 1).
 
 Backends use it to emit plain `//` and `%` where Python's rounding toward -inf and C's rounding
 toward zero agree (both operands non-negative), instead of the sign fix-ups Python semantics
-need otherwise. Block ids, array sizes, tile counts (`(size + t - 1) // t`) and loop counters
+need otherwise, and to leave unguarded a loop step known positive (triton/control.py
+`loop_bounds`). Block ids, array sizes, tile counts (`(size + t - 1) // t`) and loop counters
 over them all qualify. Integer arithmetic is assumed not to overflow (index arithmetic stays
 far below 2**31 on arrays that fit int32 offsets).
 """
