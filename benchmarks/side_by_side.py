@@ -7,7 +7,7 @@ in one process), so every row is a ratio measured in one process.
 
 The kernels are cuTile's published samples (`.conformance/samples`: MatMul, AttentionFMHA,
 LayerNorm), launched as the samples launch them. Before a case is timed its output is checked
-against a float64 (matmul, layer norm) or float32 (attention, torch's own SDPA) reference; a
+against a float64 reference (matmul, layer norm) or torch's SDPA output (cuDNN, attention); a
 case that fails the check is recorded, not timed. Times are medians of
 `triton.testing.do_bench` (L2 flushed between runs), the system's and torch's taken alternately
 (`ROUNDS`). The cuTile side runs where
@@ -53,8 +53,9 @@ LAYERNORM = [("layernorm bf16 8192x4096", "bfloat16", (8192, 4096)),
 
 
 ROUNDS = 3
-"""Each case times the system and torch alternately this many times (medians of each): the GPU's
-clock drifts as it heats, and a fixed order would favour whichever runs first."""
+"""Each case times the system and torch alternately this many times (medians of each), the one
+timed first changing from round to round: the GPU's clock drifts as it heats, and a fixed order
+would favour whichever runs first."""
 
 
 def _bench(fn) -> float:
@@ -64,8 +65,11 @@ def _bench(fn) -> float:
 
 def bench_pair(ours, theirs) -> tuple[float, float]:
     """(ours, theirs) in ms: medians of `ROUNDS` alternating `_bench` runs of each."""
-    times = [(_bench(ours), _bench(theirs)) for _ in range(ROUNDS)]
-    return statistics.median(t for t, _ in times), statistics.median(t for _, t in times)
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for r in range(ROUNDS):
+        for k in ((0, 1) if r % 2 == 0 else (1, 0)):
+            times[k].append(_bench((ours, theirs)[k]))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def rel_err(got, ref) -> float:

@@ -760,7 +760,7 @@ def test_rounded_sqrt_against_exact_arithmetic(dtype: D.DType) -> None:
         assert_same_floats(got, np.array([reference_sqrt(v.item(), dtype, mode) for v in x]), x)
 
 
-def test_full_and_approx_are_full_precision() -> None:
+def test_full_and_approx_precision() -> None:
     """FULL on float32 TRUEDIV, FULL/APPROX on SQRT, EXP, TANH: computed at full precision (RN);
     APPROX TRUEDIV: x times the rounded reciprocal of y (ir.kinds.divides_by_reciprocal)."""
     x, y = operand_pairs(D.float32)

@@ -146,8 +146,9 @@ APPROX's bound, except float32 division with APPROX (`divides_by_reciprocal`).""
 
 def divides_by_reciprocal(fn: BinaryFn, dtype: DType, mode: RoundingMode | None) -> bool:
     """Whether a Binary op divides through the reciprocal: float32 TRUEDIV with APPROX is
-    RN(a * RN(1 / b)) on every backend, at most 1.5 ulp from the quotient (APPROX allows 2, as
-    PTX div.approx.f32 does). With flush_to_zero the reciprocal is flushed too, so a divisor
+    RN(a * RN(1 / b)) on every backend, at most 1.5 ulp from the quotient for |b| <= 2**126
+    (APPROX allows 2 there, as PTX div.approx.f32 does; beyond, the reciprocal is subnormal and
+    loses bits, as div.approx's does). With flush_to_zero the reciprocal is flushed too, so a divisor
     above 2**126 gives 0 (NaN for an infinite dividend), as div.approx.ftz.f32 does. A divisor
     broadcast along an axis (attention's `acc / l`) then costs one division per row, not one
     per element."""
