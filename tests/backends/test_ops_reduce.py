@@ -183,6 +183,19 @@ def test_sum_int8_keeps_dtype_and_wraps(dev) -> None:
     assert (got == wrap(700, np.int8)).all()
 
 
+def test_float16_sums_accumulate_in_float32(dev) -> None:
+    """float16 sum and cumsum accumulate in float32 and round once per result on every backend:
+    1024 plus fifteen 0.25s is 1027.75 -> 1028 in float16, where adding in float16 loses the
+    quarters (1024 + 0.25 rounds back to 1024)."""
+    x = np.array([[1024.0] + [0.25] * 15] * 3, np.float16)
+    got = run_reduce(dev, ct.sum, x, 0, (3,), np.float16, axis=1)
+    np.testing.assert_array_equal(got, np.full(3, 1028, np.float16))
+    out = dev.poison(x.shape, np.float16)
+    dev.launch((1,), scan_kernel(ct.cumsum, 0, axis=1, reverse=False), (dev.put(x), out, 4, 16))
+    want = np.cumsum(x.astype(np.float32), axis=1).astype(np.float16)
+    np.testing.assert_array_equal(dev.get(out), want)
+
+
 @pytest.mark.parametrize("propagate_nan", [False, True])
 @pytest.mark.parametrize("name", ["max", "min"])
 def test_max_min_nan(dev, name: str, propagate_nan: bool) -> None:

@@ -503,10 +503,12 @@ def _where(w: KernelWriter, op: ops.Where) -> None:
 
 # ---- reductions, scans, mma -----------------------------------------------------------------
 
-def _widened(w: KernelWriter, x: Value) -> tuple[str, DType]:
-    """Operand of a reduction or scan: bool counts as int32, bf16 runs in fp32."""
+def _widened(w: KernelWriter, x: Value, accumulates: bool) -> tuple[str, DType]:
+    """Operand of a reduction or scan: bool counts as int32, bf16 runs in fp32, and float16
+    sums and products (`accumulates`) accumulate in fp32 and round once, as the interpreter's
+    do (min/max are exact in any width)."""
     dtype = x.tile.dtype
-    compute = D.int32 if dtype is D.bool_ else _arith_dtype(dtype)
+    compute = D.int32 if dtype is D.bool_ else D.float32 if accumulates and dtype is D.float16 else _arith_dtype(dtype)
     return _as(w, x, compute), compute
 
 
@@ -520,7 +522,7 @@ _SCAN_COMBINE = covers(ScanFn, {ScanFn.CUMSUM: "_tc_add", ScanFn.CUMPROD: "_tc_m
 @rule(ops.Reduce)
 def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     fn, x = op.fn, op.x
-    v, compute = _widened(w, x)
+    v, compute = _widened(w, x, fn in (ReduceFn.SUM, ReduceFn.PROD))
     axis, keep = op.axis, op.keepdims
     name = _REDUCE_COMBINE[fn]
     combine = _nan_ignoring(w, name) if name in ("max", "min") else w.need_helper(name)
@@ -564,7 +566,7 @@ def _combine(w: KernelWriter, op: ops.ReduceWith | ops.ScanWith) -> None:
 
 @rule(ops.Scan)
 def _scan(w: KernelWriter, op: ops.Scan) -> None:
-    v, compute = _widened(w, op.x)
+    v, compute = _widened(w, op.x, True)
     combine = w.need_helper(_SCAN_COMBINE[op.fn])
     _result(w, op, f"tl.associative_scan({v}, {op.axis}, {combine}, reverse={op.reverse})",
             compute, op.fn.value)
