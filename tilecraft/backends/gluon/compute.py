@@ -160,11 +160,11 @@ class ComputePartition:
         """Ping-pong (two compute partitions): wait until this partition may issue its MMAs of
         iteration `turn` (partition 0's first turn at once, every other after the other
         partition's matching `_your_turn`), so one's softmax runs while the other's MMAs do."""
-        if self.s.consumers > 1:
+        if self.s.turns:
             w.emit(f"mbarrier.wait(turn_mine.index(0), (({turn}) & 1) ^ (1 - {self.s.piece}))")
 
     def _your_turn(self, w: GluonWriter) -> None:
-        if self.s.consumers > 1:
+        if self.s.turns:
             w.emit(self.s.arrive("turn_theirs.index(0)"))
 
     def _issue_deferred(self, w: GluonWriter, p: str, c: str, slot: str, phase: str) -> str:
