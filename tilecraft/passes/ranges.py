@@ -64,7 +64,12 @@ def _result_bound(op: Op, bounds: dict[int, int], consts: dict[int, int]) -> int
 
 def nonnegative(fn: Function) -> frozenset[int]:
     """ids of the integer values of `fn` that are never negative."""
-    return frozenset(vid for vid, bound in lower_bounds(fn).items() if bound >= 0)
+    return at_least(lower_bounds(fn), 0)
+
+
+def at_least(bounds: dict[int, int], low: int) -> frozenset[int]:
+    """ids of the values whose lower bound (`lower_bounds`) is `low` or more."""
+    return frozenset(vid for vid, bound in bounds.items() if bound >= low)
 
 
 def lower_bounds(fn: Function) -> dict[int, int]:

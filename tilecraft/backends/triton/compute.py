@@ -459,15 +459,14 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
     x, y = op.lhs, op.rhs
     dtype = x.tile.dtype
     mode = _directed(op.rounding)
-    if mode is not None or op.flush_to_zero:  # typed operands in their own dtype (float32 to flush)
+    by_reciprocal = divides_by_reciprocal(op.fn, dtype, op.rounding)
+    if mode is not None or op.flush_to_zero or by_reciprocal:  # typed operands in their own dtype
         a, b = w.tensor(x), w.tensor(y)
         if op.flush_to_zero:
             a, b = _flush(w, a), _flush(w, b)
     if mode is not None:
         text, compute = _rounded(w, op, mode, [a, b]), dtype
-    elif divides_by_reciprocal(op.fn, dtype, op.rounding):
-        if not op.flush_to_zero:
-            a, b = w.tensor(x), w.tensor(y)
+    elif by_reciprocal:
         reciprocal = _truediv(w, "1.0", b, D.float32, False)[0]
         text, compute = f"{a} * {_flush(w, reciprocal) if op.flush_to_zero else reciprocal}", D.float32
     else:

@@ -23,7 +23,7 @@ from ...ir.types import ArrayType
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, PaddingMode
-from ...passes.ranges import lower_bounds
+from ...passes.ranges import at_least, lower_bounds
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
@@ -105,8 +105,8 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
         pointer_tiles=MappingProxyType(_plan_pointer_tiles(fn, descriptor_of)),
         masked_axes=MappingProxyType({op: _masked_axes(op, arrays.get(op.array.id)) for op in fn.walk()
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
-        nonneg=frozenset(v for v, low in bounds.items() if low >= 0),
-        positive=frozenset(v for v, low in bounds.items() if low >= 1),
+        nonneg=at_least(bounds, 0),
+        positive=at_least(bounds, 1),
         stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, max_stages)
                                  for loop in staged_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
