@@ -3,7 +3,7 @@ docs/performance.md (ratio to torch vs problem size; benchmarks/plot_sweep.py dr
 
   matmul   the cuTile MatMul sample (tilecraft.library.matmul_kernel, the sample's tiles),
            launched as a cuTile user launches it, vs torch.matmul (cuBLAS): square sizes 256 to
-           8192 and three odd shapes in fp16 and bf16, and fp32 (tf32 on both sides) at four sizes
+           8192 and three odd shapes in fp16 and bf16, and fp32 (tf32 on both sides) at four sizes and 1000x500x700
   rowwise  the softmax and LayerNorm samples of examples/ vs torch (and the Triton tutorial's
            softmax) on 8192 fp32 rows of 256 to 32768 columns, memory bound
 
@@ -20,7 +20,9 @@ ms: above 1, faster than torch.
     python benchmarks/plot_sweep.py FILE.json            # the PNG: CPU, needs matplotlib
 
 --split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
-split may pay: its grid of 128x256 tiles fills at most a few waves), unsplit and with its K loop
+split may pay: its grid of 128x256 tiles fills at most a few waves) and the small fp32 cases
+(TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
+step), unsplit and with its K loop
 split (passes/split_k.py) next to torch, interleaved: one implementation `tilecraft-s<N>` per
 count N of COUNTS, where `auto` is the count `backends.splitting.auto_splits` gives the grid on
 this GPU (none where it declines: a grid over half the SMs), forced on a backend of its own.
@@ -68,10 +70,12 @@ HALF = (torch.float16, torch.bfloat16)
 SQUARE = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 ODD = ((1000, 500, 700), (4000, 3000, 2000), (3001, 3001, 3001))
 TF32 = (512, 1024, 2048, 4096)
+TF32_ODD = ((1000, 500, 700),)
 ROWS = 8192
 ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 
 SPLIT_SQUARE = (512, 1024, 1536, 2048)
+SPLIT_TF32 = ((512, 512, 768), (1000, 500, 700), (1024, 1024, 1024))
 SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
 SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
 
@@ -87,10 +91,12 @@ def matmul_cases(smoke: bool, split: bool = False) -> list[Case]:
     if smoke:
         return [matmul_case(*shape) for shape in SMOKE_MATMUL if not split or shape[3] is torch.float16]
     if split:
-        return [matmul_case(s, s, s, torch.float16) for s in SPLIT_SQUARE]
+        return ([matmul_case(s, s, s, torch.float16) for s in SPLIT_SQUARE]
+                + [matmul_case(*shape, torch.float32) for shape in SPLIT_TF32])
     return ([matmul_case(s, s, s, d) for d in HALF for s in SQUARE]
             + [matmul_case(*shape, d) for d in HALF for shape in ODD]
-            + [matmul_case(s, s, s, torch.float32) for s in TF32])
+            + [matmul_case(s, s, s, torch.float32) for s in TF32]
+            + [matmul_case(*shape, torch.float32) for shape in TF32_ODD])
 
 
 def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
