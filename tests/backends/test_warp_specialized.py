@@ -126,13 +126,13 @@ def test_attention_gluon(dev, backend, causal, tm, tn, d, seq, dtype):
 @pytest.mark.only_backends("triton")
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("tm", [128, 64])
-@pytest.mark.parametrize("seq", [1024, 1000])
+@pytest.mark.parametrize("seq", [1024, 1000, 1400])
 def test_attention_gluon_runs_many_blocks_per_program(dev, backend, causal, tm, seq):
-    """On the GPU, more blocks than SMs (2 batches x 16 heads x 8 or 16 query blocks), so SMs
-    run several programs each, one after another (a persistent form of the variant, whose
-    programs ran several blocks with slot, phase and turn counters running on, passed this
-    and was given up: no faster, slower causal; benchmarks/results/attention-ab-h200-2026-12-01-c.json);
-    every block matches float64."""
+    """On the GPU, more blocks than SMs (2 batches x 16 heads x 8, 11, 16 or 22 query blocks):
+    the persistent variant's programs each run several units of blocks c and X - 1 - c (one
+    block where they meet: an odd X, 1400 rows), their ring slots, phases, ping-pong turns and
+    double-buffered resident copies running on from block to block (with causal 64-row pairs,
+    loops of different lengths); every block matches float64."""
     import ml_dtypes
     q, k, v = _inputs(2, 16, 2, seq, seq, 128, ml_dtypes.bfloat16, seed=tm + seq + causal)
     before = _variant_launches()

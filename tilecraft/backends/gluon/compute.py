@@ -27,32 +27,38 @@ class ComputePartition:
         self.s = s
         self.defs = {r.id: op for op in (*s.found.prologue, *s.found.loop.body.ops) for r in op.results}
 
-    def body(self, w: GluonWriter) -> None:
-        """The partition function's body: prologue (resident copies), loop, epilogue (stores)."""
-        f = self.s.found
+    def head(self, w: GluonWriter) -> None:
+        """The partition function's constants: the accumulator layouts."""
         for cls in sorted({c for c in self.s.layouts.of.values() if c is not None and c != OPAQUE}):
             w.emit(f"{layout_name(cls)}: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
                    f"warps_per_cta=[{self.s.warps}, 1], instr_shape=[16, {cls}, 16])")
+
+    def body(self, w: GluonWriter) -> None:
+        """The body for one user block: prologue (resident copies), loop, epilogue (stores)."""
+        f = self.s.found
         views = {v.id for s in (*f.resident, *f.streamed) for v in s.views}
+        persistent = self.s.counters is not None  # the load partition copies the resident tiles
         for op in f.prologue:
             if isinstance(op, ops.Load):
+                if persistent:
+                    continue
                 r = f.resident.index(next(s for s in f.resident if s.load is op))
                 if r == 0:  # the prologue's first load: every resident copy arrives on one barrier
                     total = " + ".join(f"{self.s.desc(s.load.array, self.s.block(s))}.block_type.nbytes"
                                        for s in f.resident)
                     w.emit(f"mbarrier.expect({self.s.bar()}, {total})")
                 d = self.s.desc(op.array, self.s.block(f.resident[r]))
-                w.emit(f"tma.async_copy_global_to_shared({d}, {self.s.coords(w, op)}, {self.s.bar()}, {self.s.own(f'res{r}')})")
+                w.emit(f"tma.async_copy_global_to_shared({d}, {self.s.coords(w, op)}, {self.s.bar()}, {self.s.res(r)})")
             elif not (isinstance(op, ops.Reshape) and op.result.id in views):
                 w.lower_op(op)
         if f.resident:
-            w.emit(f"mbarrier.wait({self.s.bar()}, 0)")
-        self._loop(w)
+            w.emit(f"mbarrier.wait({self.s.bar()}, {self.s.resident_phase()})")
+        trips = self._loop(w)
         reused = self.s.reused
         for op in f.epilogue:
             if isinstance(op, ops.Store):
                 i = self.s.stores.index(op)
-                buf = self.s.own(f"res{reused[i]}" if i in reused else f"out{i}")
+                buf = self.s.res(reused[i]) if i in reused else self.s.own(f"out{i}")
                 d = self.s.desc(op.array, op.tile.tile.shape)
                 w.emit(f"{buf}.store({w.tensor(op.tile)})")
                 w.emit("fence_async_shared()")
@@ -60,20 +66,24 @@ class ComputePartition:
             else:
                 w.lower_op(op)
         if self.s.stores:
-            w.emit("tma.store_wait(0)")
+            w.emit("tma.store_wait(0)")  # before the resident copy of a later block reuses the buffer
+        if persistent and f.resident:
+            w.emit(self.s.arrive(f"res_free.index({self.s.resident_buffer()})"))
+        self.s.next_tile(w, trips, compute=True)
 
-    def _operand(self, w: GluonWriter, v: Value, slot: str | None, parent: int) -> str:
-        """An MMA operand: a view of a resident buffer or ring slot, else the register tile in
-        the dot-operand layout of the `parent` accumulator layout."""
+    def _operand(self, w: GluonWriter, v: Value, slots: dict[int, str], parent: int) -> str:
+        """An MMA operand: a view of a resident buffer or ring slot (`slots`: ring -> slot),
+        else the register tile in the dot-operand layout of the `parent` accumulator layout."""
         f = self.s.found
         s = f.tile_of(v)
         if s is None:
             return (f"gl.convert_layout({w.tensor(v)}, gl.DotOperandLayout(operand_index=0, "
                     f"parent={layout_name(parent)}, k_width=2))")
         if s in f.resident:
-            buf = self.s.own(f"res{f.resident.index(s)}")
+            buf = self.s.res(f.resident.index(s))
         else:
-            buf = f"ring{f.streamed.index(s)}.index({slot})"
+            i = f.streamed.index(s)
+            buf = f"ring{i}.index({slots[i]})"
         view = f"{buf}.reshape([{s.rows}, {s.cols}])"
         return view + (".permute((1, 0))" if s.transposed else "")
 
@@ -95,25 +105,27 @@ class ComputePartition:
             return f"gl.set_auto_layout({w.tensor(v)}, {layout_name(cls)})"
         return f"gl.convert_layout({w.tensor(v)}, {layout_name(cls)})"
 
-    def _issue(self, w: GluonWriter, mma: ops.Mma, slot: str, phase: str) -> str:
+    def _issue(self, w: GluonWriter, mma: ops.Mma, slots: list[str], phases: list[str]) -> str:
         """Wait for the B operand's slot and issue `mma` async; returns its token's name."""
         f = self.s.found
         cls = mma.result.tile.shape[-1]
         s = f.tile_of(mma.b)
         i = f.streamed.index(s)
-        w.emit(f"mbarrier.wait(ready{i}.index({slot}), {phase})")
+        w.emit(f"mbarrier.wait(ready{i}.index({slots[i]}), {phases[i]})")
         acc, zero = self._acc(w, mma.acc, cls)
-        a = self._operand(w, mma.a, slot, cls)
-        b = self._operand(w, mma.b, slot, cls)
+        a = self._operand(w, mma.a, dict(enumerate(slots)), cls)
+        b = self._operand(w, mma.b, dict(enumerate(slots)), cls)
         tok = w.fresh("tok")
         w.emit(f"{tok} = warpgroup_mma({a}, {b}, {acc}{', use_acc=False' if zero else ''}, is_async=True)")
         return tok
 
-    def _release(self, w: GluonWriter, mma: ops.Mma, slot: str) -> None:
+    def _release(self, w: GluonWriter, mma: ops.Mma, slots: dict[int, str]) -> None:
         i = self.s.found.streamed.index(self.s.found.tile_of(mma.b))
-        w.emit(self.s.arrive(f"empty{i}.index({slot})"))
+        w.emit(self.s.arrive(f"empty{i}.index({slots[i]})"))
 
-    def _loop(self, w: GluonWriter) -> None:
+    def _loop(self, w: GluonWriter) -> str:
+        """The streamed loop; returns the name of its (and the load partition's) trip count
+        where the schedule counts them (`Schedule.trips`)."""
         f = self.s.found
         loop = f.loop
         body = loop.body
@@ -123,18 +135,21 @@ class ComputePartition:
             cls = self.s.layouts.get(arg)
             w.emit(f"{name} = {w.tensor(init) if cls is None else self._in_layout(w, init, cls)}")
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
+        end = self.s.latest_end(w, f"(1 - {self.s.piece})") if self.s.uneven else hi  # of either partition
+        trips = self.s.trips(w, lo, end, step)
         if f.deferred is None:
             iv = w.define(body.args[0], "j")
             w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
             with w.indented():
-                _, slot, phase = self.s.slot(w, iv, lo, step)
-                self._iteration(w, names, "", slot, phase, None)
+                _, slots, phases = self.s.slot(w, iv, lo, step)
+                self._iteration(w, names, "", slots, phases, None)
         else:
             self._rotated(w, names, lo, hi, step)
         if self.s.uneven:
-            self._drain(w, lo, hi, step)
+            self._drain(w, lo, hi, step, end)
         for result, name in zip(loop.results, names):
             w.alias(result, name)
+        return trips
 
     def _rotated(self, w: GluonWriter, names: list[str], lo: str, hi: str, step: str) -> None:
         f = self.s.found
@@ -143,25 +158,25 @@ class ComputePartition:
         w.emit(f"if {lo} < {hi}:")
         with w.indented():
             w.emit(f"{iv} = {lo}")
-            t, slot, phase = self.s.slot(w, iv, lo, step)
-            state = self._iteration(w, names, t, slot, phase, None)
+            t, slots, phases = self.s.slot(w, iv, lo, step)
+            state = self._iteration(w, names, t, slots, phases, None)
             w.emit(f"for {iv} in range({lo} + {step}, {hi}, {step}):")
             with w.indented():
-                t, slot, phase = self.s.slot(w, iv, lo, step)
-                self._iteration(w, names, t, slot, phase, state)
+                t, slots, phases = self.s.slot(w, iv, lo, step)
+                self._iteration(w, names, t, slots, phases, state)
             p, c, pslot, pphase, pt = state
             self._my_turn(w, f"{pt} + 1")
             tok = self._issue_deferred(w, p, c, pslot, pphase)
             self._your_turn(w)
             w.emit(f"{names[f.deferred_slot]} = warpgroup_mma_wait(0, deps=({tok}, ))")
-            self._release(w, f.deferred, pslot)
+            self._release(w, f.deferred, {self._deferred_ring(): pslot})
 
     def _my_turn(self, w: GluonWriter, turn: str) -> None:
         """Ping-pong (two compute partitions): wait until this partition may issue its MMAs of
         iteration `turn` (partition 0's first turn at once, every other after the other
         partition's matching `_your_turn`), so one's softmax runs while the other's MMAs do."""
         if self.s.turns:
-            w.emit(f"mbarrier.wait(turn_mine.index(0), (({turn}) & 1) ^ (1 - {self.s.piece}))")
+            w.emit(f"mbarrier.wait(turn_mine.index(0), (({self.s.turn(turn)}) & 1) ^ (1 - {self.s.piece}))")
 
     def _your_turn(self, w: GluonWriter) -> None:
         if self.s.turns:
@@ -169,14 +184,18 @@ class ComputePartition:
 
     def _issue_deferred(self, w: GluonWriter, p: str, c: str, slot: str, phase: str) -> str:
         f = self.s.found
-        i = f.streamed.index(f.tile_of(f.deferred.b))
+        i = self._deferred_ring()
         w.emit(f"mbarrier.wait(ready{i}.index({slot}), {phase})")
-        b = self._operand(w, f.deferred.b, slot, 0)
+        b = self._operand(w, f.deferred.b, {i: slot}, 0)
         tok = w.fresh("tok_late")
         w.emit(f"{tok} = warpgroup_mma({p}, {b}, {c}, is_async=True)")
         return tok
 
-    def _iteration(self, w: GluonWriter, names: list[str], t: str, slot: str, phase: str,
+    def _deferred_ring(self) -> int:
+        f = self.s.found
+        return f.streamed.index(f.tile_of(f.deferred.b))
+
+    def _iteration(self, w: GluonWriter, names: list[str], t: str, slots: list[str], phases: list[str],
                    state: tuple[str, ...] | None) -> tuple[str, ...] | None:
         """One iteration's body. Rotated loops (a deferred MMA): `state` holds the previous
         iteration's deferred operands (P, C, the slot and phase of its B, its iteration number)
@@ -200,13 +219,13 @@ class ComputePartition:
                 # the previous deferred MMA's result is the carried accumulator from here on
                 acc = w.fresh("acc_now")
                 w.emit(f"{acc} = warpgroup_mma_wait(0, deps=({pending_late}, ))")
-                self._release(w, deferred, state[2])
+                self._release(w, deferred, {self._deferred_ring(): state[2]})
                 w.alias(body.args[1 + f.deferred_slot], acc)
                 pending_late = None
             if isinstance(op, ops.Mma) and op is not deferred:
                 if deferred is not None:
                     self._my_turn(w, t)
-                tok = self._issue(w, op, slot, phase)
+                tok = self._issue(w, op, slots, phases)
                 if state is not None and deferred is not None:
                     pending_late = self._issue_deferred(w, *state[:4])
                 if deferred is not None:
@@ -215,28 +234,27 @@ class ComputePartition:
                     w.assign(op.result, f"warpgroup_mma_wait(1, deps=({tok}, ))", "mma")
                 else:
                     w.assign(op.result, f"warpgroup_mma_wait(0, deps=({tok}, ))", "mma")
-                self._release(w, op, slot)
+                self._release(w, op, dict(enumerate(slots)))
                 continue
             if op is deferred:
                 cls = op.result.tile.shape[-1]
                 if state is None and out_state is None:
                     out_state = tuple(w.fresh(n) for n in ("p_late", "c_late", "slot_late", "phase_late", "t_late"))
                 p, c, pslot, pphase, pt = out_state
-                w.emit(f"{p} = {self._operand(w, op.a, None, cls)}")
+                w.emit(f"{p} = {self._operand(w, op.a, {}, cls)}")
                 w.emit(f"{c} = {self._in_layout(w, op.acc, cls)}")
-                w.emit(f"{pslot} = {slot}")
-                w.emit(f"{pphase} = {phase}")
+                w.emit(f"{pslot} = {slots[self._deferred_ring()]}")
+                w.emit(f"{pphase} = {phases[self._deferred_ring()]}")
                 w.emit(f"{pt} = {t}")
                 continue
             w.lower_op(op)
         return out_state  # None without a deferred MMA (`state` is None then)
 
-    def _drain(self, w: GluonWriter, lo: str, hi: str, step: str) -> None:
+    def _drain(self, w: GluonWriter, lo: str, hi: str, step: str, latest: str) -> None:
         """Uneven partitions: after this partition's last iteration, release the slots of the
-        iterations up to the later end (`Schedule.latest_end`) and take their ping-pong turns; one
-        whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
+        iterations up to the later end `latest` (`Schedule.latest_end`) and take their ping-pong
+        turns; one whose loop ran no iteration takes turn 0 (the first iteration's) as well."""
         f = self.s.found
-        latest = self.s.latest_end(w, f"(1 - {self.s.piece})")
         rotated = f.deferred is not None
         if rotated:
             w.emit(f"if {lo} >= {hi}:")
@@ -248,12 +266,12 @@ class ComputePartition:
         iv = w.fresh("j")
         w.emit(f"for {iv} in range({start}, {latest}, {step}):")
         with w.indented():
-            t, slot, phase = self.s.slot(w, iv, lo, step)
+            t, slots, phases = self.s.slot(w, iv, lo, step)
             if rotated:
                 self._my_turn(w, f"{t} + 1")
             for i in range(len(f.streamed)):
-                w.emit(f"mbarrier.wait(ready{i}.index({slot}), {phase})")
-                w.emit(self.s.arrive(f"empty{i}.index({slot})"))
+                w.emit(f"mbarrier.wait(ready{i}.index({slots[i]}), {phases[i]})")
+                w.emit(self.s.arrive(f"empty{i}.index({slots[i]})"))
             if rotated:
                 self._your_turn(w)
 

@@ -8,6 +8,7 @@ on the host at every launch (Gluon takes them as arguments)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Sequence
 
 import torch
@@ -23,11 +24,22 @@ from triton.runtime.jit import mangle_type
 from ..base import WrappedKernel
 from ..triton.compile import load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
-from .lower import GluonLowered
+from .lower import GRID_SIZES, GluonLowered
 
 Grid = tuple[int, int, int]
 
 _GL = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
+
+
+@functools.cache
+def _sm_count(device: int) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _multiprocessors(args: Sequence[Any]) -> int:
+    """The multiprocessors of the GPU holding the launch's first tensor (or the current one)."""
+    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+    return _sm_count(device.index if device is not None and device.index is not None else torch.cuda.current_device())
 
 
 class GluonKernel:
@@ -56,10 +68,16 @@ class GluonKernel:
         return grid[0] % self.lowered.grid_divisor == 0
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
-        """Launch over the user's `grid` (divided by `grid_divisor`). `dependent` is not taken:
-        `WarpSpecializedKernel` sends programmatic dependent launches to the Triton kernel."""
+        """Launch over the user's `grid` (divided by `grid_divisor`); a persistent kernel runs
+        one program per SM (at most one per block) and takes that grid as its last arguments.
+        `dependent` is not taken: `WarpSpecializedKernel` sends programmatic dependent launches
+        to the Triton kernel."""
         flat = (*self._flatten(*args), *self.descriptors(args))
         grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
+        if self.lowered.persistent:
+            flat = (*flat, *grid)
+            units = (grid[0] + 1) // 2 * grid[1] * grid[2]  # Schedule.tile_loop's units
+            grid = (min(units, _multiprocessors(args)), 1, 1)
         options = self._options()
         if stream is None or stream_handle(stream) == current_stream():
             self._fn[grid](*flat, **options)
@@ -75,6 +93,8 @@ class GluonKernel:
         sig = dict(self.lowered.signature)
         for d, desc in zip(self.lowered.descriptors, self.descriptors(args)):
             sig[d.name] = mangle_type(desc)
+        if self.lowered.persistent:
+            sig.update((name, "i32") for name in GRID_SIZES)
         attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
         src = GluonASTSource(self._fn, signature=sig, attrs=attrs)
         return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())

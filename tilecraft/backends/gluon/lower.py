@@ -44,6 +44,10 @@ LOAD_REGS = 40
 
 COMPUTE_REGS = 240
 MAX_REGS = 168
+
+GRID_SIZES = ("grid_x", "grid_y", "grid_z")
+"""A persistent kernel's last parameters: the grid of programs a launch of the user's grid asks
+for (its axis 0 divided by `grid_divisor`), which its programs loop over."""
 """With two compute partitions: the registers per thread of the second (setmaxnreg) and the
 kernel's launch bound, as the FA3-style Gluon probe ran them at 1.01x cuDNN
 (benchmarks/gluon_attention_probe.py, results/gluon-attention-probe-h200-2026-12-01-b.json)."""
@@ -63,6 +67,7 @@ class GluonLowered:
     stages: int
     maxnreg: int | None = None
     grid_divisor: int = 1  # paired blocks: the launch grid's axis 0 divided by this (it must divide it)
+    persistent: bool = False  # one program per SM looping over the blocks; takes the grid (GRID_SIZES) last
 
 
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> GluonLowered:
@@ -105,11 +110,13 @@ def _module(s: Schedule) -> GluonLowered:
     names = [p.split(":")[0] for p in params]
     descs = [d.name for d in s.descs.values()]
     kname = top.fresh(s.kernel_fn.name)
-    compute, helpers_c, functions_c = _partition(s, f"{kname}_compute", ComputePartition(s).body)
+    part = ComputePartition(s)
+    compute, helpers_c, functions_c = _partition(s, f"{kname}_compute", part.body, part.head)
     load, helpers_l, functions_l = _partition(s, f"{kname}_load", s.load_body)
-    lines = [f"@gluon.jit\ndef {kname}({', '.join(params + descs)}):"]
+    sizes = [top.fresh(n) for n in GRID_SIZES] if s.persistent else []
+    lines = [f"@gluon.jit\ndef {kname}({', '.join(params + descs + [f'{n}: tl.int32' for n in sizes])}):"]
     lines += ["    " + text for text in s.allocations(shared)]
-    args = [", ".join(names + ([str(c)] if s.consumers > 1 else []) + descs + _passed(shared, c))
+    args = [", ".join(names + ([str(c)] if s.consumers > 1 else []) + descs + sizes + _passed(shared, c))
             for c in range(s.consumers)]
     partitions = [f"({kname}_compute, ({a}, ))" for a in args] + [f"({kname}_load, ({args[0]}, ))"]
     warps = [s.warps] * (s.consumers - 1) + [1]
@@ -121,7 +128,7 @@ def _module(s: Schedule) -> GluonLowered:
     parts += [HELPERS[h] for h in helpers] + functions_c + functions_l + [compute, load, "\n".join(lines) + "\n"]
     return GluonLowered(kname, as_gluon("\n\n".join(parts)), signature, flatten_lambda(len(s.kernel_fn.params), launch),
                         tuple(aligned), tuple(s.descs.values()), s.warps, s.stages,
-                        MAX_REGS if s.consumers > 1 else None)
+                        MAX_REGS if s.consumers > 1 else None, persistent=s.persistent)
 
 
 def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:
@@ -131,18 +138,24 @@ def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:
     return [TURNS[1 - TURNS.index(n)] if c == 1 and n in TURNS else n for n in names]
 
 
-def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None]) -> tuple[str, list[str], list[str]]:
+def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None],
+               head: Callable[[GluonWriter], None] | None = None) -> tuple[str, list[str], list[str]]:
     """(source, helpers, generated functions) of one partition function: the parameters of
-    `s.fn` (the kernel, or its pieces with `piece` last), the descriptors and the shared buffers,
-    then `body`'s statements."""
+    `s.fn` (the kernel, or its pieces with `piece` last), the descriptors, the grid of programs
+    (persistent kernels) and the shared buffers, then `head`'s statements and `body`'s, the
+    latter in the loop over blocks (`Schedule.tile_loop`)."""
     w = new_writer(s.plan, s.layouts)
     aligned: list[int] = []
     params, _, _ = param_kernel_args(w, s.fn, s.facts, aligned)
     names = [p.split(":")[0] for p in params]
     if s.consumers > 1:
         s.piece = names[-1]  # row_split's / pair_blocks's parameter, last
-    names += [d.name for d in s.descs.values()] + [n for n, _ in s.shared_names()]
-    body(w)
+    sizes = [w.fresh(n) for n in GRID_SIZES] if s.persistent else []
+    names += [d.name for d in s.descs.values()] + sizes + [n for n, _ in s.shared_names()]
+    if head is not None:
+        head(w)
+    with s.tile_loop(w, sizes):
+        body(w)
     if not w.lines:
         w.emit("pass")
     src = f"@gluon.jit\ndef {name}({', '.join(names)}):\n" + "\n".join(w.lines) + "\n"

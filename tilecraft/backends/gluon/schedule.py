@@ -1,11 +1,25 @@
 """What the warp-specialized schedule decided for one kernel, and the load partition.
 
 `Schedule` holds the decisions both partitions follow (the streamed loop, its layouts, the
-number of compute partitions, ring depth, tensor descriptors, shared buffers and barriers) and
+number of compute partitions, ring depths, tensor descriptors, shared buffers and barriers) and
 the names that go with them; `load_body` emits the load partition: the scalar ops the loop
 bounds and the streamed loads' indices need, then the loop issuing each streamed load as a TMA
-copy into slot t % STAGES of its ring once the compute partitions have released the slot
-(`empty` barrier; the copy completes on the slot's `ready` barrier).
+copy into slot n % depth of its ring once the compute partitions have released the slot
+(`empty` barrier; the copy completes on the slot's `ready` barrier). Rings are 3 slots deep
+where shared memory holds them, else the deferred MMA's B ring keeps 3 (`_depths`).
+
+With two compute partitions the kernel is persistent (`Schedule.persistent`): one program per
+SM runs units of the user's blocks (`tile_loop`: blocks c and X - 1 - c of one grid row, so that
+with a causal bound every unit holds the same work and striding over units balances the
+programs; the block ids read the tile, as the Triton lowering's grid loop reads them). The load
+partition streams the next block's tiles while the compute partitions finish the last one, and
+copies the next block's resident tiles (the queries) into the second of two buffers
+(`_resident_copies`; the compute partitions free a buffer once its block's output, which reuses
+it, is stored), so no block waits for its first loads. Slot, phase, turn and block counters run
+on across blocks (`next_tile`): each block streams `trips` slots in every partition, and the
+compute partitions take trips + 1 turns. Measured on the H200: the ratio to cuDNN no longer
+rises with the sequence length as it did (a fixed cost of about 2 us per block;
+benchmarks/results/attention-lengths-h200-2026-12-01.json against -e and -f).
 
 Compute partitions signal barriers (`empty`, the ping-pong turns) from every thread
 (`Schedule.arrive`), each barrier expecting all of their threads: a one-thread arrive would make
@@ -17,13 +31,15 @@ are separate allocations, so a wait on one and an arrive on the other touch diff
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ...ir import Function, Op, Value, ops
 from ...language.dtypes import DType
 from ...passes.warp_specialize import Streamed, StreamedLoop
 from ..base import ArrayFacts
+from ..triton.emitter import GridLoop
 from ..triton.plan import LoweringPlan, descriptor_block
 from .layouts import Classes, NotLowerable
 from .writer import GluonWriter
@@ -48,9 +64,10 @@ class Descriptor:
 class Schedule:
     """The module's plan: `fn_c` (the kernel, or its row halves or paired blocks with the `piece`
     parameter last) run by `consumers` compute partitions (attributes `fn`, `facts`); the kernel's
-    own parameters are `fn`'s (attributes `kernel_fn`, `kernel_facts`); its rings hold `stages`
-    slots; `descs` the tensor descriptors made so far. `uneven`: the partitions' loops may end at
-    different iterations (only the upper bound depends on the partition): the load partition
+    own parameters are `fn`'s (attributes `kernel_fn`, `kernel_facts`); its rings hold `depths`
+    slots (`stages`, the deepest, is what tools report); `descs` the tensor descriptors made so
+    far. `uneven`: the partitions' loops may end at different iterations (only the upper bound
+    depends on the partition): the load partition
     streams up to the later end, and a partition done first takes the rest of the slots (and its
     ping-pong turns) without computing."""
 
@@ -67,7 +84,89 @@ class Schedule:
         self.stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
         self.reused = self._reused()  # store index -> the resident index whose buffer it reuses
-        self.stages = self._stages()
+        self.depths = self._depths()  # slots per ring, in the order of found.streamed
+        self.stages = max(self.depths)
+        self.counters: tuple[str, str, str] | None = None  # the partition's (slots, turns, blocks) done
+
+    # ---- the persistent tile loop ----------------------------------------------------------
+    @property
+    def persistent(self) -> bool:
+        """Whether the kernel loops over the user's blocks (module docstring): with two compute
+        partitions, whose registers (MAX_REGS over 12 warps) leave room for one program per SM."""
+        return self.consumers > 1
+
+    @property
+    def buffers(self) -> int:
+        """Copies of each resident buffer: two in a persistent kernel, whose load partition
+        copies the next block's resident tiles while the compute partitions read this block's;
+        one otherwise."""
+        return 2 if self.persistent else 1
+
+    @contextmanager
+    def tile_loop(self, w: GluonWriter, sizes: Sequence[str]) -> Iterator[None]:
+        """Statements inside a persistent partition's loop over blocks (`sizes`: its parameters
+        holding the grid of programs the user's grid asks for); a plain body otherwise.
+
+        The programs stride over units (`units`): unit u holds the blocks at axis-0 positions
+        c and X - 1 - c (c = u % ceil(X / 2)) of row u // ceil(X / 2) of the grid, run in that
+        order (one block where they coincide). Where a block's work grows with its axis-0
+        position (a causal bound on the loop) every unit holds the same work, so striding over
+        units balances the programs; the blocks of one row (one head) stay close in time."""
+        if not self.persistent:
+            self.counters = None
+            yield
+            return
+        self.counters = (w.fresh("slots_done"), w.fresh("turns_done"), w.fresh("blocks_done"))
+        for name in self.counters:
+            w.emit(f"{name} = 0")
+        x, y, z = sizes
+        unit, col, half, tile = w.fresh("unit"), w.fresh("col"), w.fresh("half"), w.fresh("tile")
+        w.emit(f"for {unit} in range(tl.program_id(0), {units(x, y, z)}, tl.num_programs(0)):")
+        with w.indented():
+            w.emit(f"{col} = {unit} % (({x} + 1) // 2)")
+            w.emit(f"for {half} in range(0, 2 - (2 * {col} + 1 == {x}).to(tl.int32)):")
+            with w.indented():
+                w.emit(f"{tile} = {col} + {half} * ({x} - 1 - 2 * {col}) + {x} * ({unit} // (({x} + 1) // 2))")
+                w.grid_loop = GridLoop(tile, tuple(sizes))
+                yield
+
+    def next_tile(self, w: GluonWriter, trips: str, compute: bool) -> None:
+        """At a persistent block's end: `trips` slots streamed and, in every compute partition,
+        trips + 1 ping-pong turns (the last for the deferred MMA), none where no partition
+        iterated; uneven partitions take turn 0 even then (compute.py `_drain`)."""
+        if self.counters is not None:
+            slots, turns, blocks = self.counters
+            w.emit(f"{slots} += {trips}")
+            if compute and self.turns:
+                w.emit(f"{turns} += {trips} + {'1' if self.uneven else f'tl.minimum({trips}, 1)'}")
+            w.emit(f"{blocks} += 1")
+
+    def trips(self, w: GluonWriter, lo: str, hi: str, step: str) -> str:
+        """The name of the loop's iteration count from `lo` to `hi` by `step` (persistent only:
+        the counters advance by it), else ""."""
+        if self.counters is None:
+            return ""
+        n = w.fresh("trips")
+        w.emit(f"{n} = tl.maximum(({hi} - {lo} + {step} - 1) // {step}, 0)")
+        return n
+
+    def turn(self, turn: str) -> str:
+        """Turn number `turn` of the block as counted since the program's start."""
+        return turn if self.counters is None else f"{self.counters[1]} + {turn}"
+
+    def resident_phase(self) -> str:
+        """The phase of this block's resident copies on their barrier."""
+        return "0" if self.counters is None else f"({self.counters[2]} // 2) & 1"
+
+    def resident_buffer(self) -> str:
+        """Which copy of the resident buffers this block uses (persistent kernels: `buffers`)."""
+        return f"({self.counters[2]} % 2)"
+
+    def res(self, r: int) -> str:
+        """The compute partition's resident buffer `r` for the block it runs."""
+        if self.counters is None:
+            return self.own(f"res{r}")
+        return f"res{r}.index({self.resident_buffer()} * {self.consumers} + {self.piece})"
 
     # ---- shared memory -------------------------------------------------------------------
     def block(self, s: Streamed) -> tuple[int, ...]:
@@ -90,16 +189,23 @@ class Schedule:
                     break
         return out
 
-    def _stages(self) -> int:
+    def _depths(self) -> tuple[int, ...]:
+        """Slots per ring: 3 each where shared memory holds them, else 3 for as many rings as
+        fit and 2 for the rest; the deferred MMA's B ring first (its slots are held an
+        iteration longer), then the rings streamed last."""
         fixed = sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
         reused = self.reused
         fixed += sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
                      for i, st in enumerate(self.stores) if i not in reused)
-        fixed *= self.consumers
-        per_stage = sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.streamed)
-        for stages in (3, 2):
-            if fixed + stages * per_stage <= SHARED_LIMIT:
-                return stages
+        fixed *= self.consumers * self.buffers
+        f = self.found
+        sizes = [self._bytes(self.block(s), s.load.array.type.dtype) for s in f.streamed]
+        first = [f.streamed.index(f.tile_of(f.deferred.b))] if f.deferred is not None else []
+        order = first + [i for i in reversed(range(len(sizes))) if i not in first]
+        for deep in range(len(sizes), -1, -1):
+            depths = tuple(3 if i in order[:deep] else 2 for i in range(len(sizes)))
+            if fixed + sum(d * b for d, b in zip(depths, sizes)) <= SHARED_LIMIT:
+                return depths
         raise NotLowerable("the rings do not fit in shared memory with two stages")
 
     def desc(self, array: Value, block: tuple[int, ...]) -> str:
@@ -116,15 +222,19 @@ class Schedule:
         c = self.consumers
         for i, s in enumerate(self.found.resident):
             d = self.desc(s.load.array, self.block(s))
-            out.append((f"res{i}", f"gl.allocate_shared_memory({d}.dtype, [{c}] + {d}.block_type.shape, {d}.layout)"))
+            out.append((f"res{i}", f"gl.allocate_shared_memory({d}.dtype, [{c * self.buffers}] + {d}.block_type.shape, "
+                                   f"{d}.layout)"))
         if self.found.resident:
-            out.append(("res_bar", f"gl.allocate_shared_memory(gl.int64, [{c}, 1], mbarrier.MBarrierLayout())"))
+            bars = self.buffers if self.persistent else c
+            out.append(("res_bar", f"gl.allocate_shared_memory(gl.int64, [{bars}, 1], mbarrier.MBarrierLayout())"))
+            if self.persistent:
+                out.append(("res_free", f"gl.allocate_shared_memory(gl.int64, [{bars}, 1], mbarrier.MBarrierLayout())"))
         for i, s in enumerate(self.found.streamed):
             d = self.desc(s.load.array, self.block(s))
-            out.append((f"ring{i}", f"gl.allocate_shared_memory({d}.dtype, [{self.stages}] + {d}.block_type.shape, "
+            out.append((f"ring{i}", f"gl.allocate_shared_memory({d}.dtype, [{self.depths[i]}] + {d}.block_type.shape, "
                                     f"{d}.layout)"))
             for kind in ("ready", "empty"):
-                out.append((f"{kind}{i}", f"gl.allocate_shared_memory(gl.int64, [{self.stages}, 1], "
+                out.append((f"{kind}{i}", f"gl.allocate_shared_memory(gl.int64, [{self.depths[i]}, 1], "
                                           f"mbarrier.MBarrierLayout())"))
         if self.turns:
             out += [(name, "gl.allocate_shared_memory(gl.int64, [1, 1], mbarrier.MBarrierLayout())") for name in TURNS]
@@ -139,13 +249,15 @@ class Schedule:
     def allocations(self, shared: list[tuple[str, str]]) -> list[str]:
         """The kernel's statements allocating `shared` (`shared_names`) and initializing its barriers."""
         lines = [f"{name} = {expr}" for name, expr in shared]
-        if self.found.resident:
-            lines.append(f"for c in gl.static_range({self.consumers}):")
-            lines.append("    mbarrier.init(res_bar.index(c), count=1)")
         threads = self.warps * 32
+        if self.found.resident:
+            lines.append(f"for c in gl.static_range({self.buffers if self.persistent else self.consumers}):")
+            lines.append("    mbarrier.init(res_bar.index(c), count=1)")
+            if self.persistent:
+                lines.append(f"    mbarrier.init(res_free.index(c), count={self.consumers * threads})")
         lines += [f"mbarrier.init({name}.index(0), count={threads})" for name, _ in shared if name in TURNS]
         for i in range(len(self.found.streamed)):
-            lines.append(f"for s in gl.static_range({self.stages}):")
+            lines.append(f"for s in gl.static_range({self.depths[i]}):")
             lines.append(f"    mbarrier.init(ready{i}.index(s), count=1)")
             lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers * threads})"
                          f"  # every compute thread releases")
@@ -171,19 +283,50 @@ class Schedule:
             raise NotLowerable("the streamed loads' indices need a tile load")
         for op in ops_needed:
             w.lower_op(op)
+        if self.counters is not None:
+            self._resident_copies(w)
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
         if self.uneven:
             hi = self.latest_end(w, "1")
+        trips = self.trips(w, lo, hi, step)
         iv = w.define(loop.body.args[0], "j")
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
-            _, slot, phase = self.slot(w, iv, lo, step)
+            _, slots, phases = self.slot(w, iv, lo, step)
             for i, s in enumerate(f.streamed):
-                d = self.desc(s.load.array, self.block(s))
-                w.emit(f"mbarrier.wait(empty{i}.index({slot}), {phase} ^ 1)")
+                d, slot = self.desc(s.load.array, self.block(s)), slots[i]
+                w.emit(f"mbarrier.wait(empty{i}.index({slot}), {phases[i]} ^ 1)")
                 w.emit(f"mbarrier.expect(ready{i}.index({slot}), {d}.block_type.nbytes)")
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, ready{i}.index({slot}), "
                        f"ring{i}.index({slot}))")
+        self.next_tile(w, trips, compute=False)
+
+    def _resident_copies(self, w: GluonWriter) -> None:
+        """Persistent kernels: the load partition copies the block's resident tiles for every
+        compute partition (the piece's index ops lowered once per piece) into the block's buffer
+        once the compute partitions have freed it (`res_free`, after the block two before),
+        so the copies of the next block run while the compute partitions finish this one."""
+        f = self.found
+        if not f.resident:
+            return
+        index_ops = _ops_for(f.prologue, {v.id for s in f.resident for v in s.load.index})
+        if any(isinstance(op, (ops.Load, ops.Mma)) or op.blocks for op in index_ops):
+            raise NotLowerable("the resident loads' indices need a tile load")
+        buf, blocks = w.fresh("rbuf"), self.counters[2]
+        w.emit(f"{buf} = {blocks} % 2")
+        w.emit(f"mbarrier.wait(res_free.index({buf}), (({blocks} // 2) & 1) ^ 1)")
+        total = " + ".join(f"{self.desc(s.load.array, self.block(s))}.block_type.nbytes" for s in f.resident)
+        w.emit(f"mbarrier.expect(res_bar.index({buf}), {self.consumers} * ({total}))")
+        piece = self.fn.params[-1]
+        for c in range(self.consumers):
+            with w.rebinding([piece, *(r for op in index_ops for r in op.results)]):
+                w.alias(piece, str(c))
+                for op in index_ops:
+                    w.lower_op(op)
+                for r, s in enumerate(f.resident):
+                    d = self.desc(s.load.array, self.block(s))
+                    w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, res_bar.index({buf}), "
+                           f"res{r}.index({buf} * {self.consumers} + {c}))")
 
     def latest_end(self, w: GluonWriter, other: str) -> str:
         """The later of the loop's upper bound for this partition function's piece (as lowered
@@ -202,13 +345,19 @@ class Schedule:
         w.emit(f"{latest} = tl.maximum({mine_hi}, {other_hi})")
         return latest
 
-    def slot(self, w: GluonWriter, iv: str, lo: str, step: str) -> tuple[str, str, str]:
-        """Names of the iteration number, ring slot and phase of the iteration at `iv`."""
-        t, slot, phase = w.fresh("t"), w.fresh("slot"), w.fresh("phase")
+    def slot(self, w: GluonWriter, iv: str, lo: str, step: str) -> tuple[str, list[str], list[str]]:
+        """Names of the iteration number of the iteration at `iv` and, per ring, its slot and
+        phase (rings of one depth share them)."""
+        t = w.fresh("t")
         w.emit(f"{t} = ({iv} - {lo}) // {step}")
-        w.emit(f"{slot} = {t} % {self.stages}")
-        w.emit(f"{phase} = ({t} // {self.stages}) & 1")
-        return t, slot, phase
+        n = t if self.counters is None else f"({self.counters[0]} + {t})"
+        names = {}
+        for depth in sorted(set(self.depths)):
+            slot, phase = w.fresh("slot"), w.fresh("phase")
+            w.emit(f"{slot} = {n} % {depth}")
+            w.emit(f"{phase} = ({n} // {depth}) & 1")
+            names[depth] = (slot, phase)
+        return t, [names[d][0] for d in self.depths], [names[d][1] for d in self.depths]
 
     def coords(self, w: GluonWriter, op: ops.Load | ops.Store) -> str:
         """The TMA coordinates (elements, array axis order) of a tile load or store."""
@@ -223,8 +372,16 @@ class Schedule:
         return f"{buffer}.index({self.piece if self.consumers > 1 else 0})"
 
     def bar(self) -> str:
-        """The compute partition's barrier of its resident copies."""
-        return self.own("res_bar")
+        """The compute partition's barrier of its resident copies (persistent kernels: the
+        block's buffer's, on which the load partition copies every partition's)."""
+        if self.counters is None:
+            return self.own("res_bar")
+        return f"res_bar.index({self.resident_buffer()})"
+
+
+def units(x: str, y: str, z: str) -> str:
+    """The number of units (`Schedule.tile_loop`) of a grid of programs x by y by z."""
+    return f"(({x} + 1) // 2) * {y} * {z}"
 
 
 def _stream_values(found: StreamedLoop, part: str) -> list[Value]:
