@@ -230,6 +230,14 @@ def kernel_ir(kernel: Any, *args: Any) -> Any:
     return kernel.lower(specs)
 
 
+def fast_launchers(kernel: Any, name: str) -> list:
+    """The launchers the runtime's fast path keeps for backend `name` (on sm_90, for a kernel
+    with a Gluon variant, the Triton kernel's inside the launcher choosing between the two)."""
+    from tilecraft.backends.gluon.kernel import WarpSpecializedLauncher
+    found = [hit[0] for key, hit in kernel.fast.items() if key[1] == name]
+    return [f.main if isinstance(f, WarpSpecializedLauncher) else f for f in found]
+
+
 def run_matmul(dev: Any, backend: str, grid: tuple[int, int, int], kernel: Any, a: np.ndarray, b: np.ndarray,
                args: tuple, dtype: str = "float32") -> np.ndarray:
     """Launch a matmul-shaped `kernel` as (A, B, C, *args) on `backend` over `grid`, C a poisoned

@@ -141,6 +141,37 @@ def test_attention_gluon_runs_many_blocks_per_program(dev, backend, causal, tm, 
     assert _variant_launches() == before + 1
 
 
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("m,n,k", [(4096, 2048, 256), (3700, 2056, 296), (2300, 5000, 1000)])
+def test_matmul_gluon(dev, backend, dtype, m, n, k):
+    """On the H200's 132 SMs: the sample matmul (128x256x64 tiles) on grids it deals evenly
+    (256, 261 and 360 blocks) runs as the Gluon variant (programs looping over two or three
+    blocks; partial tiles at the M, N and K ends: TMA fills zeros and clips the stores) and
+    matches float64."""
+    import ml_dtypes
+    from tilecraft.library import matmul_kernel
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    rng = np.random.default_rng(m + n + k)
+    a, b = rng.standard_normal((m, k)).astype(np_dtype), rng.standard_normal((k, n)).astype(np_dtype)
+    c = dev.poison((m, n), np_dtype)
+    before = _matmul_variant_launches()
+    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    dev.launch(grid, matmul_kernel, (dev.put(a), dev.put(b), c, 128, 256, 64), backend=backend)
+    got = dev.get(c).astype(np.float64)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    # each product exact in float32, the sum rounded once into the output dtype
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
+    assert _matmul_variant_launches() == before + 1
+
+
+def _matmul_variant_launches() -> int:
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.library import matmul_kernel
+    kernels = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in matmul_kernel.variants.values()]
+    return sum(k.variant_launches for k in kernels if k is not None)
+
+
 def _variant_launches() -> int:
     from tilecraft.backends.gluon import WarpSpecializedKernel
     kernels = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in flash_attention.variants.values()]
@@ -175,10 +206,56 @@ def test_streamed_loop_found(causal):
     assert found.deferred is found.mmas[1] and [op.name for op in found.rescale] == ["binary"]
 
 
-def test_matmul_is_not_a_streamed_loop():
-    """Both operands of a matmul stream: nothing stays resident for the A operand."""
+def test_matmul_is_a_chained_streamed_loop():
+    """Both operands of a matmul stream, nothing is resident, and its one MMA accumulates into
+    the value it is yielded as (chained); attention's loop is not chained."""
+    pytest.importorskip("torch")
     a = np.zeros((256, 256), np.float16)
-    assert streamed_loop(kernel_ir(tile_matmul, a, a, a, 128, 128, 64)) is None
+    found = streamed_loop(kernel_ir(tile_matmul, a, a, a, 128, 128, 64))
+    assert found is not None and found.chained and found.deferred is None
+    assert len(found.streamed) == 2 and not found.resident and found.rows == 128
+    assert not streamed_loop(kernel_ir(flash_attention, *_attention_args(128, 64, 64, False))).chained
+
+
+@pytest.mark.parametrize("dtype,shape", [("bfloat16", (4000, 3000, 2000)), ("float16", (4096, 4096, 4096))])
+def test_gluon_matmul_compiles_for_sm90(dtype, shape):
+    """The sample matmul (128x256x64) as the Gluon variant: two compute partitions of 64 rows,
+    each reading its own half of A from slots the load partition fills per partition, B's slots
+    shared; one MMA in flight; persistent, its stores left in flight till the next block's; it
+    compiles for sm_90 here without spills."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.gluon import GluonKernel, lower
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.ir import ArrayType
+    from tilecraft.library import matmul_kernel
+    from tilecraft.runtime.args import backend_args
+    from tilecraft.tools.inspection import _resources
+    m, n, k = shape
+    a, b = torch.empty(m, k, dtype=getattr(torch, dtype)), torch.empty(k, n, dtype=getattr(torch, dtype))
+    specs, arrays, flat = matmul_kernel.describe((a, b, torch.empty(m, n, dtype=a.dtype), 128, 256, 64))
+    ir = matmul_kernel.lower(specs, "sm_90")
+    facts = iter(x.facts for x in arrays)
+    facts = [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+    kernel = GluonKernel(lower(ir, facts, streamed_loop(ir)))
+    src = kernel.source
+    assert src.count("_compute, (") == 2 and kernel.lowered.persistent
+    assert "ring0.index(slot * 2 + piece)" in src and "warpgroup_mma_wait(1, " in src
+    assert src.count("tma.store_wait(0)") == 2  # before a block's store, and after the last
+    assert kernel.lowered.chained and not kernel.lowered.units_paired  # equal work: striding over blocks
+    binary = kernel.compile_for(90, backend_args(flat, as_torch))
+    _, spills = _resources(binary.asm["cubin"])
+    assert binary.metadata.shared <= shared_memory_limit(90) and spills == 0
+
+
+@pytest.mark.parametrize("blocks,runs", [(128, False), (255, False), (256, True), (264, True), (288, False),
+                                         (384, True), (396, True), (2048, True)])
+def test_gluon_matmul_takes_grids_it_deals_evenly(blocks, runs):
+    """On 132 SMs a matmul runs as the Gluon variant on grids of 256 blocks or more whose last
+    round of programs is at least 85% full (3072^3's 288 blocks: 18%), else as the Triton kernel."""
+    from tilecraft.backends.gluon.lower import deals_evenly
+    assert deals_evenly(blocks, 132) == runs
 
 
 @pytest.mark.parametrize("tm,tn,d,causal", [(128, 128, 128, False), (128, 64, 64, True), (64, 128, 64, True),
@@ -249,6 +326,24 @@ def test_backend_wraps_on_hopper_only(monkeypatch, capability, knob, wrapped):
     monkeypatch.setenv("TILECRAFT_WARP_SPECIALIZE", knob)
     ir, facts, _ = _attention_ir(_attention_args(128, 128, 64, False), capability)
     compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, facts)
+    assert isinstance(compiled, WarpSpecializedKernel) == wrapped
+
+
+@pytest.mark.parametrize("tn,wrapped", [(256, True), (128, False)])
+def test_backend_wraps_wide_matmuls_only(tn, wrapped):
+    """A matmul gets the Gluon variant on sm_90 with 256-column tiles only (lower.CHAINED_MIN_N)."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.ir import ArrayType
+    torch = pytest.importorskip("torch")
+    a = torch.zeros(1024, 1024, dtype=torch.float16)
+    specs, arrays, _ = tile_matmul.describe((a, a, a, 128, tn, 64))
+    ir = tile_matmul.lower(specs, "sm_90")
+    facts = iter(x.facts for x in arrays)
+    compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
+        ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
     assert isinstance(compiled, WarpSpecializedKernel) == wrapped
 
 
@@ -346,9 +441,22 @@ def test_inspect_shows_what_runs(capability):
     pytest.importorskip("triton")
     from tilecraft.tools import inspect_kernel
     info = inspect_kernel(flash_attention, _attention_args(128, 128, 64, True), capability=capability)
-    assert info.warp_specialized == (capability == 90)
+    assert info.warp_specialized == ("shown" if capability == 90 else "")
     assert ("gl.warp_specialize(" in info.triton) == (capability == 90) and info.shared_bytes > 0
     assert ("warp-specialized: on this GPU" in info.summary()) == (capability == 90)
+
+
+def test_inspect_names_a_matmuls_variant():
+    """A matmul's Gluon variant runs only on grids dealt evenly to the SMs: inspect shows the
+    Triton kernel and says so."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.library import matmul_kernel
+    from tilecraft.tools import inspect_kernel
+    a = torch.empty(4096, 4096, dtype=torch.float16)
+    info = inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 64), capability=90)
+    assert info.warp_specialized == "variant" and "tl.dot(" in info.triton
+    assert "warp-specialized variant: grids of 256 blocks" in info.summary()
 
 
 def test_inspect_reports_a_variant_given_up(monkeypatch):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from conftest import kernel_ir
+from conftest import fast_launchers, kernel_ir
 from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
 from tilecraft.backends.triton.heuristics import hinted_loops
 from tilecraft.backends.base import wrapped_as
@@ -128,11 +128,6 @@ def _split_taken(kernel, name: str) -> bool:
     return bool(compiled) and all(c is not None and c._parts is not None for c in compiled)
 
 
-def _fast_launchers(kernel, name: str) -> list:
-    """The launchers the runtime's fast path keeps for backend `name`."""
-    return [hit[0] for key, hit in kernel.fast.items() if key[1] == name]
-
-
 @pytest.mark.parametrize("dtype,splits", [("float32", 3), ("float16", 13)])
 def test_split_matmul_sample(dev, split_backend, dtype, splits):
     """100x72x300 with 32x32x32 tiles: 12 blocks, 10 K iterations (the last a partial tile);
@@ -151,7 +146,7 @@ def test_split_matmul_sample(dev, split_backend, dtype, splits):
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=tol, rtol=0)
     assert _split_taken(kernel, name)
-    assert [type(f) for f in _fast_launchers(kernel, name)] == [SplitLauncher]  # ran the second time
+    assert [type(f) for f in fast_launchers(kernel, name)] == [SplitLauncher]  # ran the second time
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
 
@@ -205,7 +200,7 @@ def test_automatic_split_on_the_gpu(dev, monkeypatch):
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=0.05 + 2e-3 * np.abs(ref).max(), rtol=2e-3)
     assert _split_taken(kernel, "triton")
-    assert [type(f) for f in _fast_launchers(kernel, "triton")] == [SplitLauncher]
+    assert [type(f) for f in fast_launchers(kernel, "triton")] == [SplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
 

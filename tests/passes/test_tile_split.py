@@ -16,7 +16,7 @@ from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
 from tilecraft.passes.tile_split import split_factors, tile_splits
-from conftest import kernel_ir, poisoned, run_matmul
+from conftest import fast_launchers, kernel_ir, poisoned, run_matmul
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(5)
@@ -241,7 +241,7 @@ def test_automatic_split_on_the_gpu(dev):
     results = [run_matmul(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
     np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, "triton", 8)
-    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == "triton"] == [TileSplitLauncher]
+    assert [type(f) for f in fast_launchers(kernel, "triton")] == [TileSplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))
 

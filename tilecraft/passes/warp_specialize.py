@@ -15,13 +15,13 @@ A kernel qualifies when:
 - every tile load in the loop body is *streamed*: its array is a kernel parameter, its index
   is the loop's induction variable in one position and loop-invariant values elsewhere, its
   tile is 2-D after leading unit dims (order: identity, or the last two axes swapped), its
-  dtype 16-bit float, and its value reaches nothing but one Mma's B operand (through reshapes
-  that drop unit dims);
+  dtype 16-bit float, and its value reaches nothing but one Mma's A or B operand (through
+  reshapes that drop unit dims);
 - every tile load of the prologue is *resident*: the same, except that its index is
   loop-invariant and its value reaches only Mma A operands in the loop body;
 - every Mma in the body multiplies 16-bit floats into float32, with M 64 or 128, N a multiple
-  of 16 up to 256, K a multiple of 16; its A operand is resident or computed in registers, its
-  B operand streamed;
+  of 16 up to 256, K a multiple of 16; its A operand is resident, streamed or computed in
+  registers, its B operand streamed;
 - every store of the epilogue has identity order and a tile 2-D after leading unit dims, and
   every tile the loop carries has M rows.
 
@@ -35,10 +35,15 @@ through element-wise ops only (`rescale`, in order), nothing else in the body re
 carried value, those ops or the Mma, and exactly one other Mma comes before it and before every
 rescale op (the schedule waits for the previous iteration's deferred Mma only once it has issued
 the first Mma: a rescale op ahead of it would read the carried value of the iteration before).
+
+`chained` (a matmul's K loop): the body's one Mma accumulates into the carried value it is
+yielded as (acc = mma(a, b, acc)), so the schedule may keep it in flight while the next
+iteration's MMA is issued, releasing each iteration's slots one iteration late.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 
@@ -78,6 +83,7 @@ class StreamedLoop:
     deferred: ops.Mma | None
     deferred_slot: int | None
     rescale: tuple[Op, ...]
+    chained: bool = False
 
     def tile_of(self, value: Value) -> Streamed | None:
         """The streamed or resident load `value` stands for, if any."""
@@ -125,7 +131,7 @@ def streamed_loop(fn: Function) -> StreamedLoop | None:
     found = StreamedLoop(prologue, loop, epilogue, tuple(streamed), tuple(resident), mmas, rows, None, None, ())
     deferred = _deferred(found, users)
     if deferred is None:
-        return found
+        return dataclasses.replace(found, chained=_chained(found, users))
     mma, slot, rescale = deferred
     return StreamedLoop(prologue, loop, epilogue, tuple(streamed), tuple(resident), mmas, rows, mma, slot, rescale)
 
@@ -213,7 +219,7 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
             if isinstance(user, ops.Reshape) and user.shape[-2:] == shape[-2:] and all(d == 1 for d in user.shape[:-2]):
                 views.append(user.result)
                 frontier.append(user.result)
-            elif not isinstance(user, ops.Mma) or (user.b is v) == (iv is None) or user.acc is v:
+            elif not isinstance(user, ops.Mma) or user.acc is v or (iv is None and user.b is v):
                 return None
     return Streamed(load, rows, cols, transposed, tuple(views))
 
@@ -237,8 +243,6 @@ def _check_mmas(mmas: tuple[ops.Mma, ...], streamed: list[Streamed], resident: l
         bs = views.get(m.b.id)
         if bs is None or bs in resident or uses[id(bs)] != 1:
             return None
-        if m.a.id in views and views[m.a.id] not in resident:
-            return None
         rows.add(mm)
     return rows.pop() if len(rows) == 1 else None
 
@@ -254,6 +258,20 @@ def _epilogue_ok(epilogue: list[Op], rows: int) -> bool:
         elif isinstance(op, ops.Load):
             return False
     return True
+
+
+def _chained(found: StreamedLoop, users: dict[int, list[Op]]) -> bool:
+    """Whether the body's only Mma accumulates into the carried value it is yielded as, which
+    nothing else reads (see the module docstring)."""
+    if len(found.mmas) != 1:
+        return False
+    mma = found.mmas[0]
+    body = found.loop.body
+    slots = [i for i, v in enumerate(body.terminator.values) if v is mma.result]
+    if len(slots) != 1 or len(users.get(mma.result.id, [])) != 1:
+        return False
+    carried = body.args[1 + slots[0]]
+    return mma.acc is carried and users.get(carried.id, []) == [mma]
 
 
 def _deferred(found: StreamedLoop, users: dict[int, list[Op]]) -> tuple[ops.Mma, int, tuple[Op, ...]] | None:

@@ -48,7 +48,8 @@ class Inspection:
     fallbacks: tuple[tuple[str, str], ...] = ()  # (what was given up to fit the GPU, why), in order
     split_k: bool = False  # has split-K variants (passes/split_k.py); the stages are the unsplit kernel's
     staging: str = ""  # "": no staged variant (operands copied in a prologue); "variant": it has one; "shown": its stages
-    warp_specialized: bool = False  # the stages are the warp-specialized Gluon variant's ("triton": its Gluon source)
+    warp_specialized: str = ""  # "shown": the stages are the Gluon variant's ("triton": its source); "variant": a
+    # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's)
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -71,10 +72,14 @@ class Inspection:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
                      "(G, S, 1) then FINISH on (G, R, 1), S = min(8, SMs // G), R row slices per tile; the stages "
                      "shown are the unsplit kernel's")
-        if self.warp_specialized:
+        if self.warp_specialized == "shown":
             text += ("\nwarp-specialized: on this GPU the kernel runs as the Gluon variant shown (a producer warp "
                      "streaming its loop's tiles through TMA, compute warpgroups issuing the MMAs; backends/gluon); "
                      "TILECRAFT_WARP_SPECIALIZE=0 shows and runs the Triton kernel")
+        elif self.warp_specialized == "variant":
+            text += ("\nwarp-specialized variant: grids of 256 blocks or more that fill the SMs' last round well run "
+                     "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the stages shown are "
+                     "the Triton kernel's, which runs the other grids")
         if self.staging == "variant":
             text += ("\nstaged variant: launches with large float32 (tf32) or misaligned operands copy them in a "
                      "prologue (rounded, B transposed / rows aligned) and run it (see it with staged=True, --staged); "
@@ -123,28 +128,32 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
         ir, compiled = compiled.staged.fn, compiled.staged_kernel(launch_args)
     else:
         shown = _warp_specialized(compiled, capability, launch_args)
-        if shown is not None:
+        if isinstance(shown, tuple):
             variant, binary = shown
             registers, spills = _resources(binary.asm["cubin"])
             return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
                               variant.lowered.stages, binary.metadata.shared, registers, spills,
-                              tuple(compiled.fallbacks), split, "", warp_specialized=True)
+                              tuple(compiled.fallbacks), split, "", warp_specialized="shown")
         binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
-                      split, "shown" if staged else "variant" if has_staged else "")
+                      split, "shown" if staged else "variant" if has_staged else "",
+                      warp_specialized="variant" if not staged and shown == "variant" else "")
 
 
-def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | None:
+def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | str | None:
     """(the warp-specialized Gluon variant a launch on the GPU of `capability` would run, its
-    binary), or None where the kernel has none or it does not build (the reason joins the
-    kernel's fallbacks)."""
+    binary); "variant" for a matmul's, which runs only on some grids (`deals_evenly`: inspect
+    shows the Triton kernel); None where the kernel has none or it does not build (the reason
+    joins the kernel's fallbacks)."""
     from ..backends.gluon import WarpSpecializedKernel
     ws = wrapped_as(compiled, WarpSpecializedKernel)
     variant = None if ws is None else ws.variant()
     if variant is None:
         return None
+    if variant.lowered.chained:
+        return "variant"
     try:
         return variant, variant.compile_for(capability, launch_args)
     except Exception as exc:  # noqa: BLE001 - as at a launch: the Triton kernel is what runs then

@@ -1,5 +1,5 @@
 """Gluon code generation: a warp-specialized schedule for kernels whose one loop streams tiles
-through MMAs (flash attention), on Hopper (sm_90).
+through MMAs (flash attention, a matmul's K loop), on Hopper (sm_90).
 
 Gluon is Triton 3.6's lower-level language: explicit layouts, shared memory, mbarriers, TMA
 and warp specialization, none of which Triton's `tl` lets a program choose. The Triton backend
@@ -10,6 +10,6 @@ interpreter: on a CPU the variant can be compiled for sm_90 (`GluonKernel.compil
 """
 
 from .kernel import GluonKernel, WarpSpecializedKernel
-from .lower import GluonLowered, lower
+from .lower import GluonLowered, lower, worth_building
 
-__all__ = ["GluonKernel", "GluonLowered", "WarpSpecializedKernel", "lower"]
+__all__ = ["GluonKernel", "GluonLowered", "WarpSpecializedKernel", "lower", "worth_building"]

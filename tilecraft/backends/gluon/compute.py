@@ -60,16 +60,29 @@ class ComputePartition:
                 i = self.s.stores.index(op)
                 buf = self.s.res(reused[i]) if i in reused else self.s.own(f"out{i}")
                 d = self.s.desc(op.array, op.tile.tile.shape)
+                if self._in_flight():
+                    w.emit("tma.store_wait(0)")  # the block before's store has read the buffer
                 w.emit(f"{buf}.store({w.tensor(op.tile)})")
                 w.emit("fence_async_shared()")
                 w.emit(f"tma.async_copy_shared_to_global({d}, {self.s.coords(w, op)}, {buf})")
             else:
                 w.lower_op(op)
-        if self.s.stores:
+        if self.s.stores and not self._in_flight():
             w.emit("tma.store_wait(0)")  # before the resident copy of a later block reuses the buffer
         if persistent and f.resident:
             w.emit(self.s.arrive(f"res_free.index({self.s.resident_buffer()})"))
         self.s.next_tile(w, trips, compute=True)
+
+    def _in_flight(self) -> bool:
+        """Whether a block's stores are left in flight while the next block runs (persistent
+        kernels whose stores have buffers of their own): each waits for the one before it
+        reads its buffer, and the last for all (`tail`)."""
+        return self.s.counters is not None and len(self.s.reused) == 0
+
+    def tail(self, w: GluonWriter) -> None:
+        """After the partition's last block: its stores left in flight complete."""
+        if self.s.stores and self._in_flight():
+            w.emit("tma.store_wait(0)")
 
     def _operand(self, w: GluonWriter, v: Value, slots: dict[int, str], parent: int) -> str:
         """An MMA operand: a view of a resident buffer or ring slot (`slots`: ring -> slot),
@@ -83,7 +96,7 @@ class ComputePartition:
             buf = self.s.res(f.resident.index(s))
         else:
             i = f.streamed.index(s)
-            buf = f"ring{i}.index({slots[i]})"
+            buf = f"ring{i}.index({self.s.ring_slot(i, slots[i], self.s.piece)})"
         view = f"{buf}.reshape([{s.rows}, {s.cols}])"
         return view + (".permute((1, 0))" if s.transposed else "")
 
@@ -105,13 +118,16 @@ class ComputePartition:
             return f"gl.set_auto_layout({w.tensor(v)}, {layout_name(cls)})"
         return f"gl.convert_layout({w.tensor(v)}, {layout_name(cls)})"
 
-    def _issue(self, w: GluonWriter, mma: ops.Mma, slots: list[str], phases: list[str]) -> str:
-        """Wait for the B operand's slot and issue `mma` async; returns its token's name."""
+    def _rings(self, mma: ops.Mma) -> list[int]:
+        """The rings `mma` reads (its B operand's, and its A operand's where A is streamed)."""
         f = self.s.found
+        return [f.streamed.index(s) for s in (f.tile_of(mma.a), f.tile_of(mma.b)) if s in f.streamed]
+
+    def _issue(self, w: GluonWriter, mma: ops.Mma, slots: list[str], phases: list[str]) -> str:
+        """Wait for the streamed operands' slots and issue `mma` async; returns its token's name."""
         cls = mma.result.tile.shape[-1]
-        s = f.tile_of(mma.b)
-        i = f.streamed.index(s)
-        w.emit(f"mbarrier.wait(ready{i}.index({slots[i]}), {phases[i]})")
+        for i in self._rings(mma):
+            w.emit(f"mbarrier.wait(ready{i}.index({slots[i]}), {phases[i]})")
         acc, zero = self._acc(w, mma.acc, cls)
         a = self._operand(w, mma.a, dict(enumerate(slots)), cls)
         b = self._operand(w, mma.b, dict(enumerate(slots)), cls)
@@ -119,9 +135,9 @@ class ComputePartition:
         w.emit(f"{tok} = warpgroup_mma({a}, {b}, {acc}{', use_acc=False' if zero else ''}, is_async=True)")
         return tok
 
-    def _release(self, w: GluonWriter, mma: ops.Mma, slots: dict[int, str]) -> None:
-        i = self.s.found.streamed.index(self.s.found.tile_of(mma.b))
-        w.emit(self.s.arrive(f"empty{i}.index({slots[i]})"))
+    def _release(self, w: GluonWriter, mma: ops.Mma, slots: dict[int, str] | list[str]) -> None:
+        for i in self._rings(mma):
+            w.emit(self.s.arrive(f"empty{i}.index({slots[i]})"))
 
     def _loop(self, w: GluonWriter) -> str:
         """The streamed loop; returns the name of its (and the load partition's) trip count
@@ -137,7 +153,9 @@ class ComputePartition:
         lo, hi, step = (w.expr(v) for v in (loop.lower, loop.upper, loop.step))
         end = self.s.latest_end(w, f"(1 - {self.s.piece})") if self.s.uneven else hi  # of either partition
         trips = self.s.trips(w, lo, end, step)
-        if f.deferred is None:
+        if f.chained:
+            self._chained(w, names, lo, hi, step)
+        elif f.deferred is None:
             iv = w.define(body.args[0], "j")
             w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
             with w.indented():
@@ -150,6 +168,37 @@ class ComputePartition:
         for result, name in zip(loop.results, names):
             w.alias(result, name)
         return trips
+
+    def _chained(self, w: GluonWriter, names: list[str], lo: str, hi: str, step: str) -> None:
+        """A chained loop (passes/warp_specialize.py): each iteration issues its MMA onto the
+        accumulator and waits only for the previous one, whose slots it then releases; the
+        last iteration's MMA is waited for, and its slots released, after the loop."""
+        f = self.s.found
+        mma = f.mmas[0]
+        k = f.loop.body.terminator.values.index(mma.result)
+        iv = w.define(f.loop.body.args[0], "j")
+        w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
+        views = {v.id for s in f.streamed for v in s.views}
+        with w.indented():
+            t, slots, phases = self.s.slot(w, iv, lo, step)
+            for op in f.loop.body.ops:
+                if op is mma:
+                    tok = self._issue(w, op, slots, phases)
+                    w.emit(f"{names[k]} = warpgroup_mma_wait(1, deps=({tok}, ))")
+                    w.emit(f"if {t} > 0:")
+                    with w.indented():
+                        self._release(w, op, self.s.slots_at(w, f"{self.s.count(t)} - 1"))
+                elif isinstance(op, ops.Yield):
+                    kept = [i for i in range(len(names)) if i != k]
+                    assign_all(w, [names[i] for i in kept], tuple(op.values[i] for i in kept))
+                elif not (isinstance(op, ops.Load) or (isinstance(op, ops.Reshape) and op.result.id in views)):
+                    w.lower_op(op)
+        w.emit(f"{names[k]} = warpgroup_mma_wait(0, deps=({names[k]}, ))")
+        w.emit(f"if {lo} < {hi}:")
+        with w.indented():
+            last = w.fresh("t_last")
+            w.emit(f"{last} = ({hi} - {lo} + {step} - 1) // {step} - 1")
+            self._release(w, mma, self.s.slots_at(w, self.s.count(last)))
 
     def _rotated(self, w: GluonWriter, names: list[str], lo: str, hi: str, step: str) -> None:
         f = self.s.found

@@ -21,10 +21,10 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
-from ..base import WrappedKernel
+from ..base import ChosenPerGrid, WrappedKernel
 from ..triton.compile import load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
-from .lower import GRID_SIZES, GluonLowered
+from .lower import GRID_SIZES, GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]
 
@@ -63,9 +63,14 @@ class GluonKernel:
             self._layouts = [gl.NVMMASharedLayout.get_default_for(list(d.block), _GL[args[d.param].dtype]) for d in specs]
         return [TensorDescriptor.from_tensor(args[d.param], list(d.block), layout) for d, layout in zip(specs, self._layouts)]
 
-    def takes(self, grid: Grid) -> bool:
-        """Whether the variant can run `grid` (paired blocks need an even axis 0)."""
-        return grid[0] % self.lowered.grid_divisor == 0
+    def takes(self, grid: Grid, args: Sequence[Any]) -> bool:
+        """Whether the variant runs `grid` (paired blocks need an even axis 0; a chained kernel,
+        a matmul, runs only grids it deals evenly to the SMs: `lower.deals_evenly`)."""
+        if grid[0] % self.lowered.grid_divisor:
+            return False
+        if not self.lowered.chained:
+            return True
+        return deals_evenly(grid[0] * grid[1] * grid[2], _multiprocessors(args))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         """Launch over the user's `grid` (divided by `grid_divisor`); a persistent kernel runs
@@ -76,8 +81,9 @@ class GluonKernel:
         grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
         if self.lowered.persistent:
             flat = (*flat, *grid)
-            units = (grid[0] + 1) // 2 * grid[1] * grid[2]  # Schedule.tile_loop's units
-            grid = (min(units, _multiprocessors(args)), 1, 1)
+            blocks = grid[0] * grid[1] * grid[2]
+            work = (grid[0] + 1) // 2 * grid[1] * grid[2] if self.lowered.units_paired else blocks
+            grid = (min(work, _multiprocessors(args)), 1, 1)
         options = self._options()
         if stream is None or stream_handle(stream) == current_stream():
             self._fn[grid](*flat, **options)
@@ -146,7 +152,7 @@ class WarpSpecializedKernel(WrappedKernel):
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         variant = None if dependent else self.variant()
-        if variant is None or not variant.takes(grid):
+        if variant is None or not variant.takes(grid, args):
             return self.main.launch(grid, args, stream, dependent=dependent)
         if self._launched:
             variant.launch(grid, args, stream)
@@ -163,9 +169,26 @@ class WarpSpecializedKernel(WrappedKernel):
         self.variant_launches += 1
 
     def specialize(self, args: Sequence[Any]) -> Any:
-        """Itself while the variant may run (each launch then chooses between it and the Triton
-        kernel: the runtime's launcher for these arguments serves every grid, and a paired
-        variant takes only even ones), else the Triton kernel's launcher."""
-        return self if self.variant() is not None else self.main.specialize(args)
+        """While the variant may run, a launcher choosing per grid between it and the Triton
+        kernel's specialized launcher (a paired variant takes only even grids, a matmul's only
+        grids it deals evenly); else the Triton kernel's launcher."""
+        return WarpSpecializedLauncher(self) if self.variant() is not None else self.main.specialize(args)
 
 
+class WarpSpecializedLauncher:
+    """`WarpSpecializedKernel.specialize`'s launcher: the grids the variant takes (chosen once per
+    grid) launch through the kernel, the others through the Triton kernel's specialized launcher
+    (`main`, made at the first such launch: attention never needs it)."""
+
+    def __init__(self, kernel: WarpSpecializedKernel) -> None:
+        self.kernel = kernel
+        self.main: Any = None
+        self._takes = ChosenPerGrid(lambda grid, args: (v := kernel.variant()) is not None and v.takes(grid, args))
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        if self._takes.get(grid, args, dependent) and self.kernel.variant() is not None:
+            self.kernel.launch(grid, args, stream)
+            return
+        if self.main is None:
+            self.main = self.kernel.main.specialize(args)
+        self.main.launch(grid, args, stream, dependent=dependent)

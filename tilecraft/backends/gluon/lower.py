@@ -45,6 +45,40 @@ LOAD_REGS = 40
 COMPUTE_REGS = 240
 MAX_REGS = 168
 
+CHAINED_MIN_BLOCKS = 256
+"""A chained kernel (a matmul) runs as the Gluon variant on grids of at least this many blocks
+(about two waves on the H200), whose last round of programs is at least CHAINED_MIN_LAST_ROUND
+full; other grids are the Triton kernel's, which cuts the tiles of grids that fill the GPU badly
+into more blocks (backends/tile_splitting.py). Measured on the H200 (benchmarks/results/
+size-sweep-h200-2026-12-01-x.json, -y): 2048^3 (128 blocks) 0.61x as the variant against 0.98x,
+3072^3 (288 blocks, the last of three rounds 18% full) 0.60x against 0.87x split."""
+
+CHAINED_MIN_LAST_ROUND = 0.85
+"""The share of the programs' block slots a chained kernel's grid must fill (blocks over rounds
+times programs)."""
+
+
+CHAINED_MIN_N = 256
+"""A chained kernel (a matmul) gets the Gluon variant only with MMAs this wide: each compute
+partition then multiplies 64 x 256 per instruction. The hand-written probe of the same schedule
+(benchmarks/results/gluon-matmul-probe-h200-2026-12-01.json) ran 128x128 tiles slower than
+Triton's kernel at fp16 4096^3 (0.86x against 0.91x and more) and 128x256 ones level or faster."""
+
+
+def worth_building(found: StreamedLoop) -> bool:
+    """Whether the Triton backend should give a streamed-loop kernel the Gluon variant: every
+    one but a matmul (a chained loop streaming both operands) of MMAs narrower than
+    CHAINED_MIN_N."""
+    matmul = found.chained and not found.resident
+    return not matmul or found.mmas[0].b.tile.shape[-1] >= CHAINED_MIN_N
+
+
+def deals_evenly(blocks: int, sms: int) -> bool:
+    """Whether a chained kernel runs a grid of `blocks` blocks on `sms` SMs as the Gluon variant
+    (`CHAINED_MIN_BLOCKS`, `CHAINED_MIN_LAST_ROUND`)."""
+    rounds = -(-blocks // sms)
+    return blocks >= CHAINED_MIN_BLOCKS and blocks >= CHAINED_MIN_LAST_ROUND * sms * rounds
+
 GRID_SIZES = ("grid_x", "grid_y", "grid_z")
 """A persistent kernel's last parameters: the grid of programs a launch of the user's grid asks
 for (its axis 0 divided by `grid_divisor`), which its programs loop over."""
@@ -68,6 +102,8 @@ class GluonLowered:
     maxnreg: int | None = None
     grid_divisor: int = 1  # paired blocks: the launch grid's axis 0 divided by this (it must divide it)
     persistent: bool = False  # one program per SM looping over the blocks; takes the grid (GRID_SIZES) last
+    units_paired: bool = False  # a persistent kernel's programs run units of two blocks (Schedule.tile_loop)
+    chained: bool = False  # a matmul's loop (passes/warp_specialize.py): runs only grids `GluonKernel.takes`
 
 
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> GluonLowered:
@@ -75,12 +111,13 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     as two compute partitions of one warpgroup, each on its 64 rows (`tile_split.row_split`;
     both read the same ring slots); 64-row tiles as two partitions running two of the user's
     blocks (`warp_specialize.pair_blocks`: launched on half the grid); either only where the
-    load partition's work does not depend on the partition but for its loop's upper bound
-    (`Schedule.uneven`: paired causal blocks), else one partition of rows / 16 warps."""
+    partitions' loops start alike (their upper bounds may differ: `Schedule.uneven`, paired
+    causal blocks); streamed tiles that depend on the partition are loaded for each
+    (`Schedule.per_piece`: a matmul's A rows). Else one partition of rows / 16 warps."""
     two = row_split(fn, 2) if found.rows == 128 else pair_blocks(fn) if found.rows == 64 else None
     split = None if two is None else streamed_loop(two)
     uneven = False
-    if split is not None and split.rows == 64 and not depends(split, "fixed", two.params[-1]):
+    if split is not None and split.rows == 64 and not depends(split, "start", two.params[-1]):
         fn_c, found_c, facts_c, consumers = two, split, [*facts, None], 2
         pairs = found.rows == 64
         uneven = depends(split, "upper", two.params[-1])
@@ -93,7 +130,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop)
     users: dict[int, list[Op]] = {vid: list(us) for vid, us in plan.users.items()}
     layouts = classes([found_c.prologue, found_c.loop.body.ops, found_c.epilogue], found_c.loop, users)
     lowered = _module(Schedule(fn, facts, fn_c, facts_c, found_c, plan, layouts, consumers, uneven))
-    return dataclasses.replace(lowered, grid_divisor=2) if pairs else lowered
+    return dataclasses.replace(lowered, grid_divisor=2 if pairs else 1, chained=found_c.chained)
 
 
 def _module(s: Schedule) -> GluonLowered:
@@ -111,7 +148,7 @@ def _module(s: Schedule) -> GluonLowered:
     descs = [d.name for d in s.descs.values()]
     kname = top.fresh(s.kernel_fn.name)
     part = ComputePartition(s)
-    compute, helpers_c, functions_c = _partition(s, f"{kname}_compute", part.body, part.head)
+    compute, helpers_c, functions_c = _partition(s, f"{kname}_compute", part.body, part.head, part.tail)
     load, helpers_l, functions_l = _partition(s, f"{kname}_load", s.load_body)
     sizes = [top.fresh(n) for n in GRID_SIZES] if s.persistent else []
     lines = [f"@gluon.jit\ndef {kname}({', '.join(params + descs + [f'{n}: tl.int32' for n in sizes])}):"]
@@ -128,7 +165,8 @@ def _module(s: Schedule) -> GluonLowered:
     parts += [HELPERS[h] for h in helpers] + functions_c + functions_l + [compute, load, "\n".join(lines) + "\n"]
     return GluonLowered(kname, as_gluon("\n\n".join(parts)), signature, flatten_lambda(len(s.kernel_fn.params), launch),
                         tuple(aligned), tuple(s.descs.values()), s.warps, s.stages,
-                        MAX_REGS if s.consumers > 1 else None, persistent=s.persistent)
+                        MAX_REGS if s.consumers > 1 else None, persistent=s.persistent,
+                        units_paired=s.persistent and s.units_paired)
 
 
 def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:
@@ -139,11 +177,12 @@ def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:
 
 
 def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None],
-               head: Callable[[GluonWriter], None] | None = None) -> tuple[str, list[str], list[str]]:
+               head: Callable[[GluonWriter], None] | None = None,
+               tail: Callable[[GluonWriter], None] | None = None) -> tuple[str, list[str], list[str]]:
     """(source, helpers, generated functions) of one partition function: the parameters of
     `s.fn` (the kernel, or its pieces with `piece` last), the descriptors, the grid of programs
-    (persistent kernels) and the shared buffers, then `head`'s statements and `body`'s, the
-    latter in the loop over blocks (`Schedule.tile_loop`)."""
+    (persistent kernels) and the shared buffers, then `head`'s statements, `body`'s in the loop
+    over blocks (`Schedule.tile_loop`) and `tail`'s."""
     w = new_writer(s.plan, s.layouts)
     aligned: list[int] = []
     params, _, _ = param_kernel_args(w, s.fn, s.facts, aligned)
@@ -156,6 +195,8 @@ def _partition(s: Schedule, name: str, body: Callable[[GluonWriter], None],
         head(w)
     with s.tile_loop(w, sizes):
         body(w)
+    if tail is not None:
+        tail(w)
     if not w.lines:
         w.emit("pass")
     src = f"@gluon.jit\ndef {name}({', '.join(names)}):\n" + "\n".join(w.lines) + "\n"

@@ -84,6 +84,7 @@ class Schedule:
         self.stores = [op for op in found.epilogue if isinstance(op, ops.Store)]
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
         self.reused = self._reused()  # store index -> the resident index whose buffer it reuses
+        self.per_piece = self._per_piece()  # streamed indices loaded once per compute partition
         self.depths = self._depths()  # slots per ring, in the order of found.streamed
         self.stages = max(self.depths)
         self.counters: tuple[str, str, str] | None = None  # the partition's (slots, turns, blocks) done
@@ -94,6 +95,14 @@ class Schedule:
         """Whether the kernel loops over the user's blocks (module docstring): with two compute
         partitions, whose registers (MAX_REGS over 12 warps) leave room for one program per SM."""
         return self.consumers > 1
+
+    @property
+    def units_paired(self) -> bool:
+        """Whether the blocks' loops may run different numbers of iterations (their bounds read
+        the block index): then programs run units of two blocks (`tile_loop`)."""
+        loop = self.found.loop
+        bounds = _ops_for(self.found.prologue, {loop.lower.id, loop.upper.id, loop.step.id})
+        return any(isinstance(op, (ops.Bid, ops.NumBlocks)) for op in bounds)
 
     @property
     def buffers(self) -> int:
@@ -107,11 +116,12 @@ class Schedule:
         """Statements inside a persistent partition's loop over blocks (`sizes`: its parameters
         holding the grid of programs the user's grid asks for); a plain body otherwise.
 
-        The programs stride over units (`units`): unit u holds the blocks at axis-0 positions
-        c and X - 1 - c (c = u % ceil(X / 2)) of row u // ceil(X / 2) of the grid, run in that
-        order (one block where they coincide). Where a block's work grows with its axis-0
-        position (a causal bound on the loop) every unit holds the same work, so striding over
-        units balances the programs; the blocks of one row (one head) stay close in time."""
+        The programs stride over the blocks, or, where the loop's bounds depend on the block
+        (`units_paired`: a causal bound), over units (`units`): unit u holds the blocks at
+        axis-0 positions c and X - 1 - c (c = u % ceil(X / 2)) of row u // ceil(X / 2) of the
+        grid, run in that order (one block where they coincide). Where a block's work grows
+        with its axis-0 position every unit holds the same work, so striding over units
+        balances the programs; the blocks of one row (one head) stay close in time."""
         if not self.persistent:
             self.counters = None
             yield
@@ -120,7 +130,14 @@ class Schedule:
         for name in self.counters:
             w.emit(f"{name} = 0")
         x, y, z = sizes
-        unit, col, half, tile = w.fresh("unit"), w.fresh("col"), w.fresh("half"), w.fresh("tile")
+        tile = w.fresh("tile")
+        if not self.units_paired:
+            w.emit(f"for {tile} in range(tl.program_id(0), {x} * {y} * {z}, tl.num_programs(0)):")
+            w.grid_loop = GridLoop(tile, tuple(sizes))
+            with w.indented():
+                yield
+            return
+        unit, col, half = w.fresh("unit"), w.fresh("col"), w.fresh("half")
         w.emit(f"for {unit} in range(tl.program_id(0), {units(x, y, z)}, tl.num_programs(0)):")
         with w.indented():
             w.emit(f"{col} = {unit} % (({x} + 1) // 2)")
@@ -189,17 +206,40 @@ class Schedule:
                     break
         return out
 
+    def _per_piece(self) -> frozenset[int]:
+        """The streamed loads whose index depends on the compute partition's piece (a matmul's A,
+        its rows cut in halves): the load partition copies each piece's tile into slots of its
+        own, `consumers` per ring slot."""
+        if self.consumers == 1:
+            return frozenset()
+        piece = self.fn.params[-1]
+        iv = self.found.loop.body.args[0]
+        found = set()
+        for i, st in enumerate(self.found.streamed):
+            values = [v for v in st.load.index if v is not iv]
+            slice_ops = _ops_for([*self.found.prologue, *self.found.loop.body.ops], {v.id for v in values})
+            if any(v is piece for v in values) or any(o is piece for op in slice_ops for o in op.operands):
+                found.add(i)
+        if found and self.uneven:
+            raise NotLowerable("loads of every partition's own tiles in loops of different lengths")
+        return frozenset(found)
+
+    def ring_slot(self, i: int, slot: str, piece: str) -> str:
+        """The index in ring `i` of slot `slot`'s tile for piece `piece`."""
+        return f"{slot} * {self.consumers} + {piece}" if i in self.per_piece else slot
+
     def _depths(self) -> tuple[int, ...]:
         """Slots per ring: 3 each where shared memory holds them, else 3 for as many rings as
         fit and 2 for the rest; the deferred MMA's B ring first (its slots are held an
         iteration longer), then the rings streamed last."""
-        fixed = sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
+        fixed = self.buffers * sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
         reused = self.reused
         fixed += sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
                      for i, st in enumerate(self.stores) if i not in reused)
-        fixed *= self.consumers * self.buffers
+        fixed *= self.consumers
         f = self.found
-        sizes = [self._bytes(self.block(s), s.load.array.type.dtype) for s in f.streamed]
+        sizes = [self._bytes(self.block(s), s.load.array.type.dtype) * (self.consumers if i in self.per_piece else 1)
+                 for i, s in enumerate(f.streamed)]
         first = [f.streamed.index(f.tile_of(f.deferred.b))] if f.deferred is not None else []
         order = first + [i for i in reversed(range(len(sizes))) if i not in first]
         for deep in range(len(sizes), -1, -1):
@@ -231,7 +271,8 @@ class Schedule:
                 out.append(("res_free", f"gl.allocate_shared_memory(gl.int64, [{bars}, 1], mbarrier.MBarrierLayout())"))
         for i, s in enumerate(self.found.streamed):
             d = self.desc(s.load.array, self.block(s))
-            out.append((f"ring{i}", f"gl.allocate_shared_memory({d}.dtype, [{self.depths[i]}] + {d}.block_type.shape, "
+            slots = self.depths[i] * (self.consumers if i in self.per_piece else 1)
+            out.append((f"ring{i}", f"gl.allocate_shared_memory({d}.dtype, [{slots}] + {d}.block_type.shape, "
                                     f"{d}.layout)"))
             for kind in ("ready", "empty"):
                 out.append((f"{kind}{i}", f"gl.allocate_shared_memory(gl.int64, [{self.depths[i]}, 1], "
@@ -290,16 +331,37 @@ class Schedule:
             hi = self.latest_end(w, "1")
         trips = self.trips(w, lo, hi, step)
         iv = w.define(loop.body.args[0], "j")
+        values = [v for i in sorted(self.per_piece) for v in f.streamed[i].load.index if v is not iv]
+        pieces = [self.piece_values(w, values, c) for c in range(1, self.consumers)] if values else []
         w.emit(f"for {iv} in range({lo}, {hi}, {step}):")
         with w.indented():
             _, slots, phases = self.slot(w, iv, lo, step)
             for i, s in enumerate(f.streamed):
                 d, slot = self.desc(s.load.array, self.block(s)), slots[i]
+                copies = self.consumers if i in self.per_piece else 1
                 w.emit(f"mbarrier.wait(empty{i}.index({slot}), {phases[i]} ^ 1)")
-                w.emit(f"mbarrier.expect(ready{i}.index({slot}), {d}.block_type.nbytes)")
-                w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, ready{i}.index({slot}), "
-                       f"ring{i}.index({slot}))")
+                w.emit(f"mbarrier.expect(ready{i}.index({slot}), {copies} * {d}.block_type.nbytes)")
+                for c in range(copies):
+                    with w.rebinding(values if c else []):
+                        for v in values if c else []:
+                            w.alias(v, pieces[c - 1][v.id])
+                        w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, "
+                               f"ready{i}.index({slot}), ring{i}.index({self.ring_slot(i, slot, str(c))}))")
         self.next_tile(w, trips, compute=False)
+
+    def piece_values(self, w: GluonWriter, values: list[Value], piece: int) -> dict[int, str]:
+        """The names of `values` (scalars of the prologue and the loop body that need no tile)
+        for piece `piece`: their ops lowered again with the piece parameter read as it."""
+        f = self.found
+        slice_ops = _ops_for([*f.prologue, *f.loop.body.ops], {v.id for v in values})
+        if any(isinstance(op, (ops.Load, ops.Mma)) or op.blocks for op in slice_ops):
+            raise NotLowerable("a partition's own loads need a tile load for their indices")
+        param = self.fn.params[-1]
+        with w.rebinding([param, *(r for op in slice_ops for r in op.results)]):
+            w.alias(param, str(piece))
+            for op in slice_ops:
+                w.lower_op(op)
+            return {v.id: w.expr(v) for v in values}
 
     def _resident_copies(self, w: GluonWriter) -> None:
         """Persistent kernels: the load partition copies the block's resident tiles for every
@@ -309,20 +371,17 @@ class Schedule:
         f = self.found
         if not f.resident:
             return
-        index_ops = _ops_for(f.prologue, {v.id for s in f.resident for v in s.load.index})
-        if any(isinstance(op, (ops.Load, ops.Mma)) or op.blocks for op in index_ops):
-            raise NotLowerable("the resident loads' indices need a tile load")
+        values = [v for s in f.resident for v in s.load.index]
         buf, blocks = w.fresh("rbuf"), self.counters[2]
         w.emit(f"{buf} = {blocks} % 2")
         w.emit(f"mbarrier.wait(res_free.index({buf}), (({blocks} // 2) & 1) ^ 1)")
         total = " + ".join(f"{self.desc(s.load.array, self.block(s))}.block_type.nbytes" for s in f.resident)
         w.emit(f"mbarrier.expect(res_bar.index({buf}), {self.consumers} * ({total}))")
-        piece = self.fn.params[-1]
         for c in range(self.consumers):
-            with w.rebinding([piece, *(r for op in index_ops for r in op.results)]):
-                w.alias(piece, str(c))
-                for op in index_ops:
-                    w.lower_op(op)
+            names = self.piece_values(w, values, c)
+            with w.rebinding(values):
+                for v in values:
+                    w.alias(v, names[v.id])
                 for r, s in enumerate(f.resident):
                     d = self.desc(s.load.array, self.block(s))
                     w.emit(f"tma.async_copy_global_to_shared({d}, {self.coords(w, s.load)}, res_bar.index({buf}), "
@@ -345,12 +404,25 @@ class Schedule:
         w.emit(f"{latest} = tl.maximum({mine_hi}, {other_hi})")
         return latest
 
+    def count(self, t: str) -> str:
+        """Iteration `t` of this block's loop counted since the program's start (persistent
+        kernels; the block's own count otherwise): what ring slots and phases follow."""
+        return t if self.counters is None else f"({self.counters[0]} + {t})"
+
+    def slots_at(self, w: GluonWriter, n: str) -> list[str]:
+        """Per ring, the name of the slot of iteration count `n`."""
+        names = {}
+        for depth in sorted(set(self.depths)):
+            names[depth] = w.fresh("slot")
+            w.emit(f"{names[depth]} = ({n}) % {depth}")
+        return [names[d] for d in self.depths]
+
     def slot(self, w: GluonWriter, iv: str, lo: str, step: str) -> tuple[str, list[str], list[str]]:
         """Names of the iteration number of the iteration at `iv` and, per ring, its slot and
         phase (rings of one depth share them)."""
         t = w.fresh("t")
         w.emit(f"{t} = ({iv} - {lo}) // {step}")
-        n = t if self.counters is None else f"({self.counters[0]} + {t})"
+        n = self.count(t)
         names = {}
         for depth in sorted(set(self.depths)):
             slot, phase = w.fresh("slot"), w.fresh("phase")
@@ -386,12 +458,14 @@ def units(x: str, y: str, z: str) -> str:
 
 def _stream_values(found: StreamedLoop, part: str) -> list[Value]:
     """The load partition's inputs: the loop's bounds and the streamed loads' indices ("all"),
-    all but the upper bound ("fixed"), or the upper bound alone ("upper")."""
+    the upper bound alone ("upper") or the lower bound and step ("start")."""
     loop = found.loop
     if part == "upper":
         return [loop.upper]
-    values = [loop.lower, loop.step] + ([loop.upper] if part == "all" else [])
-    return values + [v for s in found.streamed for v in s.load.index if v is not loop.body.args[0]]
+    if part == "start":
+        return [loop.lower, loop.step]
+    return [loop.lower, loop.step, loop.upper] + [v for s in found.streamed for v in s.load.index
+                                                  if v is not loop.body.args[0]]
 
 
 def stream_slice(found: StreamedLoop, part: str = "all") -> list[Op]:

@@ -155,7 +155,9 @@ class TritonBackend:
         found = streamed_loop(fn)
         if found is None or not _tma_arrays_ok(fn, facts, found):
             return kernel
-        from ..gluon import GluonKernel, WarpSpecializedKernel, lower as lower_gluon
+        from ..gluon import GluonKernel, WarpSpecializedKernel, lower as lower_gluon, worth_building
+        if not worth_building(found):
+            return kernel
         return WarpSpecializedKernel(kernel, lambda: GluonKernel(lower_gluon(fn, facts, found)))
 
     def _use_descriptors(self) -> bool:
