@@ -47,11 +47,15 @@ MAX_REGS = 168
 
 CHAINED_MIN_BLOCKS = 256
 """A chained kernel (a matmul) runs as the Gluon variant on grids of at least this many blocks
-(about two waves on the H200), whose last round of programs is at least CHAINED_MIN_LAST_ROUND
-full; other grids are the Triton kernel's, which cuts the tiles of grids that fill the GPU badly
-into more blocks (backends/tile_splitting.py). Measured on the H200 (benchmarks/results/
-size-sweep-h200-2026-12-01-x.json, -y): 2048^3 (128 blocks) 0.61x as the variant against 0.98x,
-3072^3 (288 blocks, the last of three rounds 18% full) 0.60x against 0.87x split."""
+(about two waves on the H200) whose last round of programs is at least CHAINED_MIN_LAST_ROUND
+full; other grids are the Triton kernel's, whose tile splitting deals them out better
+(backends/tile_splitting.py). Measured on the H200: a first version that dealt blocks two by
+two lost badly wherever the programs' shares came out unequal (benchmarks/results/
+size-sweep-h200-2026-12-01-x.json against the Triton kernel in -y: 3072^3 0.60x against 0.87x,
+4000x3000x2000 0.69x against 0.86x, 2048^3 on 64 programs 0.61x against 0.98x); dealt one by
+one under this rule (-z against -aa, one call): fp16 / bf16 4096^3 1.00 / 0.94x against
+0.98 / 0.97x, 8192^3 1.04 / 1.03x against 1.00 / 1.02x, 4000x3000x2000 0.88 / 0.87x against
+0.89 / 0.86x."""
 
 CHAINED_MIN_LAST_ROUND = 0.85
 """The share of the programs' block slots a chained kernel's grid must fill (blocks over rounds
