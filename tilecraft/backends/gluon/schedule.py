@@ -9,17 +9,19 @@ copy into slot n % depth of its ring once the compute partitions have released t
 where shared memory holds them, else the deferred MMA's B ring keeps 3 (`_depths`).
 
 With two compute partitions the kernel is persistent (`Schedule.persistent`): one program per
-SM runs units of the user's blocks (`tile_loop`: blocks c and X - 1 - c of one grid row, so that
-with a causal bound every unit holds the same work and striding over units balances the
-programs; the block ids read the tile, as the Triton lowering's grid loop reads them). The load
+SM strides over the user's blocks, or, where the loop's bounds depend on the block (a causal
+bound), over units of blocks c and X - 1 - c of one grid row, which hold equal work (`tile_loop`;
+the block ids read the tile, as the Triton lowering's grid loop reads them). The load
 partition streams the next block's tiles while the compute partitions finish the last one, and
 copies the next block's resident tiles (the queries) into the second of two buffers
 (`_resident_copies`; the compute partitions free a buffer once its block's output, which reuses
 it, is stored), so no block waits for its first loads. Slot, phase, turn and block counters run
 on across blocks (`next_tile`): each block streams `trips` slots in every partition, and the
-compute partitions take trips + 1 turns. Measured on the H200: the ratio to cuDNN no longer
-rises with the sequence length as it did (a fixed cost of about 2 us per block;
-benchmarks/results/attention-lengths-h200-2026-12-01.json against -e and -f).
+compute partitions take trips + 1 turns. Measured on the H200: attention's ratio to cuDNN no
+longer rises with the sequence length as it did (a fixed cost of about 2 us per block;
+benchmarks/results/attention-lengths-h200-2026-12-01-e.json against -f, one call). Per-piece
+streamed loads (`per_piece`: a matmul's A, whose rows each partition reads its own half of) get
+a slot per partition in their ring.
 
 Compute partitions signal barriers (`empty`, the ping-pong turns) from every thread
 (`Schedule.arrive`), each barrier expecting all of their threads: a one-thread arrive would make
