@@ -764,6 +764,24 @@ def test_astype_from_float64_no_double_rounding(dev, dst: str, half: float) -> N
     assert (got[0] == 1 + 2 * half).all() and (got[1] == -(1 + 2 * half)).all()
 
 
+@pytest.mark.parametrize("src", ["int64", "uint64"])
+def test_astype_int64_to_bfloat16_rounds_once(dev, src: str) -> None:
+    """A 64-bit integer 1 below or above a bfloat16 tie rounds away from the tie, as the GPU's
+    cvt.rn.bf16.s64 does; through float64 (53 bits) it would land on the tie and round to even."""
+    ulp = 2**55                                           # of bfloat16 in [2**62, 2**63)
+    cases = {2**62 + ulp // 2 + 1: 2**62 + ulp, 2**62 + 3 * ulp // 2 - 1: 2**62 + ulp,
+             2**62 + ulp // 2: 2**62, 2**62 + 3 * ulp // 2: 2**62 + 2 * ulp, 5: 5}
+    if src == "uint64":                                   # ulp 2**56 in [2**63, 2**64)
+        cases |= {2**63 + 2**55 + 1: 2**63 + 2**56, 2**64 - 1: 2**64, 2**63 + 2**55: 2**63}
+    else:
+        cases |= {-k: -v for k, v in cases.items()} | {-(2**63): -(2**63)}
+    ins, outs = list(cases), list(cases.values())
+    reps = -(-SHAPE[0] * SHAPE[1] // len(ins))
+    x = np.array((ins * reps)[:SHAPE[0] * SHAPE[1]], dtype=src).reshape(SHAPE)
+    want = np.array((outs * reps)[:SHAPE[0] * SHAPE[1]], dtype=np.float64).reshape(SHAPE)
+    assert_bits_equal(run_unary(dev, to_bf16, x, BF16), want.astype(BF16))   # exact in bfloat16
+
+
 @pytest.mark.parametrize("dst", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("src", ["float32", "float16", "bfloat16"])
 def test_astype_to_fp8(dev, src: str, dst: str) -> None:

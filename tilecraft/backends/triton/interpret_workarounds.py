@@ -62,7 +62,9 @@ def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
         return f"{w.need_helper('_tc_to_bf16_interp')}({text})"
     if src.bitwidth <= 16:  # exact in float32
         return f"{w.need_helper('_tc_to_bf16_interp')}(tl.cast({text}, tl.float32))"
-    if src is not D.float64:
+    if src in (D.int64, D.uint64):  # rounding them to float64 first would round twice
+        text = f"{w.need_helper('_tc_int64_to_f64_sticky_interp')}({text})"
+    elif src is not D.float64:
         text = f"tl.cast({text}, tl.float64)"
     return f"{w.need_helper('_tc_f64_to_bf16_interp')}({text})"
 
@@ -271,6 +273,16 @@ define_helper("_tc_f64_to_bf16_interp", '''(x):
     bits = tl.where(inexact & (tl.abs(back) > tl.abs(x)), bits - 1, bits) | tl.cast(inexact, tl.uint32)
     return _tc_to_bf16_interp(tl.where(x != x, f, tl.cast(bits, tl.float32, bitcast=True)))
 ''', needs=("_tc_to_bf16_interp",))
+
+define_helper("_tc_int64_to_f64_sticky_interp", '''(x):
+    """A 64-bit integer as a float64 that rounds to bfloat16 (or float32) as the integer does:
+    exact below 2**53; above, the low 11 bits fold into one sticky bit, so the float64 is exact
+    and keeps whether the integer lay above a rounding midpoint (as cvt.rn.bf16.s64 sees it)."""
+    a = tl.cast(tl.abs(x), tl.uint64, bitcast=True)  # |int64 min| is 2**63 as uint64
+    short = (a >> 11) | tl.cast((a & 0x7FF) != 0, tl.uint64)
+    f = tl.where(a >= 9007199254740992, tl.cast(short, tl.float64) * 2048.0, tl.cast(a, tl.float64))
+    return tl.where(x < 0, -f, f)
+''')
 
 define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr, MAXCODE: tl.constexpr,
                       OVF: tl.constexpr, NAN: tl.constexpr):
