@@ -453,6 +453,21 @@ def test_runtime_scalar_operands(dev) -> None:
 
 
 @ct.kernel
+def signed_zero_arg_kernel(out, s):
+    ct.store(out, (0,), ct.full((4,), s, out.dtype))
+
+
+@pytest.mark.parametrize("value", [-0.0, np.float16(-0.0), np.float64(-0.0), BF16.type(-0.0), 0.0, -2.5])
+def test_runtime_float_scalar_keeps_its_sign(dev, value: Any) -> None:
+    """A float argument -0.0 arrives as -0.0 (Triton's CPU interpreter made every float argument
+    equal to 0 into +0.0)."""
+    dtype = np.float32 if type(value) is float else np.asarray(value).dtype
+    out = dev.poison((4,), dtype)
+    dev.launch((1,), signed_zero_arg_kernel, (out, value))
+    assert_bits_equal(dev.get(out), np.full(4, value, dtype))
+
+
+@ct.kernel
 def broadcast_kernel(x, y, out, TM: ct.Constant[int], TN: ct.Constant[int]):
     """(TM, 1) op (1, TN) broadcasts to (TM, TN)."""
     bm, bn = ct.bid(0), ct.bid(1)

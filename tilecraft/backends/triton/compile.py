@@ -362,7 +362,7 @@ class TritonKernel:
         if self.interpret:
             ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
             with ctx:
-                self._fn.run(*flat, grid=grid, warmup=False)
+                self._fn.run(*workarounds.float_arguments(flat), grid=grid, warmup=False)
             return
         if self._descriptors:
             ensure_allocator()

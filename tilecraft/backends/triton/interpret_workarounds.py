@@ -140,6 +140,26 @@ def python_numbers(w: "KernelWriter") -> bool:
     return w.target.interpret
 
 
+def float_arguments(flat: tuple) -> tuple:
+    """The Triton arguments `flat` with every float as an interpreter tensor of its value: the
+    interpreter makes a float argument equal to 0 into +0.0 (its scalar constants test
+    `value == 0`), so -0.0 lost its sign (the GPU's launcher keeps it). The kernel casts the
+    tensor to its parameter's type as it casts a Python float; the tensor is float32 where that
+    holds the value exactly (the interpreter casts only float32 to bfloat16 right), else float64."""
+    return tuple(_float_tensor(float(a)) if isinstance(a, (float, np.floating)) else a for a in flat)
+
+
+def _float_tensor(value: float) -> Any:
+    import triton.language as tl
+    from triton.runtime.interpreter import interpreter_builder
+
+    with np.errstate(over="ignore"):
+        exact = value != value or float(np.float32(value)) == value
+    if exact:
+        return tl.tensor(interpreter_builder.get_fp32(value), tl.float32)
+    return tl.tensor(interpreter_builder.get_fp64(value), tl.float64)
+
+
 def bools_as_ints(w: "KernelWriter") -> bool:
     """Whether bool scalar parameters travel as int32 (then cast to bool in the kernel): the
     interpreter cannot take a bool argument, Python's or NumPy's ("numpy data itemsize (32 bits)
