@@ -471,3 +471,59 @@ def test_inspect_reports_a_variant_given_up(monkeypatch):
     info = inspect_kernel(flash_attention, _attention_args(128, 128, 64, False, seq=384), capability=90)
     assert not info.warp_specialized and "tl.dot(" in info.triton
     assert "the warp-specialized Gluon variant (it does not build (RuntimeError: PassManager::run failed))" in info.summary()
+
+
+# ---- parameters named like the generated module's own names -----------------------------------------
+@ct.kernel
+def scaled_row_sums(Q, K, Out, s: int, c: float, grid_x: float, TM: ct.Constant[int], TN: ct.Constant[int],
+                    D: ct.Constant[int]):
+    """Out[b] = c * sum over j < s of Q[b] K[j]^T + grid_x: Q resident, K streamed (a chained
+    loop); its scalars are named as the Gluon module names its own loop variables and grid."""
+    q = ct.load(Q, index=(ct.bid(0), 0), shape=(TM, D))
+    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
+    for j in range(s):
+        kt = ct.load(K, index=(j, 0), shape=(TN, D), order=(1, 0))
+        acc = ct.mma(q, kt, acc)
+    ct.store(Out, index=(ct.bid(0), 0), tile=(acc * c + grid_x).astype(Out.dtype))
+
+
+def _scaled_row_sums_variant():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.gluon import GluonKernel, lower
+    from tilecraft.ir import ArrayType
+    from tilecraft.runtime.args import backend_args
+    q, k = torch.zeros(512, 64, dtype=torch.bfloat16), torch.zeros(256, 64, dtype=torch.bfloat16)
+    specs, arrays, flat = scaled_row_sums.describe((q, k, q, 4, 0.5, 1.0, 128, 64, 64))
+    ir = scaled_row_sums.lower(specs, "sm_90")
+    facts = iter(x.facts for x in arrays)
+    facts = [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+    return GluonKernel(lower(ir, facts, streamed_loop(ir))), backend_args(flat, as_torch)
+
+
+@pytest.mark.xfail(strict=True, reason="review 2026-12-01: Schedule.allocations' barrier-init loops run "
+                                       "`for s in` / `for c in` in the kernel body, rebinding parameters s and c")
+def test_gluon_kernel_passes_its_parameters_unchanged():
+    """The kernel function that allocates shared memory and forks hands the partitions its
+    parameters as launched: nothing in it rebinds one (Python's `for s in gl.static_range(3)`
+    leaves s == 2 behind, so the partitions read a trip count `s` of 2, found by running the
+    generated source under a threaded CPU emulation of its barriers)."""
+    import ast
+    kernel, _ = _scaled_row_sums_variant()
+    top = next(f for f in ast.parse(kernel.source).body
+               if isinstance(f, ast.FunctionDef) and f.name == kernel.lowered.name)
+    params = {a.arg for a in top.args.args}
+    bound = {t.id for node in ast.walk(top) for t in ast.walk(node)
+             if isinstance(node, (ast.For, ast.Assign)) and isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+    assert "s" in params and "c" in params and not bound & params
+
+
+@pytest.mark.xfail(strict=True, reason="review 2026-12-01: compile_for types the grid parameters by the fixed "
+                                       "names GRID_SIZES, not the names the module gave them (grid_x_1 here)")
+def test_gluon_compiles_a_kernel_with_a_parameter_named_like_its_grid():
+    """A kernel parameter named grid_x makes the persistent module name its grid grid_x_1, ...;
+    compile_for (what inspect runs, which gives the variant up where it fails) compiles it."""
+    kernel, args = _scaled_row_sums_variant()
+    assert kernel.lowered.persistent and "grid_x_1: tl.int32" in kernel.source
+    kernel.compile_for(90, args)
