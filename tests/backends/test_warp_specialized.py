@@ -502,8 +502,6 @@ def _scaled_row_sums_variant():
     return GluonKernel(lower(ir, facts, streamed_loop(ir))), backend_args(flat, as_torch)
 
 
-@pytest.mark.xfail(strict=True, reason="review 2026-12-01: Schedule.allocations' barrier-init loops run "
-                                       "`for s in` / `for c in` in the kernel body, rebinding parameters s and c")
 def test_gluon_kernel_passes_its_parameters_unchanged():
     """The kernel function that allocates shared memory and forks hands the partitions its
     parameters as launched: nothing in it rebinds one (Python's `for s in gl.static_range(3)`
@@ -519,8 +517,6 @@ def test_gluon_kernel_passes_its_parameters_unchanged():
     assert "s" in params and "c" in params and not bound & params
 
 
-@pytest.mark.xfail(strict=True, reason="review 2026-12-01: compile_for types the grid parameters by the fixed "
-                                       "names GRID_SIZES, not the names the module gave them (grid_x_1 here)")
 def test_gluon_compiles_a_kernel_with_a_parameter_named_like_its_grid():
     """A kernel parameter named grid_x makes the persistent module name its grid grid_x_1, ...;
     compile_for (what inspect runs, which gives the variant up where it fails) compiles it."""

@@ -24,7 +24,7 @@ from triton.runtime.jit import mangle_type
 from ..base import ChosenPerGrid, WrappedKernel
 from ..triton.compile import load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
-from .lower import GRID_SIZES, GluonLowered, deals_evenly
+from .lower import GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]
 
@@ -99,8 +99,7 @@ class GluonKernel:
         sig = dict(self.lowered.signature)
         for d, desc in zip(self.lowered.descriptors, self.descriptors(args)):
             sig[d.name] = mangle_type(desc)
-        if self.lowered.persistent:
-            sig.update((name, "i32") for name in GRID_SIZES)
+        sig.update((name, "i32") for name in self.lowered.grid_names)
         attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
         src = GluonASTSource(self._fn, signature=sig, attrs=attrs)
         return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())

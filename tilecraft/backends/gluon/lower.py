@@ -44,6 +44,9 @@ LOAD_REGS = 40
 
 COMPUTE_REGS = 240
 MAX_REGS = 168
+"""With two compute partitions: the registers per thread of the second (setmaxnreg) and the
+kernel's launch bound, as the FA3-style Gluon probe ran them at 1.01x cuDNN
+(benchmarks/gluon_attention_probe.py, results/gluon-attention-probe-h200-2026-12-01-b.json)."""
 
 CHAINED_MIN_BLOCKS = 256
 """A chained kernel (a matmul) runs as the Gluon variant on grids of at least this many blocks
@@ -85,10 +88,8 @@ def deals_evenly(blocks: int, sms: int) -> bool:
 
 GRID_SIZES = ("grid_x", "grid_y", "grid_z")
 """A persistent kernel's last parameters: the grid of programs a launch of the user's grid asks
-for (its axis 0 divided by `grid_divisor`), which its programs loop over."""
-"""With two compute partitions: the registers per thread of the second (setmaxnreg) and the
-kernel's launch bound, as the FA3-style Gluon probe ran them at 1.01x cuDNN
-(benchmarks/gluon_attention_probe.py, results/gluon-attention-probe-h200-2026-12-01-b.json)."""
+for (its axis 0 divided by `grid_divisor`), which its programs loop over (named apart from the
+kernel's own parameters: `GluonLowered.grid_names`)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,8 @@ class GluonLowered:
     stages: int
     maxnreg: int | None = None
     grid_divisor: int = 1  # paired blocks: the launch grid's axis 0 divided by this (it must divide it)
-    persistent: bool = False  # one program per SM looping over the blocks; takes the grid (GRID_SIZES) last
+    persistent: bool = False  # one program per SM looping over the blocks; takes the grid (grid_names) last
+    grid_names: tuple[str, ...] = ()  # a persistent kernel's grid parameters (GRID_SIZES, made unique)
     units_paired: bool = False  # a persistent kernel's programs run units of two blocks (Schedule.tile_loop)
     chained: bool = False  # a matmul's loop (passes/warp_specialize.py): runs only grids `GluonKernel.takes`
 
@@ -169,7 +171,7 @@ def _module(s: Schedule) -> GluonLowered:
     parts += [HELPERS[h] for h in helpers] + functions_c + functions_l + [compute, load, "\n".join(lines) + "\n"]
     return GluonLowered(kname, as_gluon("\n\n".join(parts)), signature, flatten_lambda(len(s.kernel_fn.params), launch),
                         tuple(aligned), tuple(s.descs.values()), s.warps, s.stages,
-                        MAX_REGS if s.consumers > 1 else None, persistent=s.persistent,
+                        MAX_REGS if s.consumers > 1 else None, persistent=s.persistent, grid_names=tuple(sizes),
                         units_paired=s.persistent and s.units_paired)
 
 

@@ -293,17 +293,18 @@ class Schedule:
         """The kernel's statements allocating `shared` (`shared_names`) and initializing its barriers."""
         lines = [f"{name} = {expr}" for name, expr in shared]
         threads = self.warps * 32
+        # one statement per barrier, no loop: a loop variable would rebind a kernel parameter of its name
         if self.found.resident:
-            lines.append(f"for c in gl.static_range({self.buffers if self.persistent else self.consumers}):")
-            lines.append("    mbarrier.init(res_bar.index(c), count=1)")
-            if self.persistent:
-                lines.append(f"    mbarrier.init(res_free.index(c), count={self.consumers * threads})")
+            for c in range(self.buffers if self.persistent else self.consumers):
+                lines.append(f"mbarrier.init(res_bar.index({c}), count=1)")
+                if self.persistent:
+                    lines.append(f"mbarrier.init(res_free.index({c}), count={self.consumers * threads})")
         lines += [f"mbarrier.init({name}.index(0), count={threads})" for name, _ in shared if name in TURNS]
         for i in range(len(self.found.streamed)):
-            lines.append(f"for s in gl.static_range({self.depths[i]}):")
-            lines.append(f"    mbarrier.init(ready{i}.index(s), count=1)")
-            lines.append(f"    mbarrier.init(empty{i}.index(s), count={self.consumers * threads})"
-                         f"  # every compute thread releases")
+            for k in range(self.depths[i]):
+                lines.append(f"mbarrier.init(ready{i}.index({k}), count=1)")
+                lines.append(f"mbarrier.init(empty{i}.index({k}), count={self.consumers * threads})"
+                             f"  # every compute thread releases")
         return lines
 
     @property
