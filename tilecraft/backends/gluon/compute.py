@@ -1,14 +1,17 @@
 """The compute partitions of the warp-specialized schedule (see lower.py's docstring).
 
 A compute partition runs the kernel but for its streamed loads: resident loads are TMA copies
-made once before the loop; MMAs are async wgmma reading the rings' slots (B) and shared memory
-or registers (A), each streamed slot released once the MMA reading it is done. With a deferred
+made once before the loop (by the load partition in persistent kernels); MMAs are async wgmma
+reading the rings' slots (B, and A where it is streamed) and shared memory or registers (A),
+each streamed slot released once the MMA reading it is done. A chained loop (a matmul's) keeps
+one MMA in flight and releases each iteration's slots one iteration late. With a deferred
 MMA (passes/warp_specialize.py), iteration t issues its first MMA, then iteration t - 1's
 deferred one, waits for the first only and runs the math in between while the deferred MMA
 runs; the accumulator is waited for where the rescale ops read it. Two partitions take turns
 issuing their MMAs (ping-pong); where their loops end at different iterations (`Schedule.uneven`)
 the one done first drains the remaining slots. Epilogue stores go through shared memory and a
-TMA store.
+TMA store; a persistent kernel whose stores have buffers of their own leaves each in flight
+until the next block's store.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The kernel allocates shared memory and mbarriers, then forks (`gl.warp_specializ
 *load* partition (one warp: schedule.py's `load_body`) that keeps a ring of shared-memory slots
 per streamed load filled through TMA, and *compute* partitions (compute.py) that run everything
 else: one of the kernel's rows / 16 warps, or two of one warpgroup each, on the two row halves of
-128-row tiles or on two of the user's 64-row blocks.
+128-row tiles or on two of the user's 64-row blocks. With two, the kernel is persistent (one
+program per SM looping over the blocks; schedule.py). A matmul's K loop gets the variant only
+where it measured level or better (`worth_building`, `deals_evenly`).
 
 Every op but the schedule's own (loads, stores, MMAs, the loop) is lowered by the Triton
 backend's own rules (one semantics: same dtype policy, same rounding, NaN and flush-to-zero
