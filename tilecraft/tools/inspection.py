@@ -121,25 +121,25 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
     launch_args = backend_args(flat, as_torch)
+    shown = None if staged else _warp_specialized(compiled, capability, launch_args)
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
         binary = compiled.compile_for(capability, launch_args, staged=True)
         ir, compiled = compiled.staged.fn, compiled.staged_kernel(launch_args)
+    elif isinstance(shown, tuple):
+        variant, binary = shown
+        registers, spills = _resources(binary.asm["cubin"])
+        return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
+                          variant.lowered.stages, binary.metadata.shared, registers, spills,
+                          tuple(compiled.fallbacks), split, "", warp_specialized="shown")
     else:
-        shown = _warp_specialized(compiled, capability, launch_args)
-        if isinstance(shown, tuple):
-            variant, binary = shown
-            registers, spills = _resources(binary.asm["cubin"])
-            return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
-                              variant.lowered.stages, binary.metadata.shared, registers, spills,
-                              tuple(compiled.fallbacks), split, "", warp_specialized="shown")
         binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
                       split, "shown" if staged else "variant" if has_staged else "",
-                      warp_specialized="variant" if not staged and shown == "variant" else "")
+                      warp_specialized="variant" if shown == "variant" else "")
 
 
 def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | str | None:

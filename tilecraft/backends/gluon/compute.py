@@ -16,11 +16,17 @@ until the next block's store.
 
 from __future__ import annotations
 
+from typing import Mapping, Sequence
+
 from ...ir import Value, ops
 from ..triton.control import assign_all
 from .layouts import OPAQUE
 from .schedule import Schedule
 from .writer import GluonWriter, layout_name
+
+
+Slots = Mapping[int, str] | Sequence[str]
+"""Ring index -> the name of a slot in it (all rings of an iteration, or the few an MMA reads)."""
 
 
 class ComputePartition:
@@ -87,7 +93,7 @@ class ComputePartition:
         if self.s.stores and self._in_flight():
             w.emit("tma.store_wait(0)")
 
-    def _operand(self, w: GluonWriter, v: Value, slots: dict[int, str], parent: int) -> str:
+    def _operand(self, w: GluonWriter, v: Value, slots: Slots, parent: int) -> str:
         """An MMA operand: a view of a resident buffer or ring slot (`slots`: ring -> slot),
         else the register tile in the dot-operand layout of the `parent` accumulator layout."""
         f = self.s.found
@@ -132,13 +138,13 @@ class ComputePartition:
         for i in self._rings(mma):
             w.emit(f"mbarrier.wait(ready{i}.index({slots[i]}), {phases[i]})")
         acc, zero = self._acc(w, mma.acc, cls)
-        a = self._operand(w, mma.a, dict(enumerate(slots)), cls)
-        b = self._operand(w, mma.b, dict(enumerate(slots)), cls)
+        a = self._operand(w, mma.a, slots, cls)
+        b = self._operand(w, mma.b, slots, cls)
         tok = w.fresh("tok")
         w.emit(f"{tok} = warpgroup_mma({a}, {b}, {acc}{', use_acc=False' if zero else ''}, is_async=True)")
         return tok
 
-    def _release(self, w: GluonWriter, mma: ops.Mma, slots: dict[int, str] | list[str]) -> None:
+    def _release(self, w: GluonWriter, mma: ops.Mma, slots: Slots) -> None:
         for i in self._rings(mma):
             w.emit(self.s.arrive(f"empty{i}.index({slots[i]})"))
 
@@ -199,8 +205,7 @@ class ComputePartition:
         w.emit(f"{names[k]} = warpgroup_mma_wait(0, deps=({names[k]}, ))")
         w.emit(f"if {lo} < {hi}:")
         with w.indented():
-            last = w.fresh("t_last")
-            w.emit(f"{last} = ({hi} - {lo} + {step} - 1) // {step} - 1")
+            last = f"{self.s.trip_count(w, lo, hi, step)} - 1"
             self._release(w, mma, self.s.slots_at(w, self.s.count(last)))
 
     def _rotated(self, w: GluonWriter, names: list[str], lo: str, hi: str, step: str) -> None:
@@ -286,7 +291,7 @@ class ComputePartition:
                     w.assign(op.result, f"warpgroup_mma_wait(1, deps=({tok}, ))", "mma")
                 else:
                     w.assign(op.result, f"warpgroup_mma_wait(0, deps=({tok}, ))", "mma")
-                self._release(w, op, dict(enumerate(slots)))
+                self._release(w, op, slots)
                 continue
             if op is deferred:
                 cls = op.result.tile.shape[-1]
@@ -314,7 +319,7 @@ class ComputePartition:
                 self._my_turn(w, "0")
                 self._your_turn(w)
         start = w.fresh("j_drain")
-        w.emit(f"{start} = {lo} + tl.maximum(({hi} - {lo} + {step} - 1) // {step}, 0) * {step}")
+        w.emit(f"{start} = {lo} + {self.s.trip_count(w, lo, hi, step)} * {step}")
         iv = w.fresh("j")
         w.emit(f"for {iv} in range({start}, {latest}, {step}):")
         with w.indented():

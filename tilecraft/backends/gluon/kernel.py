@@ -153,6 +153,11 @@ class WarpSpecializedKernel(WrappedKernel):
         variant = None if dependent else self.variant()
         if variant is None or not variant.takes(grid, args):
             return self.main.launch(grid, args, stream, dependent=dependent)
+        self.run_variant(variant, grid, args, stream)
+
+    def run_variant(self, variant: GluonKernel, grid: Grid, args: Sequence[Any], stream: Any) -> None:
+        """Launch `variant` on `grid`, which it takes; its first launch compiles it, and one it
+        cannot build is given up and the Triton kernel runs instead."""
         if self._launched:
             variant.launch(grid, args, stream)
         else:
@@ -163,7 +168,7 @@ class WarpSpecializedKernel(WrappedKernel):
                 # ValueError or AssertionError; all arise before the kernel runs (a launch is
                 # asynchronous: faults of a running kernel surface later, not here)
                 self.give_up(exc)
-                return self.main.launch(grid, args, stream, dependent=dependent)
+                return self.main.launch(grid, args, stream)
             self._launched = True
         self.variant_launches += 1
 
@@ -185,8 +190,9 @@ class WarpSpecializedLauncher:
         self._takes = ChosenPerGrid(lambda grid, args: (v := kernel.variant()) is not None and v.takes(grid, args))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
-        if self._takes.get(grid, args, dependent) and self.kernel.variant() is not None:
-            self.kernel.launch(grid, args, stream)
+        variant = self.kernel.variant() if self._takes.get(grid, args, dependent) else None
+        if variant is not None:  # None also once the variant was given up
+            self.kernel.run_variant(variant, grid, args, stream)
             return
         if self.main is None:
             self.main = self.kernel.main.specialize(args)

@@ -163,8 +163,11 @@ class Schedule:
     def trips(self, w: GluonWriter, lo: str, hi: str, step: str) -> str:
         """The name of the loop's iteration count from `lo` to `hi` by `step` (persistent only:
         the counters advance by it), else ""."""
-        if self.counters is None:
-            return ""
+        return "" if self.counters is None else self.trip_count(w, lo, hi, step)
+
+    @staticmethod
+    def trip_count(w: GluonWriter, lo: str, hi: str, step: str) -> str:
+        """The name of the iteration count of a loop from `lo` to `hi` by `step` (positive)."""
         n = w.fresh("trips")
         w.emit(f"{n} = tl.maximum(({hi} - {lo} + {step} - 1) // {step}, 0)")
         return n
