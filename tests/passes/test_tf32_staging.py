@@ -51,6 +51,16 @@ def test_library_matmul_stages_a_as_is_and_b_transposed():
     assert {load.order for load in ops_of(fn, ops.Load)} == {(0, 1)}
 
 
+def test_tf32_staging_only_for_wgmma_tiles():
+    """tf32 staging pays for MMAs of 64 rows or more (Hopper's wgmma reads B K-major only), not
+    for narrower tiles (mma.sync takes B from registers in any layout)."""
+    from tilecraft.backends.triton.operand_staging import tf32_pays
+    a, b = _mats(128, 64, 64)
+    c = np.zeros((128, 64), np.float32)
+    assert tf32_pays(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32))
+    assert not tf32_pays(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))
+
+
 @ct.kernel
 def store_to_a(A, B, C, t: ConstInt):
     acc = ct.full((t, t), 0, dtype=ct.float32)
@@ -207,6 +217,36 @@ def test_automatic_staging_on_the_gpu(dev, staged_backend):
     ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
     np.testing.assert_allclose(staged, ref, atol=1e-4 * np.sqrt(2048), rtol=1e-5)
     np.testing.assert_array_equal(staged.view(np.uint32), plain.view(np.uint32))
+
+
+@pytest.mark.only_backends("triton")
+def test_cached_staged_launches(dev, staged_backend, monkeypatch):
+    """Repeat launches of one specialization staged automatically (any size, here) take the
+    StagedLauncher (prologues through the C launcher, the runtime's quick path): fresh operands at new addresses each time, on the
+    current stream and on another one, on poisoned outputs; each result the unstaged kernel's
+    bits, within tf32 error of float64."""
+    import torch
+
+    from tilecraft.backends.triton import operand_staging
+    monkeypatch.setattr(operand_staging, "STAGE_MIN_ELEMENTS", 0)
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("tf32 staging needs sm_90+")
+    kernel, t, m, n, k = ct.kernel(matmul_kernel.fn), (64, 32, 32), 100, 72, 300  # rows 16-byte aligned
+    grid = (ct.cdiv(m, 64) * ct.cdiv(n, 32), 1, 1)
+    side = torch.cuda.Stream()
+    for round_, stream in enumerate([torch.cuda.current_stream()] * 3 + [side]):
+        a, b = _mats(m, n, k)
+        c, args = dev.poison((m, n), "float32"), (dev.put(a), dev.put(b))
+        torch.cuda.synchronize()
+        ct.launch(stream, grid, kernel, (*args, c, *t))  # the side stream is not the current one
+        stream.synchronize()
+        plain, _ = _matmul(dev, staged_backend[False], a, b, t)
+        np.testing.assert_array_equal(dev.get(c).view(np.uint32), plain.view(np.uint32))
+        ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+        np.testing.assert_allclose(dev.get(c), ref, atol=1e-5 * np.sqrt(k), rtol=1e-5)
+        if round_ == 0:
+            assert [type(entry[0]) for entry in kernel.fast.values()] == [operand_staging.StagedLauncher]
+            assert kernel.quick is not None
 
 
 def test_staged_kernel_runs_async_wgmma_on_hopper():

@@ -26,22 +26,33 @@ from typing import Any, Callable, Sequence
 import torch
 import triton
 
+from ...ir import Function, ops
 from ...passes.operand_staging import Copy, Staged
-from ..base import ArrayFacts, CompiledKernel, WrappedKernel, array_facts, needs_index64
+from ..base import ArrayFacts, CompiledKernel, FusedLaunch, WrappedKernel, array_facts, needs_index64
 from .compile import _load, write_source
 from .helpers import HELPERS
-from .launching import stream_context
+from . import native_launch
+from .launching import current_stream, stream_context, stream_handle
 
-STAGE_MIN_ELEMENTS = 2**22
-"""Launches stage an aligned tf32 operand only if it has at least this many elements (4M: 16 MiB):
-below, the prologue's extra pass cost more than the rounding it saves in the K loop."""
+STAGE_MIN_ELEMENTS = 2**20
+"""Launches stage an aligned tf32 operand only if it has at least this many elements (1M: 4 MiB).
+H200, staged launches through the StagedLauncher (benchmarks/results/size-sweep-h200-2026-12-01-ad.json
+against the unstaged kernels of -ab): 1024^3 with 128x64x32 tiles 32.6 -> 22.4 us, 2048^3 with
+128x128x32 120-269 -> 77 us; at 1000x500x700 (0.35M elements) no gain, at 512^3 a loss."""
+
+WGMMA_ROWS = 64
+"""tf32 staging is for MMAs of at least this many rows, which Triton runs on Hopper's wgmma (B read
+from shared memory K-major only); narrower tiles run mma.sync, which takes B from registers in any
+layout, so the prologue is all cost (H200, 32x32x32 tiles: 1024^3 36.6 -> 43.3 us staged, 1000x500x700
+24.4 -> 32.8 us; same files)."""
 
 ALIGN_MIN_ELEMENTS = 2**22
 """Launches stage a misaligned operand only if it has at least this many elements (4M), as for
 tf32. Measured on the H200 (benchmarks/results/size-sweep-h200-2026-12-01-d.json, with 2**16):
 staging took 3001^3 fp16 from 0.15x to 2.48x torch (9M-element operands) but 1000x500x700 from
 0.41x to 0.13x (0.35-0.7M elements: its prologues, launched through Triton's full launcher,
-cost more than the whole unstaged kernel). Between the two nothing was measured."""
+cost more than the whole unstaged kernel). With the StagedLauncher's quicker prologues it still
+lost there: fp16 1000x500x700 1.70x -> 0.46x torch (size-sweep-h200-2026-12-01-af/-ag.json)."""
 
 TILE = 64
 """The prologue rounds (and transposes) TILE x TILE blocks, one per program."""
@@ -99,6 +110,11 @@ def scratch_facts(shape: Sequence[int], transposed: bool, itemsize: int, origina
     dims, strides = scratch_layout(shape, transposed, itemsize)
     index64 = needs_index64(dims, strides) or (original is not None and original.index64)
     return array_facts(0, dims, strides, itemsize, index64)
+
+
+def tf32_pays(fn: Function) -> bool:
+    """Whether staging `fn`'s tf32 operands can pay: every MMA of `fn` has WGMMA_ROWS rows or more."""
+    return all(op.result.type.shape[-2] >= WGMMA_ROWS for op in fn.walk() if isinstance(op, ops.Mma))
 
 
 def _min_elements(copy: Copy) -> int:
@@ -169,8 +185,76 @@ class StagedKernel(WrappedKernel):
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """main's fast launcher where launches with `args` do not stage (the fast path's key fixes
-        the shapes that decide it); itself where they do (a prologue per launch dwarfs the rest)."""
-        return self if self.stages(args, dependent=False) else self.main.specialize(args)
+        the shapes that decide it); where they do, a StagedLauncher (itself under the interpreter,
+        or where the staged kernel's launches take Triton's full path anyway)."""
+        if not self.stages(args, dependent=False):
+            return self.main.specialize(args)
+        copies = list(args)
+        for i, copy in self.staged.params.items():
+            shape, strides = scratch_layout(args[i].shape, copy.transposed, args[i].element_size())
+            copies[i] = torch.empty_strided(shape, strides, dtype=args[i].dtype, device=args[i].device)
+        kernel = self.staged_kernel(args).specialize(copies)
+        if self._interpret or kernel is self.staged_kernel(args):
+            return self
+        return StagedLauncher(self, kernel, args)
+
+
+class StagedLauncher:
+    """A StagedKernel's launches for one argument specialization (the fast path's key fixes the
+    staged arrays' dtypes, shapes, strides and alignment, hence their copies' layout and the
+    prologues' Triton specialization): each prologue through the native C launcher
+    (native_launch.py), the staged kernel through its own fast launcher. Before it, every staged
+    launch took Triton's full launch path twice or more: 110-340 us per launch on the H200 host,
+    more than the GPU time of a 2048^3 tf32 matmul (benchmarks/results/size-sweep-h200-2026-12-01-ac.json).
+    Launches on a stream other than the current one go through `StagedKernel.launch` (the
+    scratch must come from that stream's pool)."""
+
+    def __init__(self, owner: StagedKernel, kernel: Any, args: Sequence[Any]) -> None:
+        self._owner = owner
+        self._kernel = kernel
+        self._count = len(args)
+        self._prologues: list[tuple[int, tuple[int, int], tuple[int, int], Callable[..., bool], tuple, tuple]] = []
+        for i, copy in owner.staged.params.items():
+            x = args[i]
+            shape, strides = scratch_layout(x.shape, copy.transposed, x.element_size())
+            example = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
+            grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE), 1)
+            scalars = (x.shape[0], x.shape[1], x.stride(0), x.stride(1), strides[0], copy.transposed, TILE)
+            compiled = _prologue(False, copy.rounded).run(x, example, *scalars[:5], TRANSPOSE=copy.transposed, T=TILE,
+                                                          num_warps=4, grid=grid, warmup=True)
+            compiled._init_handles()
+            native = native_launch.launcher_for(compiled)
+            if native is None:  # no C compiler here: StagedKernel.launch stages
+                self._prologues = []
+                self._kernel = None
+                return
+            self._prologues.append((i, shape, strides, native[0], grid, (*native[1], *scalars)))
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
+               dependent: bool = False) -> None:
+        current = current_stream()
+        handle = current if stream is None else stream_handle(stream)
+        if self._kernel is None or dependent or handle != current:
+            return self._owner.launch(grid, args, stream, dependent=dependent)
+        copies = list(args)
+        for i, shape, strides, native, pgrid, head in self._prologues:
+            x = args[i]
+            out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
+            if not native(*pgrid, handle, *head[:4], x.data_ptr(), out.data_ptr(), *head[4:]):
+                return self._owner.launch(grid, args, stream)  # no current context: the full path
+            copies[i] = out
+        self._kernel.launch(grid, copies, stream)
+
+    def fused_launch(self) -> FusedLaunch | None:
+        """`launch` as one expression for the runtime's quick path (see `FusedLaunch`)."""
+        if self._kernel is None:
+            return None
+        names = "".join(f"a{j}, " for j in range(self._count))
+        return FusedLaunch(f"_staged((gx, gy, gz), ({names}), stream)", {"_staged": self._launched})
+
+    def _launched(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> bool:
+        self.launch(grid, args, stream)
+        return True
 
 
 def _stage(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> torch.Tensor:
