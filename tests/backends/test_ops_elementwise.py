@@ -7,6 +7,7 @@ promotion rule) at compile time.
 
 from __future__ import annotations
 
+import math
 import operator
 from typing import Any, Callable
 
@@ -342,6 +343,43 @@ def test_minimum_maximum_nan(dev, dtype: str) -> None:
     for f, want in ((fn_min, np.fmin(x, y)), (fn_max, np.fmax(x, y)), (op_min, np.fmin(x, y)),
                     (min_nan, np.minimum(x, y)), (max_nan, np.maximum(x, y))):
         assert_bits_equal(run_binary(dev, f, x, y, d), want, msg=f.__name__)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_minimum_maximum_order_signed_zeros(dev, dtype: str) -> None:
+    """-0.0 lies below +0.0 (PTX min/max, IEEE 754-2019 minimumNumber / minimum) in either
+    operand order: min(0.0, -0.0) and min(-0.0, 0.0) are -0.0, the maxima +0.0; NumPy returns
+    either zero (by operand order and array length), which both CPU backends used to show."""
+    g = rng("signed zeros", dtype)
+    d = np_dtype(dtype)
+    x = g.choice([0.0, -0.0, np.nan, 1.0], SHAPE, p=[0.4, 0.4, 0.1, 0.1]).astype(d)
+    y = g.choice([0.0, -0.0, np.nan, -1.0], SHAPE, p=[0.4, 0.4, 0.1, 0.1]).astype(d)
+    a, b = x.astype(np.float64), y.astype(np.float64)
+    zeros = (a == 0) & (b == 0)
+    assert (zeros & (np.signbit(a) != np.signbit(b))).sum() > 20  # the case is there
+    for f, lowest, nan_wins in ((fn_min, True, False), (op_min, True, False), (min_nan, True, True),
+                                (fn_max, False, False), (op_max, False, False), (max_nan, False, True)):
+        pick = (a < b) if lowest else (a > b)
+        tie = np.signbit(a) | np.signbit(b) if lowest else np.signbit(a) & np.signbit(b)
+        want = np.where(zeros, np.where(tie, -0.0, 0.0), np.where(pick, a, b))
+        want = np.where(np.isnan(a), np.nan if nan_wins else b, np.where(np.isnan(b), np.nan if nan_wins else a, want))
+        assert_bits_equal(run_binary(dev, f, x, y, d), want.astype(d), msg=f.__name__)
+
+
+@ct.kernel
+def constant_extremes_kernel(out, Z: ct.Constant[float]):
+    ct.store(out, (0,), ct.astile((ct.minimum(math.nan, 1.0), ct.maximum(1.0, math.nan),
+                                   ct.minimum(1.0, math.nan, propagate_nan=True), min(math.nan, 2.0, 3.0),
+                                   ct.minimum(0.0, Z), ct.maximum(Z, 0.0), min(0.0, Z), max(Z, 0.0, -1.0)),
+                                  dtype=ct.float32))
+
+
+def test_minimum_maximum_of_constants(dev) -> None:
+    """min/max of loose constants (folded by the front end) as of tiles: a NaN ignored unless
+    propagate_nan, -0.0 below +0.0 (Python's min/max returned the first operand: nan, 0.0)."""
+    out = dev.poison((8,), np.float32)
+    dev.launch((1,), constant_extremes_kernel, (out, -0.0))
+    assert_bits_equal(dev.get(out), np.array([1, 1, np.nan, 2, -0.0, 0, -0.0, 0], np.float32))
 
 
 # ---- promotion rules ------------------------------------------------------------------------------------

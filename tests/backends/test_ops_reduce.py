@@ -8,13 +8,14 @@ poisoned output of the reference's shape (lanes of the padded tile outside it ar
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 import pytest
 
 import tilecraft as ct
-from optest_utils import assert_close, is_float, np_dtype, random_array, rng, wrap
+from optest_utils import assert_bits_equal, assert_close, is_float, np_dtype, random_array, rng, wrap
 
 
 def next_pow2(n: int) -> int:
@@ -194,6 +195,46 @@ def test_float16_sums_accumulate_in_float32(dev) -> None:
     dev.launch((1,), scan_kernel(ct.cumsum, 0, axis=1, reverse=False), (dev.put(x), out, 4, 16))
     want = np.cumsum(x.astype(np.float32), axis=1).astype(np.float16)
     np.testing.assert_array_equal(dev.get(out), want)
+
+
+def _signed_zeros_ref(name: str, values: np.ndarray, propagate_nan: bool) -> float:
+    """max/min/sum of one slice: the extreme with -0.0 below +0.0 (NaN ignored, or winning);
+    the sum -0.0 only where every element is -0.0 (the values are 0, -0.0, 1, -1, NaN)."""
+    v = [float(e) for e in values]
+    numbers = [e for e in v if e == e]
+    if name == "sum":
+        return math.copysign(0.0, -1.0) if all(e == 0 and math.copysign(1, e) < 0 for e in v) else sum(v)
+    if not numbers or (propagate_nan and len(numbers) < len(v)):
+        return math.nan
+    key = lambda e: (e, math.copysign(1, e))  # noqa: E731  (-0.0 orders below +0.0)
+    return max(numbers, key=key) if name == "max" else min(numbers, key=key)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_signed_zeros_reduce_in_any_order(dev, dtype: str) -> None:
+    """The max of zeros is +0.0 where the slice holds a +0.0, the min -0.0 where it holds a -0.0
+    (PTX max/min order -0.0 below +0.0), wherever they lie; a sum of -0.0s is -0.0 (as adding
+    them in any order gives), one +0.0 or values cancelling make it +0.0. NumPy's reductions
+    picked a zero by position, and its sums of -0.0s gave +0.0 or -0.0 by length and axis."""
+    d = np_dtype(dtype)
+    g = rng("signed zero reductions", dtype)
+    x = np.where(g.random((8, 16)) < 0.5, -0.0, 0.0)
+    x[0] = -0.0
+    x[1, 5] = 0.0                                  # one +0.0 among -0.0s
+    x[2] = 0.0
+    x[2, 11] = -0.0                                # one -0.0 among +0.0s
+    x[3, :3] = [1.0, -1.0, np.nan]                 # cancelling values, a NaN
+    x[4, 7] = np.nan
+    x[:, 0] = -0.0                                 # a column of -0.0s only
+    x = x.astype(d)
+    for name, op in (("max", ct.max), ("min", ct.min), ("sum", ct.sum)):
+        for nan_wins in ((False, True) if name != "sum" else (False,)):
+            kw = {"propagate_nan": True} if nan_wins else {}
+            for axis in (1, 0, None):
+                rows = x.astype(np.float64).reshape(1, -1) if axis is None else np.moveaxis(x.astype(np.float64), axis, -1)
+                want = np.array([_signed_zeros_ref(name, r, nan_wins) for r in rows]).astype(d)
+                got = run_reduce(dev, op, x, 0, np.shape(want) if axis is not None else (), d, axis=axis, **kw)
+                assert_bits_equal(np.reshape(got, want.shape), want, msg=f"{name} axis={axis} propagate_nan={nan_wins}")
 
 
 @pytest.mark.parametrize("propagate_nan", [False, True])

@@ -371,12 +371,28 @@ def atan2(fc: Any, x1: Any, x2: Any, /) -> Value:
     return fc.sema.binary(BinaryFn.ATAN2, x1, x2)
 
 
+def _constant_extreme(values: tuple, builtin: Any, nan_wins: bool = False) -> Any:
+    """min/max (`builtin`) of loose constants as the ops compute them on tiles: a NaN is ignored
+    (with `nan_wins` it is the result) and -0.0 lies below +0.0. Python's min/max return their
+    first argument unless a later one compares smaller / larger, so min(nan, 1.0) was nan and
+    min(0.0, -0.0) was 0.0. Anything but two or more numbers: the builtin's result."""
+    if len(values) < 2 or not all(isinstance(v, (int, float)) for v in values):
+        return builtin(*values)
+    numbers = [v for v in values if v == v]
+    if len(numbers) < len(values) and (nan_wins or not numbers):
+        return next(v for v in values if v != v)
+    best = builtin(numbers)
+    lowest = builtin is py.min
+    zeros = [v for v in numbers if v == 0 and (math.copysign(1.0, v) < 0) == lowest]
+    return zeros[0] if best == 0 and zeros else best
+
+
 def _minmax(fn: BinaryFn, nan_fn: BinaryFn, stub: Any, builtin: Any) -> None:
     def handler(fc: Any, x: Any, y: Any, /, *, flush_to_zero: Any = False, propagate_nan: Any = False) -> Any:
         fp = fc.sema.float_options(stub.__name__, (), None, flush_to_zero)
         nan = fc.sema.const_bool(propagate_nan, "propagate_nan")
         if not isinstance(x, Value) and not isinstance(y, Value):
-            return builtin(x, y)
+            return _constant_extreme((x, y), builtin, nan)
         return fc.sema.binary(nan_fn if nan else fn, x, y, fp)
     register(stub, handler)
 
@@ -390,7 +406,7 @@ def _builtin_minmax(fn: BinaryFn, builtin: Any) -> Any:
         if len(args) == 1 and isinstance(args[0], tuple):
             args = args[0]
         if not any(isinstance(a, Value) for a in args):
-            return builtin(*args)
+            return _constant_extreme(tuple(args), builtin)
         out = args[0]
         for a in args[1:]:
             out = fc.sema.binary(fn, out, a)

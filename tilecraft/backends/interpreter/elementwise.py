@@ -12,6 +12,7 @@ reciprocal (`ir.kinds.divides_by_reciprocal`).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -22,6 +23,18 @@ from ...language.dtypes import DType
 from .numerics import F32, HALVES, is_floating, make_cast, scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
 from .rounding import flush_subnormals, rounded_binary, rounded_sqrt
+
+
+def _order_zeros(fn: Callable[[Any, Any], Any], x: Any, y: Any, *, lowest: bool) -> Any:
+    """`fn(x, y)` for a NumPy minimum (`lowest`) or maximum, with -0.0 below +0.0 as PTX
+    min/max order them: of two equal operands NumPy returns either, so min(0.0, -0.0) was
+    +0.0 or -0.0 by operand order (and by array length, through its SIMD loops)."""
+    r = fn(x, y)
+    if np.asarray(r).dtype.kind != "f":
+        return r
+    keep_x = np.signbit(x) if lowest else ~np.signbit(x)
+    return np.where(x == y, np.where(keep_x, x, y), r)
+
 
 _UNARY: dict[UnaryFn, Callable[[Any], Any]] = kind_table(UnaryFn, {
     UnaryFn.NEG: np.negative, UnaryFn.ABS: np.abs, UnaryFn.NOT: np.invert,
@@ -36,8 +49,10 @@ _BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = kind_table(BinaryFn, {
     BinaryFn.ADD: np.add, BinaryFn.SUB: np.subtract, BinaryFn.MUL: np.multiply,
     BinaryFn.TRUEDIV: np.true_divide, BinaryFn.FLOORDIV: np.floor_divide,
     BinaryFn.MOD: np.remainder, BinaryFn.POW: np.power,
-    BinaryFn.MIN: np.fmin, BinaryFn.MAX: np.fmax,
-    BinaryFn.MIN_NAN: np.minimum, BinaryFn.MAX_NAN: np.maximum,
+    BinaryFn.MIN: partial(_order_zeros, np.fmin, lowest=True),
+    BinaryFn.MAX: partial(_order_zeros, np.fmax, lowest=False),
+    BinaryFn.MIN_NAN: partial(_order_zeros, np.minimum, lowest=True),
+    BinaryFn.MAX_NAN: partial(_order_zeros, np.maximum, lowest=False),
     BinaryFn.AND: np.bitwise_and, BinaryFn.OR: np.bitwise_or, BinaryFn.XOR: np.bitwise_xor,
     BinaryFn.SHL: np.left_shift, BinaryFn.SHR: np.right_shift, BinaryFn.ATAN2: np.arctan2,
 })

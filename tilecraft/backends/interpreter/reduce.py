@@ -27,11 +27,36 @@ def _accumulate(total: Callable[..., Any], dtype: DType, axis: int, keepdims: bo
     return lambda x: total(x, axis=axis, dtype=acc, keepdims=keepdims)
 
 
-def _extreme(ufunc: np.ufunc, dtype: DType, axis: int, keepdims: bool) -> Reducer:
-    """fmax / fmin reduction (NaN ignored)."""
+def _sum(dtype: DType, axis: int, keepdims: bool) -> Reducer:
+    """np.sum in the compute dtype; a float slice of -0.0s only sums to -0.0, as adding its
+    elements in any order does (NumPy starts some sums from +0.0)."""
+    if not is_floating(dtype):
+        return _accumulate(np.sum, dtype, axis, keepdims)
     acc = compute_dtype(dtype)
-    return lambda x: ufunc.reduce(np.asarray(x).astype(acc, copy=False), axis=axis,
-                                  keepdims=keepdims)
+
+    def total(x: Any) -> Any:
+        x = np.asarray(x).astype(acc, copy=False)
+        s = np.sum(x, axis=axis, keepdims=keepdims)
+        negative = np.all((x == 0) & np.signbit(x), axis=axis, keepdims=keepdims)
+        return np.where(negative, np.array(-0.0, s.dtype), s)
+    return total
+
+
+def _extreme(ufunc: np.ufunc, dtype: DType, axis: int, keepdims: bool) -> Reducer:
+    """fmax / fmin reduction (NaN ignored); a zero extreme is -0.0 where the slice holds a -0.0
+    (min) or no +0.0 (max), whatever the order, as PTX min/max order zeros (NumPy returns
+    either of two equal operands)."""
+    acc = compute_dtype(dtype)
+    lowest = ufunc is np.fmin
+
+    def extreme(x: Any) -> Any:
+        x = np.asarray(x).astype(acc, copy=False)
+        r = ufunc.reduce(x, axis=axis, keepdims=keepdims)
+        if not is_floating(dtype):
+            return r
+        found = np.any((x == 0) & (np.signbit(x) == lowest), axis=axis, keepdims=keepdims)
+        return np.where(r == 0, np.where(found == lowest, -0.0, 0.0).astype(acc), r)
+    return extreme
 
 
 def _arg(pick: Callable[..., Any], ufunc: np.ufunc, dtype: DType, axis: int,
@@ -49,7 +74,7 @@ def _arg(pick: Callable[..., Any], ufunc: np.ufunc, dtype: DType, axis: int,
 
 
 _REDUCERS: dict[ReduceFn, Callable[[DType, int, bool], Reducer]] = kind_table(ReduceFn, {
-    ReduceFn.SUM: partial(_accumulate, np.sum), ReduceFn.PROD: partial(_accumulate, np.prod),
+    ReduceFn.SUM: _sum, ReduceFn.PROD: partial(_accumulate, np.prod),
     ReduceFn.MAX: partial(_extreme, np.fmax), ReduceFn.MIN: partial(_extreme, np.fmin),
     ReduceFn.ARGMAX: partial(_arg, np.argmax, np.fmax),
     ReduceFn.ARGMIN: partial(_arg, np.argmin, np.fmin),

@@ -417,7 +417,8 @@ def _nan_ignoring(w: KernelWriter, name: str) -> str:
     """The helper taking the min or max (`name`) of two values, a NaN operand ignored. On the
     GPU, PTX min/max (what tl.minimum/tl.maximum become) already ignore a NaN operand (IEEE
     minNum/maxNum): the plain one, a single instruction, is the same function; Triton's CPU
-    interpreter computes them with NumPy, which propagates NaN, so it gets the NaN checks."""
+    interpreter computes them with NumPy, which propagates NaN and returns either of two zeros
+    (PTX orders -0.0 below +0.0), so it gets the NaN checks and the order of zeros."""
     return w.need_helper(f"_tc_{name}num" if w.target.interpret else f"_tc_{name}")
 
 
@@ -428,7 +429,8 @@ def _extreme(name: str, nan_wins: bool) -> BinaryText:
             return f"tl.{name}imum({a}, {b})", dtype
         if not nan_wins:
             return f"{_nan_ignoring(w, name)}({a}, {b})", dtype
-        return f"tl.{name}imum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)", dtype
+        stand_in = workarounds.nan_propagating_extreme(w, name, a, b)
+        return stand_in or f"tl.{name}imum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)", dtype
     return text
 
 
@@ -540,7 +542,7 @@ def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     best = w.fresh("best")
     w.emit(f"{best} = tl.reduce({v}, {axis}, {combine}, keep_dims=True)")
     index = broadcast_index(f"tl.arange(0, {n})", axis, len(shape_of(x)))
-    first = _nan_ignoring(w, "min")
+    first = w.need_helper("_tc_min")  # of int32 indices
     text = f"tl.reduce(tl.where({v} == {best}, {index}, {n}), {axis}, {first}, keep_dims={keep}) % {n}"
     _result(w, op, text, D.int32, "arg")
 

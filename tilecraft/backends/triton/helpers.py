@@ -45,13 +45,25 @@ define_helper("_tc_mod_float", '''(x, y):
 ''')
 
 define_helper("_tc_minnum", '''(x, y):
-    """Minimum that ignores a NaN operand (also the combine of min reductions)."""
-    return tl.where(x != x, y, tl.where(y != y, x, tl.minimum(x, y)))
+    """Minimum that ignores a NaN operand (also the combine of min reductions), -0.0 below
+    +0.0, as PTX min (_tc_min) on the GPU; for Triton's CPU interpreter, whose tl.minimum is
+    NumPy's: it propagates NaN and returns either of two zeros. Of two zeros, -(-x + -y) is
+    -0.0 unless both are +0.0."""
+    low = tl.where(x < y, x, y)
+    if low.dtype.is_floating():
+        low = tl.where((x == 0) & (y == 0), (x * -1.0 + y * -1.0) * -1.0, low)
+        low = tl.where(x != x, y, tl.where(y != y, x, low))
+    return low
 ''')
 
 define_helper("_tc_maxnum", '''(x, y):
-    """Maximum that ignores a NaN operand (also the combine of max reductions)."""
-    return tl.where(x != x, y, tl.where(y != y, x, tl.maximum(x, y)))
+    """Maximum that ignores a NaN operand (also the combine of max reductions), +0.0 above
+    -0.0 (see _tc_minnum). Of two zeros, x + y is +0.0 unless both are -0.0."""
+    high = tl.where(x > y, x, y)
+    if high.dtype.is_floating():
+        high = tl.where((x == 0) & (y == 0), x + y, high)
+        high = tl.where(x != x, y, tl.where(y != y, x, high))
+    return high
 ''')
 
 define_helper("_tc_min", '''(x, y):

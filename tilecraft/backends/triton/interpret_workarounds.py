@@ -107,6 +107,16 @@ def libdevice_stand_in(w: "KernelWriter", name: str, args: list[str]) -> str | N
     return f"{helper}({', '.join(f'tl.cast({a}, tl.float64)' for a in args)})"
 
 
+def nan_propagating_extreme(w: "KernelWriter", name: str, a: str, b: str) -> str | None:
+    """`tl.minimum` / `tl.maximum` (`name`: "min" or "max") of float tiles with
+    `propagate_nan=ALL`: the interpreter's returns either of two zeros where PTX min.NaN /
+    max.NaN order -0.0 below +0.0, so it becomes the `_tc_<name>_nan_interp` helper. None on
+    the GPU."""
+    if not w.target.interpret:
+        return None
+    return f"{w.need_helper(f'_tc_{name}_nan_interp')}({a}, {b})"
+
+
 def dot_operands(w: "KernelWriter", a: str, b: str, dtype: DType) -> tuple[str, str]:
     """The operands of `tl.dot`: the interpreter's dot reads bfloat16 tiles as raw bits, so
     they are widened to float32 first (exact)."""
@@ -270,6 +280,14 @@ define_helper("_tc_atan2_interp", '''(y, x):
     r = tl.where(tl.cast(y, tl.int64, bitcast=True) < 0, r * -1.0, r)  # -0.0 gives -0.0
     return tl.where((x != x) | (y != y), float("nan"), r)
 ''')
+
+define_helper("_tc_min_nan_interp", '''(x, y):
+    return tl.where(x != x, x, tl.where(y != y, y, _tc_minnum(x, y)))
+''', needs=("_tc_minnum",))
+
+define_helper("_tc_max_nan_interp", '''(x, y):
+    return tl.where(x != x, x, tl.where(y != y, y, _tc_maxnum(x, y)))
+''', needs=("_tc_maxnum",))
 
 define_helper("_tc_dense_interp", '''(x):
     """A fresh copy of x: the interpreter's atomics misread broadcast (stride-0) operands."""
