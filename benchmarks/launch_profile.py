@@ -1,11 +1,12 @@
 """Where a cached tilecraft launch spends its host time, layer by layer (GPU only).
 
-Times, per launch (median of rounds of 2000): the full `ct.launch`; its parts (the fast-path
-key, the fast path's direct launcher, Triton's and tilecraft's C launchers called with the baked
-arguments); the backend's `TritonKernel.launch` (no runtime); Triton's `JITFunction.run` on the
-generated kernel with the same flattened arguments and options; a plain `@triton.jit` vector add
-launched directly; and torch's own `torch.add(a, b, out=c)`. Then prints a cProfile of `ct.launch`,
-sorted by own time.
+Times, per launch (median of rounds of 2000): the full `ct.launch`, also with the generated
+Python quick launcher in place of the native one; its parts (the quick launcher, native and
+Python, the fast-path key, the fast path's direct launcher, Triton's and tilecraft's C launchers
+called with the baked arguments); the backend's `TritonKernel.launch` (no runtime); Triton's
+`JITFunction.run` on the generated kernel with the same flattened arguments and options; a plain
+`@triton.jit` vector add launched directly; and torch's own `torch.add(a, b, out=c)`. Then prints
+a cProfile of `ct.launch`, sorted by own time.
 
     PYTHONPATH=$PWD python benchmarks/launch_profile.py
 """
@@ -27,6 +28,9 @@ import triton_reference as tr  # noqa: E402
 
 import tilecraft as ct  # noqa: E402
 from matmul import vector_add_kernel  # noqa: E402
+from tilecraft import knobs  # noqa: E402
+from tilecraft.backends.base import FusedLaunch  # noqa: E402
+from tilecraft.runtime.fastpath import quick_launcher  # noqa: E402
 
 
 def per_launch_us(fn: Callable[[], Any], launches: int = 2000, rounds: int = 5) -> float:
@@ -57,10 +61,18 @@ def main() -> None:
         c.fill_(float("nan"))
         ct.launch(stream, (1,), vector_add_kernel, (a, other, c, n))
         torch.testing.assert_close(c, a + other)
-    print("fast path:", type(direct).__name__, "native launcher:", direct._native is not None, "- results checked")
+    quick = vector_add_kernel.quick
+    fused = direct.fused_launch()
+    assert quick is not None and fused is not None, "no quick launcher: the rows below would not say much"
+    python_quick = quick_launcher(vector_add_kernel.plan, args, knobs.BACKEND, knobs.BACKEND.raw(),
+                                  FusedLaunch(fused.expr, fused.env), 2**24 - 1)
+    print("fast path:", type(direct).__name__, "native launcher:", direct._native is not None,
+          "quick launcher:", type(quick).__name__, "- results checked")
     handle = stream.cuda_stream
     baked = direct._flatten(a, b, c)
     rows = {
+        "quick launcher (native)": lambda: quick(stream, (1,), args),
+        "quick launcher (generated Python)": lambda: python_quick(stream, (1,), args),
         "fast-path key (Kernel.fast_key)": lambda: vector_add_kernel.fast_key(args),
         "DirectLauncher.launch": lambda: direct.launch((1, 1, 1), (a, b, c), stream),
         "Triton's C launcher, baked args": lambda: direct._call(1, 1, 1, handle, *direct._head, *baked),
@@ -73,7 +85,11 @@ def main() -> None:
         "plain triton add_kernel[grid]": lambda: tr.add_kernel[(1,)](a, b, c, n, BLOCK=n),
     }
     for name, fn in rows.items():
-        print(f"{name:32s} {per_launch_us(fn):7.2f} us")
+        print(f"{name:36s} {per_launch_us(fn):7.2f} us")
+    vector_add_kernel.quick = python_quick
+    print(f"{'ct.launch (generated Python quick)':36s} "
+          f"{per_launch_us(lambda: ct.launch(stream, (1,), vector_add_kernel, args)):7.2f} us")
+    vector_add_kernel.quick = quick
     print("generated launch args:", len(flat), "options:", compiled._options)
     prof = cProfile.Profile()
     prof.enable()

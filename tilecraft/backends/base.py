@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
 INDEX32_LIMIT = 2**31
@@ -135,10 +135,46 @@ class FusedLaunch:
     gz` (the grid, each in 1..2**24-1), `stream` (not None), `a<j>` (the j-th runtime argument,
     in `Function.params` order), `p<j>` (the address of array `a<j>`, read once) and the names in
     `env` (each starting with `_`). Its value is true when it launched, false when the caller
-    must launch the normal way (having done nothing)."""
+    must launch the normal way (having done nothing). `native`, when given, makes the whole
+    quick launcher in native code instead, from the runtime's checks (`QuickChecks`), or returns
+    None to leave it to `expr`."""
 
     expr: str
     env: dict[str, Any]
+    native: Callable[["QuickChecks"], Any] | None = None
+
+
+CHECK_VALUE, CHECK_RANGE, CHECK_CALL, CHECK_PATH, CHECK_ALIGN = range(5)
+"""The kinds of a `QuickChecks` check."""
+
+Path = tuple[tuple[str, bool], ...]
+"""A path read from an object: attribute names in turn, each called without arguments when flagged."""
+
+
+@dataclass(frozen=True)
+class QuickChecks:
+    """What the runtime's quick path checks before a `FusedLaunch` runs (runtime/fastpath.py
+    `quick_launcher`), as data for a backend that runs the checks in native code. A call
+    `quick(stream, grid, args)` launches only when, in this order: `env.get(knob) == raw` (the
+    backend knob as it was); `stream is not None`; `grid` is a tuple; `args` is a tuple of
+    `len(types)` items with `type(args[i]) is types[i]`; with `p<j>`, the address of runtime
+    argument `a<j>` (`args[runtime[j]]`), read along `addresses[j]` (None: not an array), every
+    check passes; `grid` holds 1 to 3 ints (type int) in 1..`grid_limit`. Anything else returns
+    False, having done nothing (an address that is not an int in 0..2**64-1 also may).
+
+    A check is (kind, i, detail, expected), refusing when: CHECK_VALUE `args[i] != expected`;
+    CHECK_RANGE `not -detail <= args[i] < detail`; CHECK_CALL `detail(args[i]) != expected`;
+    CHECK_PATH `args[i]` read along the `Path` `detail` `!= expected`; CHECK_ALIGN
+    `p<i> & detail != expected`."""
+
+    env: dict[Any, Any] = field(repr=False)
+    knob: Any
+    raw: Any
+    types: tuple[type, ...]
+    runtime: tuple[int, ...]
+    addresses: tuple[Path | None, ...]
+    checks: tuple[tuple[int, int, Any, Any], ...]
+    grid_limit: int
 
 
 class CompiledKernel(Protocol):

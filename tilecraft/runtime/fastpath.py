@@ -18,32 +18,38 @@ array's five; a type: a scalar's one), so argument lists of different types neve
 per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).
 `quick_launcher` goes further for one key: it checks a launch's arguments item by item against
 that key and calls the backend's fused launch (`FusedLaunch`) itself, with no key, dictionary
-or launcher object in between (`ct.launch` tries the last variant's first). All three are made
-from one description of the items (`_ARRAYS` for arrays, `_Code` for the generated code).
+or launcher object in between (`ct.launch` tries the last variant's first); where the backend
+can, the same checks run in its native code instead (`QuickChecks`, the checks as data). All are
+made from one description of the items (`_ARRAYS` for arrays, `_Code` for the generated code and
+the checks).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
-from ..backends.base import FusedLaunch
+from ..backends.base import (CHECK_ALIGN, CHECK_CALL, CHECK_PATH, CHECK_RANGE, CHECK_VALUE, FusedLaunch, Path,
+                             QuickChecks)
 from ..frontend.signature import constant_key
 from ..knobs import Knob
 from .args import ParamInfo
 
 _BIG = 2**31
 
-_ALIGN = "{p} & 15"  # the 16-byte alignment item
+_ALIGN = "address & 15"  # the 16-byte alignment item
+_ALIGN_MASK = 15
 
 _ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "torch": ("{a}.data_ptr()", ("{a}.dtype", "{a}.device", "{a}.stride()", "{a}.shape", _ALIGN)),
-    "numpy": ("{a}.ctypes.data", ("{a}.dtype", "{a}.strides", "{a}.shape", _ALIGN, "{a}.flags.writeable")),
+    "torch": ("data_ptr()", ("dtype", "device", "stride()", "shape", _ALIGN)),
+    "numpy": ("ctypes.data", ("dtype", "strides", "shape", _ALIGN, "flags.writeable")),
 }
-"""The one description of an array's key items, per kind: (its address, its items), written
-over `{a}` (the array) and `{p}` (its address). `fast_key`, `typed_keyer` and `quick_launcher`
-are all made from it."""
+"""The one description of an array's key items, per kind: (how its address is read, its items),
+each read along a path from the array (attribute names, `()` for a call without arguments)
+except `_ALIGN`, its address's alignment. `fast_key`, `typed_keyer` and `quick_launcher` (its
+Python code and its `QuickChecks`) are all made from it."""
 
 
 def _array_kind(t: type) -> str | None:
@@ -58,8 +64,13 @@ def _array_kind(t: type) -> str | None:
 def _array_items(kind: str, a: str, address: str | None = None) -> list[str]:
     """The key items of array `a` of `kind`, its address written `address` (default: read inline)."""
     read, items = _ARRAYS[kind]
-    p = address if address is not None else read.format(a=a)
-    return [item.format(a=a, p=p) for item in items]
+    p = address if address is not None else f"{a}.{read}"
+    return [f"{p} & {_ALIGN_MASK}" if item == _ALIGN else f"{a}.{item}" for item in items]
+
+
+def _steps(path: str) -> Path:
+    """An `_ARRAYS` path as `QuickChecks` reads it (names interned: lookups compare them by identity)."""
+    return tuple((sys.intern(step.removesuffix("()")), step.endswith("()")) for step in path.split("."))
 
 
 _ARRAY_KEYS = {kind: eval(f"lambda a: ({', '.join(_array_items(kind, 'a'))},)")  # noqa: S307 - our own text
@@ -111,40 +122,70 @@ Keyer = Callable[[Any], "tuple[tuple[Any, ...], list[Any]] | None"]
 class _Code:
     """Generated code over one list of argument types, shared by `typed_keyer` and
     `quick_launcher`: argument i is named `c<i>` when it is a Constant, else `a<j>` (its place j
-    among the runtime arguments), and an array's address `p<j>`."""
+    among the runtime arguments), and an array's address `p<j>`. `checks` says how a launch is
+    checked against a key, item by item (`QuickChecks`' checks, with the key item's index in
+    place of its value): the quick launcher's Python code and its `QuickChecks` are both written
+    from it."""
 
     def __init__(self, plan: tuple[bool, ...], args: tuple, address: bool) -> None:
         self.env: dict[str, Any] = {"constant_key": constant_key, "BIG": _BIG}
         self.names: list[str] = []
+        self.types: list[type] = []
         self.guards: list[str] = []  # each true when a call's arguments do not have these types
-        self.addresses: list[str] = []  # `p<j> = <address>` statements (with `address`)
         self.items: list[str] = []  # the key's items, in order
-        self.values: dict[int, str] = {}  # items (T, c) of int or bool Constants: c, to check alone
-        self.aligned: dict[int, str] = {}  # alignment items (with `address`): the address's name
+        self.checks: list[tuple[int, int, Any, int | None]] = []  # those not implied by the types
+        self.addresses: dict[int, str] = {}  # runtime place j -> how its address p<j> is read (with `address`)
         self.flat: list[str] = []
+        self.runtime: list[int] = []  # the runtime arguments' positions
         for i, (v, constant) in enumerate(zip(args, plan)):
             t = type(v)
             self.env[f"T{i}"] = t
+            self.types.append(t)
             name = f"c{i}" if constant else f"a{len(self.flat)}"
             self.names.append(name)
             self.guards.append(f"type({name}) is not T{i}")
             if constant:
-                if t is int or t is bool:
-                    self.values[len(self.items)] = name
-                self.items.append(f"(T{i}, {name})" if t is int or t is bool else f"constant_key({name})")
+                pair = t is int or t is bool
+                self.checks.append((CHECK_VALUE, i, None, len(self.items)) if pair else
+                                   (CHECK_CALL, i, constant_key, len(self.items)))
+                self.items.append(f"(T{i}, {name})" if pair else f"constant_key({name})")
                 continue
             kind = _array_kind(t)
-            p = f"p{len(self.flat)}" if address and kind is not None else None
+            j = len(self.flat)
             self.flat.append(name)
+            self.runtime.append(i)
             if kind is not None:
-                if p is not None:
-                    self.addresses.append(f"{p} = {_ARRAYS[kind][0].format(a=name)}")
-                    self.aligned[len(self.items) + _ARRAYS[kind][1].index(_ALIGN)] = p
-                self.items += _array_items(kind, name, p)
+                if address:
+                    self.addresses[j] = _ARRAYS[kind][0]
+                for item, text in zip(_ARRAYS[kind][1], _array_items(kind, name, f"p{j}" if address else None)):
+                    self.checks.append((CHECK_ALIGN, j, _ALIGN_MASK, len(self.items)) if item == _ALIGN else
+                                       (CHECK_PATH, i, item, len(self.items)))
+                    self.items.append(text)
                 continue
             if t is int:
                 self.guards.append(f"not -BIG <= {name} < BIG")
+                self.checks.append((CHECK_RANGE, i, _BIG, None))
             self.items.append(f"T{i}")
+
+    def python_check(self, x: int) -> str:
+        """`checks[x]` (not CHECK_RANGE, which `unpack` guards) as a Python condition, true when
+        a launch differs from the value `K<x>` it expects."""
+        kind, i, detail, _ = self.checks[x]
+        if kind == CHECK_ALIGN:
+            return f"p{i} & {detail} != K{x}"
+        name = self.names[i]
+        if kind == CHECK_PATH:
+            return f"{name}.{detail} != K{x}"
+        return f"{detail.__name__}({name}) != K{x}" if kind == CHECK_CALL else f"{name} != K{x}"
+
+    def quick_checks(self, key: tuple, knob: Knob, raw: Any, grid_limit: int) -> QuickChecks:
+        """`checks` against `key` as data, for native code."""
+        env, name = knob.raw_lookup()
+        checks = tuple((kind, i, _steps(detail) if kind == CHECK_PATH else detail,
+                        None if k is None else key[k][1] if kind == CHECK_VALUE else key[k])
+                       for kind, i, detail, k in self.checks)
+        addresses = tuple(_steps(self.addresses[j]) if j in self.addresses else None for j in range(len(self.flat)))
+        return QuickChecks(env, name, raw, tuple(self.types), tuple(self.runtime), addresses, checks, grid_limit)
 
     def unpack(self) -> str:
         """Statements binding the argument names, returning `REFUSE` (a name the caller's
@@ -192,26 +233,31 @@ def quick_launcher(plan: tuple[bool, ...], args: tuple, knob: Knob, raw: Any, la
     has the fast key of `args` exactly (checked item by item, each address read once),
     `knob.raw()` is `raw` (the backend knob as it was), `stream` is not None and `grid` is a
     tuple of 1 to 3 ints in 1..`grid_limit`; False, having done nothing, for anything else
-    (also when `launch` declines). None when `args` takes the full path."""
+    (also when `launch` declines). Native code where `launch.native` makes it, else generated
+    Python. None when `args` takes the full path."""
     found = fast_key(plan, args) if args else None
     if found is None:
         return None
     code = _Code(plan, args, address=True)
+    checks = code.quick_checks(found[0], knob, raw, grid_limit)
+    if launch.native is not None:
+        native = launch.native(checks)
+        if native is not None:
+            return native
     assert not set(launch.env) & set(code.env) and all(n.startswith("_") for n in launch.env)
-    env = {**code.env, **launch.env, "REFUSE": False, "LIMIT": grid_limit}
-    env["ENV"], env["KNOB"] = knob.raw_lookup()
-    env["RAW"] = raw
-    key = found[0]
-    env.update((f"K{k}", v[1] if k in code.values else v) for k, v in enumerate(key))
-    aligned = [p for k, p in code.aligned.items() if key[k] == 0]  # checked at once
-    checks = [f"{code.values.get(k, item)} != K{k}" for k, item in enumerate(code.items)
-              if code.aligned.get(k) not in aligned]
-    checks += [_ALIGN.format(p=f"({' | '.join(aligned)})")] if aligned else []
+    env = {**code.env, **launch.env, "REFUSE": False, "LIMIT": grid_limit, "ENV": checks.env, "KNOB": checks.knob,
+           "RAW": raw}
+    expected = [(x, c[3]) for x, c in enumerate(checks.checks) if c[0] != CHECK_RANGE]
+    env.update((f"K{x}", value) for x, value in expected)
+    aligned = [x for x, value in expected if checks.checks[x][0] == CHECK_ALIGN and value == 0]  # checked at once
+    conditions = [code.python_check(x) for x, _ in expected if x not in aligned]
+    addresses = " | ".join(f"p{checks.checks[x][1]}" for x in aligned)
+    conditions += [f"({addresses}) & {_ALIGN_MASK}"] if aligned else []
     source = (f"def quick(stream, grid, args):\n"
               f"    if ENV.get(KNOB) != RAW or stream is None or type(grid) is not tuple:\n        return False\n"
               f"{code.unpack()}"
-              + "".join(f"    {a}\n" for a in code.addresses) +
-              f"    if {' or '.join(checks)}:\n        return False\n"
+              + "".join(f"    p{j} = {code.flat[j]}.{read}\n" for j, read in code.addresses.items())
+              + (f"    if {' or '.join(conditions)}:\n        return False\n" if conditions else "") +
               f"{_grid_source()}"
               f"    return {launch.expr}\n")
     exec(source, env)  # noqa: S102 - our own generated code

@@ -8,12 +8,13 @@ in as constants and each array passed as its address (`baked_flatten`): Triton's
 then neither calls `data_ptr()` nor asks the driver about each pointer. When the compiled kernel
 needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper, or
 where it can, tilecraft's own smaller one (native_launch.py); `DirectLauncher.fused_launch` is
-that native call as one expression, for the runtime's quick path. Launches of many blocks, and
+that native call as one expression, for the runtime's quick path, which with it runs in C. Launches of many blocks, and
 grid loops, go to a kernel's host-descriptor variant (`HOST_DESCRIPTOR_BLOCKS`).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from typing import Any, Callable, Sequence
@@ -42,10 +43,15 @@ def ensure_allocator() -> None:
         _thread.allocator = True
 
 
+_TORCH_STREAM = (torch.cuda.Stream, "cuda_stream")
+"""`stream_handle`'s first case as data: the common stream type and the attribute holding its
+handle, which the native quick launcher reads without calling `stream_handle`."""
+
+
 def stream_handle(stream: Any) -> int:
     """The raw CUDA handle of `stream`: a handle (0 = the default stream), a torch stream
     (`.cuda_stream`), a CuPy stream (`.ptr`) or any object with the `__cuda_stream__` protocol."""
-    if type(stream) is torch.cuda.Stream:  # the common case first: one attribute read
+    if type(stream) is torch.cuda.Stream:  # the common case first: one attribute read (_TORCH_STREAM)
         return stream.cuda_stream
     if isinstance(stream, int):
         return stream
@@ -193,8 +199,8 @@ class DirectLauncher:
             self._call = launcher.launch
             self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
                           compiled.packed_metadata, None, None, None)
-        native = None if self._descriptors else native_launch.launcher_for(compiled)
-        self._native, self._native_head = native if native is not None else (None, ())
+        self._launcher = None if self._descriptors else native_launch.launcher_for(compiled)
+        self._native, self._native_head = self._launcher[:2] if self._launcher is not None else (None, ())
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
         if self._host_variant is not None and self._slots is None and many_blocks(grid):
@@ -225,8 +231,10 @@ class DirectLauncher:
     def fused_launch(self) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
         native launcher's call, declining the grids `launch` hands to its host-descriptor
-        variant. None for a grid-loop kernel, without the native launcher, or with an argument
-        that is more than an address, a scalar or a constant."""
+        variant. Its `native` makes the whole quick launcher in C instead (the grids it declines
+        fixed at HOST_DESCRIPTOR_BLOCKS as it is now); the expression stays what the C one is
+        tested against. None for a grid-loop kernel, without the native launcher, or with an
+        argument that is more than an address, a scalar or a constant."""
         if self._native is None or self._slots is not None or self._fused_args is None \
                 or not all(_PLAIN.fullmatch(e) for e in self._fused_args):
             return None
@@ -234,4 +242,10 @@ class DirectLauncher:
         env.update((f"_h{i}", v) for i, v in enumerate(self._native_head))
         args = [f"_h{i}" for i in range(len(self._native_head))] + list(self._fused_args)
         call = f"_native(gx, gy, gz, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
-        return FusedLaunch(f"not _many((gx, gy, gz)) and {call}" if self._host_variant is not None else call, env)
+        native = None
+        if self._launcher is not None:
+            many = max(HOST_DESCRIPTOR_BLOCKS, 1) if self._host_variant is not None else 0
+            native = functools.partial(native_launch.quick, self._launcher, self._fused_args, many_blocks=many,
+                                       stream=(*_TORCH_STREAM, stream_handle))
+        return FusedLaunch(f"not _many((gx, gy, gz)) and {call}" if self._host_variant is not None else call, env,
+                           native)

@@ -10,6 +10,13 @@ fast path launches: one CTA per program, no cooperative grid or dependent launch
 memory, and scalar parameters of integer, float32 or float64 type; `launcher_for` returns None
 for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
 
+The runtime's quick path (`fastpath.quick_launcher`: a cached launch's checks that its arguments
+have the specialization of a fast-path entry, then its launch) runs here too, as one C object
+per specialization made by `quick` from the checks as data (`QuickChecks`). On the CPU with a
+stand-in driver (benchmarks/quick_launch_cpu.py, a 3-tensor launch) that takes a quick launch
+from 1.40 to 1.07 us; most of what is left is torch's own time reading the tensors' dtype,
+device, strides, shape and address (0.8 us), which C calls no faster than Python.
+
 It is built once per machine through Triton's module builder and cache, with Triton's CUDA
 header and library settings.
 """
@@ -17,7 +24,9 @@ header and library settings.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple, Sequence
+
+from ..base import CHECK_ALIGN, CHECK_CALL, CHECK_PATH, CHECK_RANGE, CHECK_VALUE, QuickChecks
 
 _TYPES = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
           "i64": "q", "u64": "Q", "fp32": "f", "f32": "f", "fp64": "d", "constexpr": "x"}
@@ -25,16 +34,66 @@ _TYPES = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", "i
 
 _MAX_PARAMS = 256
 
+_FROM_ARG, _FROM_ADDRESS, _FROM_CONSTANT = range(3)
+"""Where a quick launcher's parameter comes from: an argument, an address, a constant."""
+
 _SOURCE = r"""
 #include "cuda.h"
+#include <stddef.h>
 #include <stdint.h>
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #define MAX_PARAMS %(max_params)d
+#define MAX_STEPS 8
+enum { CHECK_VALUE = %(value)d, CHECK_RANGE = %(range)d, CHECK_CALL = %(call)d, CHECK_PATH = %(path)d,
+       CHECK_ALIGN = %(align)d };
+enum { FROM_ARG = %(from_arg)d, FROM_ADDRESS = %(from_address)d, FROM_CONSTANT = %(from_constant)d };
 
 typedef union { uint64_t u64; int64_t i64; double f64; float f32; int32_t i32; uint32_t u32;
                 int16_t i16; uint16_t u16; int8_t i8; uint8_t u8; } Slot;
+
+/* Packs `a` into `s` by its letter: 1, or 0 for 'x' (not passed), -1 for an unknown letter (an
+   exception set). A failed conversion leaves its exception set for the caller's PyErr_Occurred. */
+static int pack(char type, PyObject* a, Slot* s) {
+  switch (type) {
+    case 'x': return 0;
+    case 'p': case 'Q': s->u64 = PyLong_AsUnsignedLongLong(a); return 1;
+    case 'q': s->i64 = PyLong_AsLongLong(a); return 1;
+    case 'i': s->i32 = (int32_t)PyLong_AsLong(a); return 1;
+    case 'I': s->u32 = (uint32_t)PyLong_AsUnsignedLong(a); return 1;
+    case 'h': s->i16 = (int16_t)PyLong_AsLong(a); return 1;
+    case 'H': s->u16 = (uint16_t)PyLong_AsUnsignedLong(a); return 1;
+    case 'b': s->i8 = (int8_t)PyLong_AsLong(a); return 1;
+    case 'B': s->u8 = (uint8_t)PyLong_AsUnsignedLong(a); return 1;
+    case 'f': s->f32 = (float)PyFloat_AsDouble(a); return 1;
+    case 'd': s->f64 = PyFloat_AsDouble(a); return 1;
+    default:
+      PyErr_Format(PyExc_TypeError, "launch: unknown argument type '%%c'", type);
+      return -1;
+  }
+}
+
+/* Launches `function` with the `n` parameters in `slots`/`params` and the two scratch pointers
+   (none; the arrays have room for them); True, or NULL with the CUDA error raised. */
+static PyObject* run(CUfunction function, const unsigned int grid[3], unsigned int threads, unsigned int shared,
+                     CUstream stream, Slot* slots, void** params, int n) {
+  slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* global scratch: none */
+  slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* profile scratch: none */
+  CUresult err = cuLaunchKernel(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params, NULL);
+  if (err != CUDA_SUCCESS) {
+    const char* what = NULL;
+    cuGetErrorString(err, &what);
+    PyErr_Format(PyExc_RuntimeError, "CUDA error from cuLaunchKernel: %%s", what ? what : "unknown");
+    return NULL;
+  }
+  Py_RETURN_TRUE;
+}
+
+static int has_context(void) {
+  CUcontext ctx = NULL;
+  return cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != NULL;
+}
 
 /* launch(grid_x, grid_y, grid_z, stream, function, threads, shared_bytes, types, *args) -> bool
    False: no CUDA context is current in this thread (the caller launches another way). */
@@ -49,8 +108,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
     PyErr_Format(PyExc_TypeError, "launch: %%zd kernel arguments for %%zd types", nargs - 8, ntypes);
     return NULL;
   }
-  CUcontext ctx = NULL;
-  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == NULL) Py_RETURN_FALSE;
+  if (!has_context()) Py_RETURN_FALSE;
   unsigned int grid[3], threads, shared;
   for (int i = 0; i < 3; ++i) grid[i] = (unsigned int)PyLong_AsUnsignedLong(args[i]);
   CUstream stream = (CUstream)(uintptr_t)PyLong_AsUnsignedLongLong(args[3]);
@@ -61,50 +119,283 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   void* params[MAX_PARAMS];
   int n = 0;
   for (Py_ssize_t i = 0; i < ntypes; ++i) {
-    PyObject* a = args[8 + i];
-    Slot* s = &slots[n];
-    switch (types[i]) {
-      case 'x': continue;
-      case 'p': case 'Q': s->u64 = PyLong_AsUnsignedLongLong(a); break;
-      case 'q': s->i64 = PyLong_AsLongLong(a); break;
-      case 'i': s->i32 = (int32_t)PyLong_AsLong(a); break;
-      case 'I': s->u32 = (uint32_t)PyLong_AsUnsignedLong(a); break;
-      case 'h': s->i16 = (int16_t)PyLong_AsLong(a); break;
-      case 'H': s->u16 = (uint16_t)PyLong_AsUnsignedLong(a); break;
-      case 'b': s->i8 = (int8_t)PyLong_AsLong(a); break;
-      case 'B': s->u8 = (uint8_t)PyLong_AsUnsignedLong(a); break;
-      case 'f': s->f32 = (float)PyFloat_AsDouble(a); break;
-      case 'd': s->f64 = PyFloat_AsDouble(a); break;
-      default:
-        PyErr_Format(PyExc_TypeError, "launch: unknown argument type '%%c'", types[i]);
-        return NULL;
-    }
-    params[n] = s;
-    ++n;
+    int packed = pack(types[i], args[8 + i], &slots[n]);
+    if (packed < 0) return NULL;
+    if (packed) { params[n] = &slots[n]; ++n; }
   }
-  slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* global scratch: none */
-  slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* profile scratch: none */
   if (PyErr_Occurred()) return NULL;
   if ((uint64_t)grid[0] * grid[1] * grid[2] == 0) Py_RETURN_TRUE;
-  CUresult err = cuLaunchKernel(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params, NULL);
-  if (err != CUDA_SUCCESS) {
-    const char* what = NULL;
-    cuGetErrorString(err, &what);
-    PyErr_Format(PyExc_RuntimeError, "CUDA error from cuLaunchKernel: %%s", what ? what : "unknown");
+  return run(function, grid, threads, shared, stream, slots, params, n);
+}
+
+/* The quick launcher of one specialization (QuickChecks in backends/base.py): quick(stream,
+   grid, args) checks a launch as the runtime's generated Python would and launches, or returns
+   False having done nothing. Every object it points to is owned by `table`. */
+typedef struct { int n; PyObject* names[MAX_STEPS]; int called[MAX_STEPS]; } Path;
+typedef struct { int kind; Py_ssize_t index; Path path; PyObject* detail; PyObject* expected;
+                 long long bound; uint64_t mask, aligned; } Check;
+typedef struct { int source; Py_ssize_t index; char type; Slot slot; } Param;
+typedef struct {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;
+  PyObject* table;
+  PyObject *env, *knob, *raw;
+  PyObject** types; Py_ssize_t ntypes;
+  Py_ssize_t naddresses; Py_ssize_t address_of[MAX_PARAMS]; Path address_path[MAX_PARAMS];
+  Check* checks; Py_ssize_t nchecks;
+  long long grid_limit; unsigned long long many_blocks;
+  PyObject *stream_type, *stream_attr, *stream_handle;
+  CUfunction function; unsigned int threads, shared;
+  Param params[MAX_PARAMS]; int nparams;
+} Quick;
+
+/* `obj` read along `path`: a new reference, or NULL with an exception. */
+static PyObject* read_path(PyObject* obj, const Path* path) {
+  Py_INCREF(obj);
+  for (int s = 0; s < path->n; ++s) {
+    PyObject* next = path->called[s] ? PyObject_CallMethodNoArgs(obj, path->names[s])
+                                     : PyObject_GetAttr(obj, path->names[s]);
+    Py_DECREF(obj);
+    if (next == NULL) return NULL;
+    obj = next;
+  }
+  return obj;
+}
+
+/* 1 when `x` differs from `expected`, 0 when not, -1 on an exception; steals `x`. */
+static int differs(PyObject* x, PyObject* expected) {
+  if (x == NULL) return -1;
+  int r = PyObject_RichCompareBool(x, expected, Py_NE);
+  Py_DECREF(x);
+  return r;
+}
+
+#define REFUSE(cond) do { int r_ = (cond); if (r_ < 0) return NULL; if (r_) Py_RETURN_FALSE; } while (0)
+
+static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
+  Quick* q = (Quick*)self;
+  if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) {
+    PyErr_SetString(PyExc_TypeError, "quick(stream, grid, args)");
     return NULL;
   }
-  Py_RETURN_TRUE;
+  PyObject *stream = argv[0], *grid = argv[1], *args = argv[2];
+  PyObject* now = PyDict_GetItemWithError(q->env, q->knob);
+  if (now == NULL && PyErr_Occurred()) return NULL;
+  REFUSE(PyObject_RichCompareBool(now != NULL ? now : Py_None, q->raw, Py_NE));
+  if (stream == Py_None || !PyTuple_CheckExact(grid)) Py_RETURN_FALSE;
+  if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != q->ntypes) Py_RETURN_FALSE;
+  PyObject** a = &PyTuple_GET_ITEM(args, 0);
+  for (Py_ssize_t i = 0; i < q->ntypes; ++i)
+    if ((PyObject*)Py_TYPE(a[i]) != q->types[i]) Py_RETURN_FALSE;
+  uint64_t p[MAX_PARAMS];
+  for (Py_ssize_t j = 0; j < q->naddresses; ++j) {
+    if (q->address_of[j] < 0) continue;
+    PyObject* address = read_path(a[q->address_of[j]], &q->address_path[j]);
+    if (address == NULL) return NULL;
+    p[j] = PyLong_Check(address) ? PyLong_AsUnsignedLongLong(address) : (uint64_t)-1;
+    int bad = p[j] == (uint64_t)-1 && (!PyLong_Check(address) || PyErr_Occurred());
+    Py_DECREF(address);
+    if (bad) { PyErr_Clear(); Py_RETURN_FALSE; }  /* not an address: the full path decides */
+  }
+  for (Py_ssize_t c = 0; c < q->nchecks; ++c) {
+    const Check* k = &q->checks[c];
+    PyObject* x = a[k->index];
+    switch (k->kind) {
+      case CHECK_RANGE: {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (v == -1 && PyErr_Occurred()) return NULL;
+        if (overflow || v < -k->bound || v >= k->bound) Py_RETURN_FALSE;
+        break;
+      }
+      case CHECK_VALUE: REFUSE(PyObject_RichCompareBool(x, k->expected, Py_NE)); break;
+      case CHECK_CALL: REFUSE(differs(PyObject_CallOneArg(k->detail, x), k->expected)); break;
+      case CHECK_PATH: REFUSE(differs(read_path(x, &k->path), k->expected)); break;
+      case CHECK_ALIGN: if ((p[k->index] & k->mask) != k->aligned) Py_RETURN_FALSE; break;
+    }
+  }
+  Py_ssize_t dims = PyTuple_GET_SIZE(grid);
+  if (dims < 1 || dims > 3) Py_RETURN_FALSE;
+  unsigned int g[3] = {1, 1, 1};
+  for (Py_ssize_t d = 0; d < dims; ++d) {
+    PyObject* x = PyTuple_GET_ITEM(grid, d);
+    if (!PyLong_CheckExact(x)) Py_RETURN_FALSE;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (overflow || v < 1 || v > q->grid_limit) Py_RETURN_FALSE;
+    g[d] = (unsigned int)v;
+  }
+  if (q->many_blocks) {  /* blocks >= many_blocks, without overflow: declined (another variant's) */
+    uint64_t xy = (uint64_t)g[0] * g[1], least = q->many_blocks / g[2] + (q->many_blocks %% g[2] != 0);
+    if (xy >= least) Py_RETURN_FALSE;
+  }
+  PyObject* handle;
+  if (PyLong_CheckExact(stream)) { handle = stream; Py_INCREF(handle); }
+  else if ((PyObject*)Py_TYPE(stream) == q->stream_type) handle = PyObject_GetAttr(stream, q->stream_attr);
+  else handle = PyObject_CallOneArg(q->stream_handle, stream);
+  if (handle == NULL) return NULL;
+  if (!has_context()) { Py_DECREF(handle); Py_RETURN_FALSE; }
+  CUstream cu_stream = (CUstream)(uintptr_t)PyLong_AsUnsignedLongLong(handle);
+  Py_DECREF(handle);
+  Slot slots[MAX_PARAMS];
+  void* params[MAX_PARAMS];
+  for (int i = 0; i < q->nparams; ++i) {
+    const Param* m = &q->params[i];
+    if (m->source == FROM_ARG) { if (pack(m->type, a[m->index], &slots[i]) < 0) return NULL; }
+    else slots[i] = m->source == FROM_ADDRESS ? (Slot){.u64 = p[m->index]} : m->slot;
+    params[i] = &slots[i];
+  }
+  if (PyErr_Occurred()) return NULL;
+  return run(q->function, g, q->threads, q->shared, cu_stream, slots, params, q->nparams);
+}
+
+static int parse_path(PyObject* steps, Path* path) {
+  if (!PyTuple_Check(steps) || PyTuple_GET_SIZE(steps) < 1 || PyTuple_GET_SIZE(steps) > MAX_STEPS) {
+    PyErr_SetString(PyExc_ValueError, "quick: a path is a tuple of 1 to 8 (name, called) steps");
+    return -1;
+  }
+  path->n = (int)PyTuple_GET_SIZE(steps);
+  for (int s = 0; s < path->n; ++s) {
+    PyObject* step = PyTuple_GET_ITEM(steps, s);
+    if (!PyArg_ParseTuple(step, "Up", &path->names[s], &path->called[s])) return -1;
+  }
+  return 0;
+}
+
+static void quick_dealloc(PyObject* self) {
+  Quick* q = (Quick*)self;
+  PyMem_Free(q->types);
+  PyMem_Free(q->checks);
+  Py_XDECREF(q->table);
+  Py_TYPE(self)->tp_free(self);
+}
+
+static PyTypeObject QuickType = {
+  PyVarObject_HEAD_INIT(NULL, 0)
+  .tp_name = "%(name)s.Quick",
+  .tp_basicsize = sizeof(Quick),
+  .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+  .tp_vectorcall_offset = offsetof(Quick, vectorcall),
+  .tp_call = PyVectorcall_Call,
+  .tp_dealloc = quick_dealloc,
+};
+
+/* quick(env, knob, raw, types, addresses, checks, grid_limit, many_blocks, stream_type, stream_attr,
+   stream_handle, function, threads, shared, params) -> Quick; `native_launch.quick` documents them. */
+static PyObject* make_quick(PyObject* self, PyObject* table) {
+  PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params;
+  long long grid_limit;
+  unsigned long long many_blocks, function;
+  unsigned int threads, shared;
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKIIO!:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
+                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &many_blocks, &stream_type,
+                        &stream_attr, &stream_handle, &function, &threads, &shared, &PyTuple_Type, &params))
+    return NULL;
+  if (PyTuple_GET_SIZE(addresses) > MAX_PARAMS || PyTuple_GET_SIZE(params) + 2 > MAX_PARAMS) {
+    PyErr_SetString(PyExc_ValueError, "quick: too many parameters");
+    return NULL;
+  }
+  Quick* q = PyObject_New(Quick, &QuickType);
+  if (q == NULL) return NULL;
+  q->vectorcall = quick_call;
+  Py_INCREF(table);
+  q->table = table;
+  q->env = env; q->knob = knob; q->raw = raw;
+  q->grid_limit = grid_limit; q->many_blocks = many_blocks;
+  q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
+  q->function = (CUfunction)(uintptr_t)function; q->threads = threads; q->shared = shared;
+  q->ntypes = PyTuple_GET_SIZE(types);
+  q->nchecks = PyTuple_GET_SIZE(checks);
+  q->types = PyMem_Calloc(q->ntypes + 1, sizeof(PyObject*));
+  q->checks = PyMem_Calloc(q->nchecks + 1, sizeof(Check));
+  if (q->types == NULL || q->checks == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
+  for (Py_ssize_t i = 0; i < q->ntypes; ++i) q->types[i] = PyTuple_GET_ITEM(types, i);
+  q->naddresses = PyTuple_GET_SIZE(addresses);
+  for (Py_ssize_t j = 0; j < q->naddresses; ++j) {
+    PyObject* entry = PyTuple_GET_ITEM(addresses, j);
+    q->address_of[j] = -1;
+    if (entry == Py_None) continue;
+    PyObject* steps;
+    if (!PyArg_ParseTuple(entry, "nO", &q->address_of[j], &steps) || parse_path(steps, &q->address_path[j]) < 0) {
+      Py_DECREF(q);
+      return NULL;
+    }
+  }
+  for (Py_ssize_t c = 0; c < q->nchecks; ++c) {
+    Check* k = &q->checks[c];
+    PyObject* detail;
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(checks, c), "inOO", &k->kind, &k->index, &detail, &k->expected)) {
+      Py_DECREF(q);
+      return NULL;
+    }
+    k->detail = detail;
+    int ok = k->index >= 0;
+    if (k->kind == CHECK_ALIGN) {
+      ok = ok && k->index < q->naddresses && q->address_of[k->index] >= 0;
+      k->mask = PyLong_AsUnsignedLongLong(detail);
+      k->aligned = PyLong_AsUnsignedLongLong(k->expected);
+    } else {
+      ok = ok && k->index < q->ntypes;
+      if (k->kind == CHECK_RANGE) {
+        k->bound = PyLong_AsLongLong(detail);
+        ok = ok && q->types[k->index] == (PyObject*)&PyLong_Type;
+      } else if (k->kind == CHECK_PATH && parse_path(detail, &k->path) < 0) {
+        Py_DECREF(q);
+        return NULL;
+      } else if (k->kind != CHECK_VALUE && k->kind != CHECK_CALL && k->kind != CHECK_PATH) {
+        ok = 0;
+      }
+    }
+    if (PyErr_Occurred() || !ok) {
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "quick: check %%zd is malformed", c);
+      Py_DECREF(q);
+      return NULL;
+    }
+  }
+  q->nparams = (int)PyTuple_GET_SIZE(params);
+  for (int i = 0; i < q->nparams; ++i) {
+    Param* m = &q->params[i];
+    PyObject* value;
+    int type;
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(params, i), "CinO", &type, &m->source, &m->index, &value)) {
+      Py_DECREF(q);
+      return NULL;
+    }
+    m->type = (char)type;
+    int ok = m->type != 'x' && m->index >= 0;
+    if (m->source == FROM_ARG) ok = ok && m->index < q->ntypes;
+    else if (m->source == FROM_ADDRESS) ok = ok && m->index < q->naddresses && q->address_of[m->index] >= 0;
+    else ok = ok && m->source == FROM_CONSTANT && pack(m->type, value, &m->slot) > 0;
+    if (PyErr_Occurred() || !ok) {
+      if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "quick: parameter %%d is malformed", i);
+      Py_DECREF(q);
+      return NULL;
+    }
+  }
+  return (PyObject*)q;
 }
 
 static PyMethodDef methods[] = {
   {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Launch a loaded CUDA kernel."},
+  {"quick", make_quick, METH_VARARGS, "The quick launcher of one specialization."},
   {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "tilecraft_launch", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "%(name)s", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit_tilecraft_launch(void) { return PyModule_Create(&module); }
-""" % {"max_params": _MAX_PARAMS}
+PyMODINIT_FUNC PyInit_%(name)s(void) {
+  if (PyType_Ready(&QuickType) < 0) return NULL;
+  return PyModule_Create(&module);
+}
+"""
+
+
+def source(name: str) -> str:
+    """The launcher's C source, as the extension module `name`."""
+    return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "value": CHECK_VALUE, "range": CHECK_RANGE,
+                      "call": CHECK_CALL, "path": CHECK_PATH, "align": CHECK_ALIGN, "from_arg": _FROM_ARG,
+                      "from_address": _FROM_ADDRESS, "from_constant": _FROM_CONSTANT}
 
 
 @functools.cache
@@ -113,8 +404,9 @@ def _module() -> Any:
     try:
         from triton.backends.nvidia import driver
         from triton.runtime.build import compile_module_from_src
-        return compile_module_from_src(_SOURCE, "tilecraft_launch", library_dirs=driver.library_dirs(),
-                                       include_dirs=driver.include_dirs, libraries=driver.libraries)
+        return compile_module_from_src(source("tilecraft_launch"), "tilecraft_launch",
+                                       library_dirs=driver.library_dirs(), include_dirs=driver.include_dirs,
+                                       libraries=driver.libraries)
     except Exception:  # no compiler, headers or libcuda: Triton's launcher stays
         return None
 
@@ -135,13 +427,47 @@ def argument_types(compiled: Any) -> bytes | None:
     return "".join(letters).encode()
 
 
-def launcher_for(compiled: Any) -> tuple[Callable[..., bool], tuple[Any, ...]] | None:
-    """(launch, head) for launching `compiled` (a loaded Triton CompiledKernel) as
-    `launch(grid_x, grid_y, grid_z, stream, *head, *args)`, args as its Triton arguments with
-    arrays as addresses; the call returns False when no CUDA context is current. None when this
-    launcher cannot launch `compiled`."""
+class Native(NamedTuple):
+    """tilecraft's launcher of one compiled kernel: `launch(grid_x, grid_y, grid_z, stream,
+    *head, *args)`, args as its Triton arguments with arrays as addresses (the call returns
+    False when no CUDA context is current), from the launcher `module` (which also makes its
+    quick launchers: `quick`)."""
+
+    launch: Callable[..., bool]
+    head: tuple[Any, ...]
+    module: Any
+
+
+def launcher_for(compiled: Any, module: Any = None) -> Native | None:
+    """The launcher of `compiled` (a loaded Triton CompiledKernel) from `module` (default: the
+    one built here), or None when this launcher cannot launch `compiled`."""
     types = argument_types(compiled)
-    native = _module() if types is not None else None
+    native = (module or _module()) if types is not None else None
     if native is None:
         return None
-    return native.launch, (compiled.function, 32 * compiled.metadata.num_warps, compiled.metadata.shared, types)
+    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, compiled.metadata.shared, types),
+                  native)
+
+
+def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_blocks: int,
+          stream: tuple[type, str, Callable[[Any], int]]) -> Callable[[Any, Any, Any], bool]:
+    """The runtime's quick launcher (`fastpath.quick_launcher`) of one specialization, in C:
+    `checks` done on each call, then `native.launch`'s launch with `fused_args` (per kernel
+    parameter: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`). `many_blocks`: grids
+    of at least this many blocks are declined (0: none); `stream`: (a stream type, the attribute
+    holding its handle, the function giving any other stream's handle), for streams that are
+    not ints."""
+    function, threads, shared, types = native.head
+    params = []
+    for letter, arg in zip(types.decode(), fused_args):
+        if letter == "x":
+            continue
+        if arg[0] == "a":
+            params.append((letter, _FROM_ARG, checks.runtime[int(arg[1:])], None))
+        elif arg[0] == "p":
+            params.append((letter, _FROM_ADDRESS, int(arg[1:]), None))
+        else:
+            params.append((letter, _FROM_CONSTANT, 0, int(arg)))
+    addresses = tuple(None if path is None else (i, path) for i, path in zip(checks.runtime, checks.addresses))
+    return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, checks.checks,
+                               checks.grid_limit, many_blocks, *stream, function, threads, shared, tuple(params))

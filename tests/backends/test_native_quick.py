@@ -1,0 +1,242 @@
+"""tilecraft's C launcher and its quick launchers (backends/triton/native_launch.py), built and
+run on the CPU against a stand-in CUDA driver that records each launch (cuda_stub.py).
+
+The native quick launcher must do what the generated Python one does (`fastpath.quick_launcher`
+without `FusedLaunch.native`): launch exactly the argument lists of its specialization, with the
+parameters `DirectLauncher.launch` packs, and refuse, having launched nothing, everything else;
+so each case runs both and compares, besides checking the launches themselves."""
+
+from __future__ import annotations
+
+import functools
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import cuda_stub
+import tilecraft as ct
+from tilecraft import knobs
+from tilecraft.backends.base import CHECK_PATH, FusedLaunch
+from tilecraft.runtime.fastpath import quick_launcher
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+if cuda_stub.missing():
+    pytest.skip(f"the C launcher cannot be built here: {cuda_stub.missing()}", allow_module_level=True)
+
+from tilecraft.backends.triton import launching, native_launch  # noqa: E402
+
+LIMIT = 2**24 - 1
+ConstInt = ct.Constant[int]
+ConstFloat = ct.Constant[float]
+
+
+@pytest.fixture(scope="module")
+def stub(tmp_path_factory):
+    """(launcher module, stand-in driver), the driver reset for each test that takes `driver`."""
+    return cuda_stub.build(tmp_path_factory.mktemp("native-launch"))
+
+
+@pytest.fixture
+def driver(stub):
+    stub[1].set()
+    yield stub[1]
+    stub[1].set()
+
+
+@ct.kernel
+def scale_shift(X, Y, s, n, T: ConstInt, F: ConstFloat):
+    t = ct.load(X, index=(ct.bid(0), 0), shape=(1, T))
+    ct.store(Y, index=(ct.bid(0), 0), tile=t * s + n * F)
+
+
+def _args(s=2.5, n=7, T=32, F=0.5):
+    return torch.randn(6, 40)[:, 3:35], torch.full((6, 32), float("nan")), s, n, T, F
+
+
+def _pair(dl, kernel, args):
+    """(generated Python, native) quick launchers of `dl`'s specialization."""
+    fused = dl.fused_launch()
+    made = [quick_launcher(kernel.plan, args, knobs.BACKEND, knobs.BACKEND.raw(), launch, LIMIT)
+            for launch in (FusedLaunch(fused.expr, fused.env), fused)]
+    assert type(made[0]).__name__ == "function" and type(made[1]).__name__ == "Quick"
+    return made
+
+
+def _outcome(quick, driver, stream, grid, args):
+    """What one call did: (result or exception type, the launch it made or None)."""
+    before = driver.launches
+    try:
+        result = quick(stream, grid, args)
+    except Exception as exc:  # noqa: BLE001 - compared between the two launchers
+        result = type(exc)
+    return result, driver.last() if driver.launches != before else None
+
+
+class _StreamProtocol:
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+def test_a_launch_packs_what_direct_launcher_packs(stub, driver):
+    """The native quick launcher's launch equals `DirectLauncher.launch`'s for arguments of the
+    same specialization, with their own addresses and scalars, the grid filled out to three."""
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    _, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    for stream, grid, grid3 in ((0, (6,), (6, 1, 1)), (7, (2, 3), (2, 3, 1)), (_StreamProtocol(9), (1, 2, 3), (1, 2, 3))):
+        assert native(stream, grid, (x, y, -1.25, -3, 32, 0.5)) is True
+        got = driver.last()
+        dl.launch(grid3, (x, y, -1.25, -3), stream)
+        assert driver.last() == got
+        assert got.grid == grid3 and got.stream == launching.stream_handle(stream) and got.function == 0x5EED
+    baked = [v for v, letter in zip(dl._flatten(x, y, -1.25, -3), dl._native_head[3].decode()) if letter != "x"]
+    assert got.values == (*baked, 0, 0)  # no scratch memory
+    assert {x.data_ptr(), y.data_ptr(), -1.25, -3} <= set(got.values)
+
+
+def test_it_refuses_and_accepts_exactly_what_the_python_quick_path_does(stub, driver, monkeypatch):
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    python, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = args[0].clone()[:, :32].contiguous(), torch.empty(6, 32)  # contiguous: other strides than x
+    same = (torch.randn(6, 40)[:, 3:35], torch.empty(6, 32))
+    lists = [(*same, 1.5, 4, 32, 0.5), (*same, 2.5, 2**31 - 1, 32, 0.5), (*same, 2.5, -2**31, 32, 0.5),
+             (x, y, 2.5, 7, 32, 0.5), (same[0].double(), y, 2.5, 7, 32, 0.5), (same[0], torch.empty(6, 33), 2.5, 7, 32, 0.5),
+             (same[0], torch.empty(6, 33)[:, 1:], 2.5, 7, 32, 0.5), (same[0], torch.empty(6, 32, device="meta"), 2.5, 7, 32, 0.5),
+             (*same, 2, 7, 32, 0.5), (*same, True, 7, 32, 0.5), (*same, 2.5, 7.0, 32, 0.5), (*same, 2.5, True, 32, 0.5),
+             (*same, 2.5, 2**31, 32, 0.5), (*same, 2.5, -2**31 - 1, 32, 0.5), (*same, 2.5, 2**70, 32, 0.5),
+             (*same, 2.5, 7, 16, 0.5), (*same, 2.5, 7, True, 0.5), (*same, 2.5, 7, 32, -0.5), (*same, 2.5, 7, 32, 1),
+             (same[0].numpy(), y, 2.5, 7, 32, 0.5), [*same, 2.5, 7, 32, 0.5], (*same, 2.5, 7, 32), (*same, 2.5, 7, 32, 0.5, 1),
+             ()]
+    grids = [(6,), (6, 1), (2, 3, 1), (LIMIT,), (LIMIT, LIMIT, LIMIT), (0,), (1, 0), (), (1, 1, 1, 1), (-1,),
+             (LIMIT + 1,), (np.int64(2),), (True,), (2.0,), (2**64,), 2, [2], None]
+    streams = [0, 7, _StreamProtocol(11), None, object(), -1]
+    calls = [(0, (6,), a) for a in lists] + [(0, g, (*same, 2.5, 7, 32, 0.5)) for g in grids]
+    calls += [(s, (6,), (*same, 2.5, 7, 32, 0.5)) for s in streams]
+    launched = set()
+    for i, call in enumerate(calls):
+        want = _outcome(python, driver, *call)
+        assert _outcome(native, driver, *call) == want, call
+        if want[1] is not None:
+            launched.add(i)
+    assert launched == {0, 1, 2, *(len(lists) + g for g in range(5)), *(len(lists) + len(grids) + s for s in range(3))}
+    assert _outcome(native, driver, *calls[-2])[0] is TypeError  # an unsupported stream: stream_handle's error
+    assert _outcome(native, driver, *calls[-1])[0] is OverflowError  # a negative handle
+    monkeypatch.setenv(knobs.BACKEND.name, "interpreter")  # the backend knob it was made under changed
+    assert _outcome(native, driver, *calls[0]) == _outcome(python, driver, *calls[0]) == (False, None)
+
+
+def test_without_a_context_or_with_a_launch_error(stub, driver):
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    for quick in _pair(dl, scale_shift, args):
+        driver.set(context=False)
+        before = driver.launches
+        assert quick(0, (6,), args) is False and driver.launches == before
+        driver.set(error=700)
+        with pytest.raises(RuntimeError, match="cuLaunchKernel: stub error"):
+            quick(0, (6,), args)
+
+
+def test_grids_for_the_host_descriptor_variant_are_declined(stub, driver, monkeypatch):
+    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0], host_variant=lambda: pytest.fail("made the variant"))
+    driver.set(types=dl._native_head[3])
+    quicks = _pair(dl, scale_shift, args)
+    for grid, launches in (((3,), True), ((1, 3), True), ((4,), False), ((2, 2), False), ((1, 1, 4), False),
+                           ((LIMIT, LIMIT, LIMIT), False), ((LIMIT,), False)):
+        for quick in quicks:
+            assert (_outcome(quick, driver, 0, grid, args)[1] is not None) is launches, grid
+
+
+def test_no_references_are_leaked(stub, driver):
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    _, native = _pair(dl, scale_shift, args)
+    stream, handle, other = _StreamProtocol(3), int("1099511627783"), (args[0].double(), *args[1:])
+    counts = [sys.getrefcount(x) for x in (*args, stream, handle, other[0])]
+    for _ in range(200):
+        assert native(handle, (6,), args) and native(stream, (6, 1), args) and not native(0, (6,), other)
+        assert not native(None, (6,), args) and not native(0, (0,), args)
+    assert [sys.getrefcount(x) for x in (*args, stream, handle, other[0])] == counts
+    tracemalloc.start()  # and no new objects (addresses, shapes, ...) kept
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(2000):
+            native(0, (6,), args)
+        assert tracemalloc.get_traced_memory()[0] - before < 16_000
+    finally:
+        tracemalloc.stop()
+
+
+def test_numpy_arrays_are_read_along_their_paths(stub, driver):
+    """The checks are data (`QuickChecks`): a NumPy array's address and writable flag are read
+    along attribute paths (`ctypes.data`, `flags.writeable`), as the generated Python reads them."""
+    module = stub[0]
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi"), module)
+    native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"), many_blocks=0,
+                               stream=(_Handle, "handle", launching.stream_handle))
+    made = []
+    fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0, 3, a1)",
+                        {"_launch": module.launch, "_head": launcher.head}, lambda checks: made.append(checks) or native(checks))
+    a = np.zeros(16, np.float32)
+    quick = quick_launcher((False, False), (a, 5), knobs.BACKEND, knobs.BACKEND.raw(), fused, LIMIT)
+    python = quick_launcher((False, False), (a, 5), knobs.BACKEND, knobs.BACKEND.raw(),
+                            FusedLaunch(fused.expr, fused.env), LIMIT)
+    assert {c[2] for c in made[0].checks if c[0] == CHECK_PATH} >= {(("flags", False), ("writeable", False))}
+    driver.set(types=launcher.head[3])
+    b = np.ones(16, np.float32)
+    readonly = np.ones(16, np.float32)
+    readonly.setflags(write=False)
+    for args, launches in (((b, -9), True), ((readonly, 5), False), ((np.zeros(17, np.float32)[1:], 5), False),
+                           ((b.astype(np.float64), 5), False), ((torch.ones(16), 5), False)):
+        assert _outcome(quick, driver, 0, (2,), args) == _outcome(python, driver, 0, (2,), args)
+        assert (_outcome(quick, driver, 0, (2,), args)[1] is not None) is launches
+    got = driver.last()
+    assert got.values == (b.ctypes.data, -9, 0, 0) and got.function == 0x77
+    assert quick(_Handle(), (1,), (b, 1)) and driver.last().stream == 12345  # without stream_handle
+
+
+class _Handle:
+    """A stream type the launcher reads the handle of itself (as it does torch's streams)."""
+
+    handle = 12345
+
+
+def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
+    launch = stub[0].launch
+    driver.set(types=b"bBhHiIqQfdpx")
+    values = (-5, 250, -300, 60000, -70000, 4_000_000_000, -2**40, 2**63 + 5, 1.5, 2.25, 0xDEAD0)
+    assert launch(2, 3, 4, 9, 0xF00, 128, 64, b"bBhHiIqQfdpx", *values, "not passed") is True
+    got = driver.last()
+    assert (got.grid, got.block, got.shared, got.stream, got.function) == ((2, 3, 4), (128, 1, 1), 64, 9, 0xF00)
+    assert got.values == (*values, 0, 0)
+    before = driver.launches
+    assert launch(0, 1, 1, 0, 0xF00, 128, 0, b"i", 1) is True and driver.launches == before  # an empty grid
+    driver.set(context=False)
+    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1) is False and driver.launches == before
+    with pytest.raises(TypeError, match="2 kernel arguments for 1 types"):
+        launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1, 2)
+
+
+def test_a_malformed_table_is_refused(stub):
+    module = stub[0]
+    base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
+                many_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1, threads=32,
+                shared=0, params=(("i", 0, 0, None),))
+    assert type(module.quick(*base.values())).__name__ == "Quick"
+    for change in ({"checks": ((9, 0, None, None),)}, {"checks": ((4, 0, 15, 0),)}, {"checks": ((0, 3, None, 1),)},
+                   {"params": (("i", 0, 5, None),)}, {"params": (("i", 1, 0, None),)}, {"params": (("x", 0, 0, None),)},
+                   {"checks": ((3, 0, (), 1),)}):
+        with pytest.raises((ValueError, TypeError)):
+            module.quick(*{**base, **change}.values())
