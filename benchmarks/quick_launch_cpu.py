@@ -14,7 +14,6 @@ save).
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
@@ -49,7 +48,8 @@ def main() -> None:
     missing = cuda_stub.missing()
     if missing:
         sys.exit(f"cannot build the C launcher here: {missing}")
-    module, driver = cuda_stub.build(Path(tempfile.mkdtemp(prefix="tilecraft-stub-")))
+    with tempfile.TemporaryDirectory(prefix="tilecraft-stub-") as directory:  # loaded, the files may go
+        module, driver = cuda_stub.build(Path(directory))
     n = 1024
     a, b, c = torch.randn(n), torch.randn(n), torch.empty(n)
     args = (a, b, c, n)
