@@ -50,6 +50,7 @@ from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind, wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
 from tilecraft.backends.triton import TritonBackend
+from tilecraft.backends.triton.operand_staging import StagedKernel, _stage as stage_copy
 from tilecraft.ir import ArrayType
 from tilecraft.language import dtypes
 from tilecraft.language.dtypes import DType
@@ -74,17 +75,24 @@ class _Aborted(Exception):
 # ---- the Gluon kernel's variant and its emulated launch ----------------------------------------
 def gluon_variant(kernel: Any, args: tuple) -> tuple[GluonKernel, list[Any]]:
     """The Gluon variant the Triton backend builds for `kernel` launched with `args` (CPU torch
-    tensors) on an sm_90 GPU, and the arguments its launch takes."""
+    tensors) on an sm_90 GPU, and the arguments its launch takes (for a staged kernel, the
+    operands' copies as its prologue makes them)."""
     specs, arrays, flat = kernel.describe(args)
     ir = kernel.lower(specs, "sm_90")
     facts = iter(a.facts for a in arrays)
     compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
         ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
+    launch_args = backend_args(flat, as_torch)
+    staged = wrapped_as(compiled, StagedKernel)
+    if staged is not None:  # tf32 operands: the variant reads the prologue's copies
+        compiled = staged.staged_kernel(launch_args)
+        for i, copy in staged.staged.params.items():
+            launch_args[i] = stage_copy(launch_args[i], copy, None, True)
     wrapper = wrapped_as(compiled, WarpSpecializedKernel)
     variant = None if wrapper is None else wrapper.variant()
     if variant is None:
         raise EmulationError(f"no Gluon variant ({wrapper.gave_up if wrapper else 'not warp-specialized'})")
-    return variant, backend_args(flat, as_torch)
+    return variant, launch_args
 
 
 def emulate(kernel: GluonKernel, grid: tuple[int, int, int], args: Sequence[Any], programs: int, seed: int) -> None:
@@ -580,6 +588,7 @@ class Program:
             arange=lambda lo, hi: np.arange(lo, hi, dtype=np.int32),
             zeros=lambda shape, dtype, layout=None: np.zeros(shape, dtype.np_dtype),
             convert_layout=lambda x, layout: x, set_auto_layout=lambda x, layout: x,
+            reshape=np.reshape, permute=np.transpose, split=lambda x: (x[..., 0], x[..., 1]),
             NVMMADistributedLayout=_layout, DotOperandLayout=_layout,
             allocate_shared_memory=self.allocate, warp_specialize=self.warp_specialize)
         return dict(

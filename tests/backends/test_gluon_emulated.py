@@ -88,6 +88,30 @@ def test_matmul_variant_emulated(m, n, k, dtype):
         np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * math.sqrt(k), err_msg=f"scheduler seed {seed}")
 
 
+def _rn_tf32(x: torch.Tensor) -> np.ndarray:
+    """float32 rounded to nearest even tfloat32 (finite values), as float64."""
+    bits = x.numpy().view(np.uint32).astype(np.uint64)
+    return ((bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000).astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+@pytest.mark.parametrize("m,n,k", [(300, 600, 100), (130, 260, 24)])
+def test_tf32_matmul_variant_emulated(m, n, k):
+    """float32 matmul_kernel with 128x256x32 tiles: its operands staged (rounded to tfloat32, B
+    transposed) and the staged kernel as its Gluon variant, whose 64x256 float32 tiles are stored
+    in two column halves through one buffer (whole ones leave no room for three ring slots);
+    partial tiles at every end, 4 K tiles or 1 (K 24 < 32), 9 or 4 blocks on 3 programs."""
+    g = torch.Generator().manual_seed(m + n + k)
+    a, b = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+    c = torch.full((m, n), float("nan"))
+    args = (a, b, c, 128, 256, 32)
+    kernel, _ = gluon_variant(matmul_kernel, args)
+    assert "gl.split(" in kernel.source and kernel.lowered.stages == 3
+    want = _rn_tf32(a) @ _rn_tf32(b)
+    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    for seed, got in _run(matmul_kernel, args, c, grid):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * math.sqrt(k), err_msg=f"scheduler seed {seed}")
+
+
 @pytest.mark.parametrize("pattern,error", [
     (r"tma\.store_wait\(0\)", "registers write out0.* while an async op reads it"),
     (r"fence_async_shared\(\)", "written from registers with no fence_async_shared"),

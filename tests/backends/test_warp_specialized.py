@@ -165,6 +165,35 @@ def test_matmul_gluon(dev, backend, dtype, m, n, k):
     assert _matmul_variant_launches() == before + 1
 
 
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("m,n,k", [(2048, 4096, 512), (2000, 4000, 520)])
+def test_tf32_matmul_gluon(dev, backend, m, n, k):
+    """On the H200: a float32 matmul with 128x256x32 tiles and operands of 1M elements or more
+    is staged (rounded to tfloat32, B transposed) and the staged kernel runs as the Gluon variant
+    (tf32 wgmma; each 64x256 float32 tile stored in two column halves) on its 256 blocks
+    (partial tiles at the M, N and K ends in the second case); matches float64 of the rounded
+    operands on a poisoned output."""
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.backends.triton.operand_staging import StagedKernel
+    from tilecraft.library import matmul_kernel
+
+    def launches() -> int:
+        staged = [wrapped_as(v.compiled, StagedKernel) for v in matmul_kernel.variants.values()]
+        return sum(k.variant_launches for s in staged if s is not None for k in s._kernels.values()
+                   if isinstance(k, WarpSpecializedKernel))
+    rng = np.random.default_rng(m + n + k)
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    c = dev.poison((m, n), np.float32)
+    before = launches()
+    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    dev.launch(grid, matmul_kernel, (dev.put(a), dev.put(b), c, 128, 256, 32), backend=backend)
+    rounded = [(x.view(np.uint32).astype(np.uint64) + 0xFFF + ((x.view(np.uint32) >> 13) & 1)) & 0xFFFFE000
+               for x in (a, b)]
+    a64, b64 = (r.astype(np.uint32).view(np.float32).astype(np.float64) for r in rounded)
+    np.testing.assert_allclose(dev.get(c), a64 @ b64, rtol=1e-5, atol=1e-4 * math.sqrt(k))
+    assert launches() == before + 1
+
+
 def _matmul_variant_launches() -> int:
     from tilecraft.backends.gluon import WarpSpecializedKernel
     from tilecraft.library import matmul_kernel
@@ -245,6 +274,45 @@ def test_gluon_matmul_compiles_for_sm90(dtype, shape):
     assert src.count("tma.store_wait(0)") == 2  # before a block's store, and after the last
     assert kernel.lowered.chained and not kernel.lowered.units_paired  # equal work: striding over blocks
     binary = kernel.compile_for(90, backend_args(flat, as_torch))
+    _, spills = _resources(binary.asm["cubin"])
+    assert binary.metadata.shared <= shared_memory_limit(90) and spills == 0
+
+
+def test_gluon_tf32_matmul_compiles_for_sm90():
+    """float32 8192^3 with 128x256x32 tiles: the operands are staged and the staged kernel's
+    Gluon variant issues tf32 wgmmas (m64n256k8) on the copies, keeps 3 ring slots by storing
+    each 64x256 float32 tile in two column halves, and compiles for sm_90 without spills."""
+    import re
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.backends.arrays import as_torch
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.backends.triton.fitting import shared_memory_limit
+    from tilecraft.backends.triton.operand_staging import StagedKernel, scratch_layout
+    from tilecraft.ir import ArrayType
+    from tilecraft.library import matmul_kernel
+    from tilecraft.runtime.args import backend_args
+    from tilecraft.tools.inspection import _resources
+    x = torch.empty(8192, 8192)
+    specs, arrays, flat = matmul_kernel.describe((x, x, x, 128, 256, 32))
+    ir = matmul_kernel.lower(specs, "sm_90")
+    facts = iter(a.facts for a in arrays)
+    compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
+        ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
+    assert isinstance(compiled, StagedKernel)
+    args = backend_args(flat, as_torch)
+    staged = compiled.staged_kernel(args)
+    assert isinstance(staged, WarpSpecializedKernel)
+    kernel = staged.variant()
+    assert kernel.lowered.stages == 3 and "gl.split(" in kernel.source
+    copies = list(args)
+    for i, copy in compiled.staged.params.items():
+        copies[i] = torch.empty_strided(*scratch_layout(x.shape, copy.transposed, 4))
+    binary = kernel.compile_for(90, copies)
+    assert set(re.findall(r"wgmma\.mma_async\.[\w.]+", binary.asm["ptx"])) == {
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32"}
     _, spills = _resources(binary.asm["cubin"])
     assert binary.metadata.shared <= shared_memory_limit(90) and spills == 0
 

@@ -15,13 +15,14 @@ A kernel qualifies when:
 - every tile load in the loop body is *streamed*: its array is a kernel parameter, its index
   is the loop's induction variable in one position and loop-invariant values elsewhere, its
   tile is 2-D after leading unit dims (order: identity, or the last two axes swapped), its
-  dtype 16-bit float, and its value reaches nothing but one Mma's A or B operand (through
-  reshapes that drop unit dims);
+  dtype 16-bit float, or float32 read as tfloat32 (a Bitcast: operand staging's copies, which
+  hold tfloat32 values already), and its value reaches nothing but one Mma's A or B operand
+  (through reshapes that drop unit dims, and that Bitcast);
 - every tile load of the prologue is *resident*: the same, except that its index is
   loop-invariant and its value reaches only Mma A operands in the loop body;
-- every Mma in the body multiplies 16-bit floats into float32, with M 64 or 128, N a multiple
-  of 16 up to 256, K a multiple of 16; its A operand is resident, streamed or computed in
-  registers, its B operand streamed;
+- every Mma in the body multiplies 16-bit floats (K a multiple of 16) or tfloat32 (K a multiple
+  of 8) into float32, with M 64 or 128, N a multiple of 16 up to 256; its A operand is
+  resident, streamed or computed in registers, its B operand streamed;
 - every store of the epilogue has identity order and a tile 2-D after leading unit dims, and
   every tile the loop carries has M rows.
 
@@ -203,7 +204,7 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
         return None
     if order[:-2] != tuple(range(n - 2)) or sorted(order[-2:]) != [n - 2, n - 1]:
         return None
-    if load.array.type.dtype not in _MMA_DTYPES:
+    if load.array.type.dtype not in (*_MMA_DTYPES, dt.float32):
         return None
     at_iv = [i for i, v in enumerate(load.index) if v is iv]
     others_invariant = all(v.id in invariant for v in load.index if v is not iv)
@@ -216,7 +217,8 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
     while frontier:
         v = frontier.pop()
         for user in users.get(v.id, []):
-            if isinstance(user, ops.Reshape) and user.shape[-2:] == shape[-2:] and all(d == 1 for d in user.shape[:-2]):
+            if (isinstance(user, ops.Reshape) and user.shape[-2:] == shape[-2:] and all(d == 1 for d in user.shape[:-2])) \
+                    or (isinstance(user, ops.Bitcast) and user.dtype is dt.tfloat32 and v.tile.dtype is dt.float32):
                 views.append(user.result)
                 frontier.append(user.result)
             elif not isinstance(user, ops.Mma) or user.acc is v or (iv is None and user.b is v):
@@ -233,12 +235,13 @@ def _check_mmas(mmas: tuple[ops.Mma, ...], streamed: list[Streamed], resident: l
     rows = set()
     for m in mmas:
         a, b, c = m.a.tile, m.b.tile, m.acc.tile
-        if a.dtype not in _MMA_DTYPES or b.dtype is not a.dtype or c.dtype is not dt.float32 or m.use_fast_acc:
+        if a.dtype not in (*_MMA_DTYPES, dt.tfloat32) or b.dtype is not a.dtype or c.dtype is not dt.float32 \
+                or m.use_fast_acc:
             return None
         if a.ndim != 2 or b.ndim != 2:
             return None
         (mm, k), (_, nn) = a.shape, b.shape
-        if mm not in (64, 128) or k % 16 or nn % 16 or nn > 256:
+        if mm not in (64, 128) or k % (8 if a.dtype is dt.tfloat32 else 16) or nn % 16 or nn > 256:
             return None
         bs = views.get(m.b.id)
         if bs is None or bs in resident or uses[id(bs)] != 1:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from ...ir import Value, ops
+from ...ir import Op, Value, ops
 from ..triton.control import assign_all
 from .layouts import OPAQUE
 from .schedule import Schedule
@@ -27,6 +27,12 @@ from .writer import GluonWriter, layout_name
 
 Slots = Mapping[int, str] | Sequence[str]
 """Ring index -> the name of a slot in it (all rings of an iteration, or the few an MMA reads)."""
+
+
+def _is_view(op: Op, views: set[int]) -> bool:
+    """Whether `op` makes one of `views`: another view of a loaded tile (a reshape dropping unit
+    dims, a float32 tile read as tfloat32), which the MMAs read from the buffer itself."""
+    return isinstance(op, (ops.Reshape, ops.Bitcast)) and op.result.id in views
 
 
 class ComputePartition:
@@ -40,7 +46,7 @@ class ComputePartition:
         """The partition function's constants: the accumulator layouts."""
         for cls in sorted({c for c in self.s.layouts.of.values() if c is not None and c != OPAQUE}):
             w.emit(f"{layout_name(cls)}: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], "
-                   f"warps_per_cta=[{self.s.warps}, 1], instr_shape=[16, {cls}, 16])")
+                   f"warps_per_cta=[{self.s.warps}, 1], instr_shape=[16, {cls}, {self.s.instr_k}])")
 
     def body(self, w: GluonWriter) -> None:
         """The body for one user block: prologue (resident copies), loop, epilogue (stores)."""
@@ -58,7 +64,7 @@ class ComputePartition:
                     w.emit(f"mbarrier.expect({self.s.bar()}, {total})")
                 d = self.s.desc(op.array, self.s.block(f.resident[r]))
                 w.emit(f"tma.async_copy_global_to_shared({d}, {self.s.coords(w, op)}, {self.s.bar()}, {self.s.res(r)})")
-            elif not (isinstance(op, ops.Reshape) and op.result.id in views):
+            elif not _is_view(op, views):
                 w.lower_op(op)
         if f.resident:
             w.emit(f"mbarrier.wait({self.s.bar()}, {self.s.resident_phase()})")
@@ -66,14 +72,7 @@ class ComputePartition:
         reused = self.s.reused
         for op in f.epilogue:
             if isinstance(op, ops.Store):
-                i = self.s.stores.index(op)
-                buf = self.s.res(reused[i]) if i in reused else self.s.own(f"out{i}")
-                d = self.s.desc(op.array, op.tile.tile.shape)
-                if self._in_flight():
-                    w.emit("tma.store_wait(0)")  # the block before's store has read the buffer
-                w.emit(f"{buf}.store({w.tensor(op.tile)})")
-                w.emit("fence_async_shared()")
-                w.emit(f"tma.async_copy_shared_to_global({d}, {self.s.coords(w, op)}, {buf})")
+                self._store(w, op, reused)
             else:
                 w.lower_op(op)
         if self.s.stores and not self._in_flight():
@@ -81,6 +80,29 @@ class ComputePartition:
         if persistent and f.resident:
             w.emit(self.s.arrive(f"res_free.index({self.s.resident_buffer()})"))
         self.s.next_tile(w, trips, compute=True)
+
+    def _store(self, w: GluonWriter, op: ops.Store, reused: Mapping[int, int]) -> None:
+        """An epilogue store: the tile into its shared buffer, then a TMA store; a tile stored in
+        two column halves (`Schedule.store_pieces`) goes through the buffer one half after the
+        other, the second waiting for the first's TMA store to have read it."""
+        i = self.s.stores.index(op)
+        buf = self.s.res(reused[i]) if i in reused else self.s.own(f"out{i}")
+        block = self.s.store_block(op)
+        d = self.s.desc(op.array, block)
+        tile = w.tensor(op.tile)
+        coords = self.s.coords(w, op)
+        pieces = [(tile, coords)]
+        if block != op.tile.tile.shape:
+            rows, half = op.tile.tile.shape[0], block[-1]
+            lo, hi = w.fresh("lo"), w.fresh("hi")
+            w.emit(f"{lo}, {hi} = gl.split(gl.permute(gl.reshape({tile}, [{rows}, 2, {half}]), (0, 2, 1)))")
+            pieces = [(lo, coords), (hi, f"{coords[:-1]} + {half}]")]
+        for k, (part, at) in enumerate(pieces):
+            if k or self._in_flight():
+                w.emit("tma.store_wait(0)")  # the store before (this block's or the last one's) has read the buffer
+            w.emit(f"{buf}.store({part})")
+            w.emit("fence_async_shared()")
+            w.emit(f"tma.async_copy_shared_to_global({d}, {at}, {buf})")
 
     def _in_flight(self) -> bool:
         """Whether a block's stores are left in flight while the next block runs (persistent
@@ -200,7 +222,7 @@ class ComputePartition:
                 elif isinstance(op, ops.Yield):
                     kept = [i for i in range(len(names)) if i != k]
                     assign_all(w, [names[i] for i in kept], tuple(op.values[i] for i in kept))
-                elif not (isinstance(op, ops.Load) or (isinstance(op, ops.Reshape) and op.result.id in views)):
+                elif not (isinstance(op, ops.Load) or _is_view(op, views)):
                     w.lower_op(op)
         w.emit(f"{names[k]} = warpgroup_mma_wait(0, deps=({names[k]}, ))")
         w.emit(f"if {lo} < {hi}:")
@@ -266,7 +288,7 @@ class ComputePartition:
         pending_late = None
         out_state = state
         for op in body.ops:
-            if isinstance(op, ops.Load) or (isinstance(op, ops.Reshape) and op.result.id in views):
+            if isinstance(op, ops.Load) or _is_view(op, views):
                 continue
             if isinstance(op, ops.Yield):  # at once, as Triton's loops do (`m_prev, m = m, m_new`)
                 kept = [k for k in range(len(names)) if deferred is None or k != f.deferred_slot]

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from ...ir import Function, Op, Value, ops
+from ...language import dtypes as dt
 from ...language.dtypes import DType
 from ...passes.warp_specialize import Streamed, StreamedLoop
 from ..base import ArrayFacts
@@ -87,7 +88,7 @@ class Schedule:
         self.param_pos = {p.id: i for i, p in enumerate(fn.params)}
         self.reused = self._reused()  # store index -> the resident index whose buffer it reuses
         self.per_piece = self._per_piece()  # streamed indices loaded once per compute partition
-        self.depths = self._depths()  # slots per ring, in the order of found.streamed
+        self.depths, self.store_pieces = self._depths()  # slots per ring (found.streamed's order); see _depths
         self.stages = max(self.depths)
         self.counters: tuple[str, str, str] | None = None  # the partition's (slots, turns, blocks) done
 
@@ -233,25 +234,46 @@ class Schedule:
         """The index in ring `i` of slot `slot`'s tile for piece `piece`."""
         return f"{slot} * {self.consumers} + {piece}" if i in self.per_piece else slot
 
-    def _depths(self) -> tuple[int, ...]:
-        """Slots per ring: 3 each where shared memory holds them, else 3 for as many rings as
-        fit and 2 for the rest; the deferred MMA's B ring first (its slots are held an
-        iteration longer), then the rings streamed last."""
-        fixed = self.buffers * sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
+    def _depths(self) -> tuple[tuple[int, ...], int]:
+        """(slots per ring, store pieces): 3 slots each where shared memory holds them with the
+        epilogue's stores written whole (one piece), or else written in two column halves
+        through a buffer of half the size (a 128x256 float32 tile's buffers alone take 128 KiB);
+        failing both, halves, and 3 slots for as many rings as fit and 2 for the rest: the
+        deferred MMA's B ring first (its slots are held an iteration longer), then the rings
+        streamed last."""
+        resident = self.buffers * sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
         reused = self.reused
-        fixed += sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
-                     for i, st in enumerate(self.stores) if i not in reused)
-        fixed *= self.consumers
+        stores = sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype) for i, st in enumerate(self.stores) if i not in reused)
         f = self.found
         sizes = [self._bytes(self.block(s), s.load.array.type.dtype) * (self.consumers if i in self.per_piece else 1)
                  for i, s in enumerate(f.streamed)]
+        halves = all(st.tile.tile.ndim == 2 and st.tile.tile.shape[-1] % 16 == 0 for st in self.stores)
+        pieces = (1, 2) if halves and stores else (1,)
+        for n in pieces:
+            if (resident + stores // n) * self.consumers + 3 * sum(sizes) <= SHARED_LIMIT:
+                return (3,) * len(sizes), n
+        fixed = (resident + stores // pieces[-1]) * self.consumers
         first = [f.streamed.index(f.tile_of(f.deferred.b))] if f.deferred is not None else []
         order = first + [i for i in reversed(range(len(sizes))) if i not in first]
-        for deep in range(len(sizes), -1, -1):
+        for deep in range(len(sizes) - 1, -1, -1):
             depths = tuple(3 if i in order[:deep] else 2 for i in range(len(sizes)))
             if fixed + sum(d * b for d, b in zip(depths, sizes)) <= SHARED_LIMIT:
-                return depths
+                return depths, pieces[-1]
         raise NotLowerable("the rings do not fit in shared memory with two stages")
+
+    def store_block(self, st: ops.Store) -> tuple[int, ...]:
+        """The block of store `st`'s buffer and TMA box: its tile, or the tile's column half
+        (`store_pieces`, for stores with buffers of their own)."""
+        shape = st.tile.tile.shape
+        if self.stores.index(st) in self.reused:
+            return shape
+        return (*shape[:-1], shape[-1] // self.store_pieces)
+
+    @property
+    def instr_k(self) -> int:
+        """K of one wgmma instruction (the accumulator layout's instr_shape): 8 for tfloat32
+        operands, 16 for 16-bit ones."""
+        return 8 if self.found.mmas[0].a.tile.dtype is dt.tfloat32 else 16
 
     def desc(self, array: Value, block: tuple[int, ...]) -> str:
         """The name of the tensor descriptor of kernel parameter `array` in blocks of `block`
@@ -287,7 +309,7 @@ class Schedule:
         reused = self.reused
         for i, st in enumerate(self.stores):
             if i not in reused:
-                d = self.desc(st.array, st.tile.tile.shape)
+                d = self.desc(st.array, self.store_block(st))
                 out.append((f"out{i}", f"gl.allocate_shared_memory({d}.dtype, [{c}] + {d}.block_type.shape, "
                                        f"{d}.layout)"))
         return out

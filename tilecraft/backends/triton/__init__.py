@@ -138,11 +138,12 @@ class TritonBackend:
         if staged is None:
             return self._warp_specialized(kernel, fn, facts)
         return StagedKernel(kernel, staged, facts,
-                            # a staged launch takes the full path every time (see StagedKernel.specialize),
-                            # where making descriptors on the host would add to its prologues' host time
-                            # (3001^3 fp16 on the H200: 0.20 -> 0.31 ms with them)
-                            lambda f: TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
-                                                   host_variants=False),
+                            # the staged kernel's descriptors are made in the kernel: its operands are
+                            # fresh copies at every launch (3001^3 fp16 on the H200: 0.20 -> 0.31 ms with
+                            # host descriptors); a tf32 matmul's copies may run the Gluon variant
+                            lambda f: self._warp_specialized(
+                                TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
+                                             host_variants=False), staged.fn, f),
                             self.interpret, self._stage is True)
 
     def _warp_specialized(self, kernel: Compiled, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled:
