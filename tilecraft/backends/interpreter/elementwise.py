@@ -19,8 +19,9 @@ import numpy as np
 
 from ...ir import BinaryFn, CompareFn, UnaryFn, ops
 from ...ir.kinds import NON_NEAREST, divides_by_reciprocal
+from ...language import dtypes as D
 from ...language.dtypes import DType
-from .numerics import F32, HALVES, is_floating, make_cast, scalar
+from .numerics import F32, F64, HALVES, is_floating, make_cast, scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
 from .rounding import flush_subnormals, rounded_binary, rounded_sqrt
 
@@ -69,6 +70,24 @@ _COMPARE: dict[CompareFn, Callable[[Any, Any], Any]] = kind_table(CompareFn, {
     CompareFn.EQ: np.equal, CompareFn.NE: np.not_equal, CompareFn.LT: np.less,
     CompareFn.LE: np.less_equal, CompareFn.GT: np.greater, CompareFn.GE: np.greater_equal,
 })
+
+
+_NARROW_FLOATS = (D.float16, D.bfloat16, D.float32)
+_VIA_FLOAT64 = {UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH, BinaryFn.POW, BinaryFn.ATAN2}
+"""Math the GPU takes from libdevice: on float32 and narrower operands computed in float64 and
+rounded once, as the Triton backend's stand-ins under Triton's CPU interpreter compute it
+(NumPy's float32 pow and atan2 miss the correctly rounded result by a unit in the last place
+in about one case of six, so the two CPU backends disagreed)."""
+
+
+def _via_float64(fn: Callable[..., Any], out: DType) -> Callable[..., Any]:
+    """`fn` on the operands widened to float64, its result rounded once to `out`."""
+    cast = make_cast(D.float64, out)
+
+    def wide(*xs: Any) -> Any:
+        with np.errstate(all="ignore"):
+            return cast(fn(*[np.asarray(x, F64) for x in xs]))
+    return wide
 
 
 def lift(fn: Callable[..., Any], ins: list[DType], out: DType) -> Callable[..., Any]:
@@ -167,7 +186,9 @@ def _bitcast(op: ops.Bitcast, c: Compiler) -> Runner:
 @rule(ops.Unary)
 def _unary_rule(op: ops.Unary, c: Compiler) -> Runner:
     dtype, mode = op.x.tile.dtype, op.rounding
-    if mode not in NON_NEAREST:
+    if op.fn in _VIA_FLOAT64 and dtype in _NARROW_FLOATS:
+        f = _via_float64(_UNARY[op.fn], op.result.tile.dtype)
+    elif mode not in NON_NEAREST:
         f = lift(_UNARY[op.fn], [dtype], op.result.tile.dtype)
     else:  # a directed rounding: SQRT only (the verifier's rule)
         assert op.fn is UnaryFn.SQRT, op.fn
@@ -192,6 +213,8 @@ def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
     fn, dtype, mode = op.fn, op.lhs.tile.dtype, op.rounding
     if divides_by_reciprocal(fn, dtype, mode):
         f = _reciprocal_divide(op.flush_to_zero)
+    elif fn in _VIA_FLOAT64 and dtype in _NARROW_FLOATS:
+        f = _via_float64(_BINARY[fn], op.result.tile.dtype)
     elif mode not in NON_NEAREST:
         if fn is BinaryFn.FLOORDIV and is_floating(dtype):
             f = _float_floordiv(dtype)
