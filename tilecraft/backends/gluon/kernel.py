@@ -182,7 +182,9 @@ class WarpSpecializedKernel(WrappedKernel):
 class WarpSpecializedLauncher:
     """`WarpSpecializedKernel.specialize`'s launcher: the grids the variant takes (chosen once per
     grid) launch through the kernel, the others through the Triton kernel's specialized launcher
-    (`main`, made at the first such launch: attention never needs it)."""
+    (`main`, made after the first such launch, which takes the Triton kernel's normal path: its
+    compile, and its refit where it does not fit, may not have happened yet; attention never
+    needs it)."""
 
     def __init__(self, kernel: WarpSpecializedKernel) -> None:
         self.kernel = kernel
@@ -194,6 +196,8 @@ class WarpSpecializedLauncher:
         if variant is not None:  # None also once the variant was given up
             self.kernel.run_variant(variant, grid, args, stream)
             return
-        if self.main is None:
+        if self.main is None:  # a normal launch first: it compiles and, where it does not fit, refits the kernel
+            self.kernel.main.launch(grid, args, stream)
             self.main = self.kernel.main.specialize(args)
-        self.main.launch(grid, args, stream, dependent=dependent)
+            return
+        self.main.launch(grid, args, stream)  # the fast path's launches are never dependent
