@@ -240,7 +240,11 @@ class Schedule:
         through a buffer of half the size (a 128x256 float32 tile's buffers alone take 128 KiB);
         failing both, halves, and 3 slots for as many rings as fit and 2 for the rest: the
         deferred MMA's B ring first (its slots are held an iteration longer), then the rings
-        streamed last."""
+        streamed last. A fourth slot for matmuls, which halves (16-bit) or quarters (tf32) of
+        the stores make room for, was no faster on the H200 (fp16 4096^3 0.94-0.97x against
+        0.99-1.00x with 3, bf16 8192^3 1.03-1.04x either way; tf32 4096^3 0.86x against 0.83-0.84x,
+        little more than the spread:
+        benchmarks/results/gluon-depth-ab-h200-2026-12-01.txt)."""
         resident = self.buffers * sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
         reused = self.reused
         stores = sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype) for i, st in enumerate(self.stores) if i not in reused)
@@ -262,7 +266,7 @@ class Schedule:
         raise NotLowerable("the rings do not fit in shared memory with two stages")
 
     def store_block(self, st: ops.Store) -> tuple[int, ...]:
-        """The block of store `st`'s buffer and TMA box: its tile, or the tile's column half
+        """The block of store `st`'s buffer and TMA box: its tile, or a column half of it
         (`store_pieces`, for stores with buffers of their own)."""
         shape = st.tile.tile.shape
         if self.stores.index(st) in self.reused:
