@@ -50,6 +50,7 @@ from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind, wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
 from tilecraft.backends.triton import TritonBackend
+from tilecraft.backends.triton.helpers import KEEPS_SUBNORMALS
 from tilecraft.backends.triton.operand_staging import StagedKernel, _stage as stage_copy
 from tilecraft.ir import ArrayType
 from tilecraft.language import dtypes
@@ -580,7 +581,7 @@ class Program:
             program_id=lambda axis: self.pid[axis], num_programs=lambda axis: self.grid[axis],
             minimum=np.minimum, maximum=np.maximum, where=np.where, exp2=np.exp2, reduce=_reduce,
             reshape=np.reshape, broadcast_to=np.broadcast_to,
-            cast=lambda x, dtype: np.asarray(x).astype(dtype.np_dtype),
+            cast=lambda x, dtype: np.asarray(x).astype(dtype.np_dtype), inline_asm_elementwise=_inline_asm,
             math=types.SimpleNamespace(div_rn=np.divide))
         gl = types.SimpleNamespace(
             int64=dtypes.int64, float32=dtypes.float32,
@@ -603,6 +604,14 @@ class Program:
 def _layout(**kwargs: Any) -> None:
     """Layouts are not emulated (module docstring)."""
     return None
+
+
+def _inline_asm(asm: str, constraints: str, args: Sequence[Any], dtype: Any, is_pure: bool, pack: int) -> np.ndarray:
+    """tl.inline_asm_elementwise of the one-instruction float32 helpers that keep subnormals
+    (triton/helpers.py KEEPS_SUBNORMALS: floor, ceil, rsqrt, exp2), as NumPy computes them."""
+    name = next(n for n, instruction in KEEPS_SUBNORMALS.items() if asm == f"{instruction} $0, $1;")
+    x = np.asarray(args[0], np.float32)
+    return np.float32(1) / np.sqrt(x) if name == "rsqrt" else getattr(np, name)(x)
 
 
 def _reduce(x: Any, axis: int, combine: Callable[[Any, Any], Any], keep_dims: bool = False) -> np.ndarray:

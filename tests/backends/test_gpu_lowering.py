@@ -35,6 +35,23 @@ def test_the_gpu_instructions_already_ignore_nan_and_flush():
 
 
 @ct.kernel
+def subnormal_math(X, Y, TN: ConstInt):
+    x = ct.load(X, index=(0,), shape=(TN,))
+    ct.store(Y, index=(0,), tile=ct.floor(x) + ct.ceil(x) + ct.rsqrt(x) + ct.exp2(x) + x // 3.0)
+
+
+def test_math_without_flush_to_zero_keeps_subnormals_on_the_gpu():
+    """float32 floor, ceil, rsqrt, exp2 and // without flush_to_zero are PTX's instructions that
+    keep subnormals: Triton's own are the .ftz forms (libdevice linked in flush-to-zero mode), so
+    floor(-1e-40) would be -0.0 and exp2(-130) 0.0."""
+    x = torch.empty(128, dtype=torch.float32)
+    ptx = inspect_kernel(subnormal_math, (x, x, 128), capability=90).stage("ptx")
+    for instruction in ("cvt.rmi.f32.f32", "cvt.rpi.f32.f32", "rsqrt.approx.f32", "ex2.approx.f32"):
+        assert instruction in ptx
+    assert ".ftz" not in ptx
+
+
+@ct.kernel
 def fp8_constant(o):
     ct.store(o, index=(0,), tile=ct.full((16,), ct.float8_e5m2(3.14), dtype=ct.float8_e5m2).astype(ct.float32))
 

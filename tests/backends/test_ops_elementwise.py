@@ -664,9 +664,6 @@ def test_unary_float(dev, name: str, dtype: str) -> None:
         assert_bits_equal(got, want, msg=name)
 
 
-@pytest.mark.xfail_backend("triton", reason="the GPU code flushes float32 subnormals where flush_to_zero "
-                           "is off: floor/ceil are cvt.rmi.ftz (libdevice under Triton's nvvm-reflect ftz), rsqrt "
-                           "rsqrt.approx.ftz, exp2 ex2.approx.ftz (sm_90 PTX, Triton 3.6); reported, not fixed")
 @pytest.mark.parametrize("name, dtype", [("floor", "float32"), ("ceil", "float32"), ("floor", "bfloat16"),
                                          ("rsqrt", "float32"), ("exp2", "float32")])
 def test_unary_math_keeps_subnormals(dev, name: str, dtype: str) -> None:
@@ -687,6 +684,20 @@ def test_unary_math_keeps_subnormals(dev, name: str, dtype: str) -> None:
     want = ref(x.astype(np.float64)).astype(np.float64)
     got = run_unary(dev, fn, x, d).astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-3 if name == "exp2" else 2e-6, atol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_floordiv_keeps_subnormal_quotients(dev, dtype: str) -> None:
+    """A subnormal quotient floors as a value: -1e-40 // 1.0 is -1.0, 1e-40 // -1.0 -1.0 and
+    1e-40 // 1.0 0.0 (not -0.0 and 0.0 from a floor that flushes it; float32 and bfloat16
+    share the exponent range)."""
+    d = np_dtype(dtype)
+    g = rng("floordiv-subnormal", dtype)
+    x = (g.uniform(0.01, 0.99, SHAPE) * float(np.finfo(np.float32).tiny) * g.choice([-1, 1], SHAPE)).astype(d)
+    y = g.choice([-1.0, 1.0], SHAPE).astype(d)
+    want = np.floor_divide(x.astype(np.float64), y.astype(np.float64)).astype(d)
+    assert (want == -1).sum() > 10 and (want == 0).sum() > 10  # both outcomes are there
+    assert_bits_equal(run_binary(dev, op_floordiv, x, y, d), want, msg=dtype)
 
 
 @pytest.mark.parametrize("name", ["exp", "log", "sqrt", "sin", "tanh"])

@@ -21,7 +21,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import RoundingMode
 from . import interpret_workarounds as workarounds
-from . import rounding
+from . import helpers, rounding
 from .emitter import KernelWriter, broadcast_index, covers, rule, shape_of
 from .spelling import is_float, tl_dtype
 
@@ -352,6 +352,17 @@ def _flushes_itself(w: KernelWriter, fn: UnaryFn, compute: DType) -> bool:
     return fn is UnaryFn.EXP2 and compute is D.float32 and not w.target.interpret
 
 
+def _tl_math(w: KernelWriter, name: str, v: str, dtype: DType, compute: DType) -> str:
+    """`tl.<name>(v)` computed in `compute` for an operand of `dtype`, not flushed: on the GPU,
+    float32 floor, ceil, rsqrt and exp2 call the helper with PTX's subnormal-keeping instruction
+    (`helpers.KEEPS_SUBNORMALS`) instead. float16 operands keep tl.<name>: in float32 they are
+    never subnormal, nor is a result that rounds back to a nonzero float16."""
+    if name in helpers.KEEPS_SUBNORMALS and compute is D.float32 and dtype is not D.float16 \
+            and not w.target.interpret:
+        return f"{w.need_helper(helpers.keeping_subnormals(name))}({v})"
+    return f"tl.{name}({v})"
+
+
 def _math(w: KernelWriter, op: ops.Unary) -> None:
     """Float math; float16/bfloat16 compute in float32 (SQRT rounds correctly in float32)."""
     dtype = op.x.tile.dtype
@@ -373,8 +384,10 @@ def _math(w: KernelWriter, op: ops.Unary) -> None:
             text = f"tl.sqrt_rn({v})" if compute is D.float32 else f"tl.sqrt({v})"
         elif op.fn in _LIBDEVICE:
             text, compute = _libdevice(w, _MATH[op.fn], [v], compute)
-        else:
+        elif op.flush_to_zero:
             text = f"tl.{_MATH[op.fn]}({v})"
+        else:
+            text = _tl_math(w, _MATH[op.fn], v, dtype, compute)
     if op.flush_to_zero:
         text = _flush(w, text)
     _result(w, op, text, compute)
@@ -402,8 +415,8 @@ def _truediv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tup
 
 
 def _floordiv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
-    if is_float(dtype):
-        return f"tl.floor({_truediv(w, a, b, dtype, nonneg)[0]})", dtype
+    if is_float(dtype):  # float16 and bfloat16 floor in `_binary`
+        return _tl_math(w, "floor", _truediv(w, a, b, dtype, nonneg)[0], dtype, dtype), dtype
     return (f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} // {b}"), dtype
 
 
@@ -479,7 +492,7 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
         if op.fn is BinaryFn.FLOORDIV and dtype in (D.float16, D.bfloat16):
             # cuTile divides in the dtype, then floors: the float32 quotient rounds to it first
             quotient = w.cast(_truediv(w, a, b, compute, False)[0], compute, dtype)
-            text = f"tl.floor({w.cast(quotient, dtype, compute)})"
+            text = _tl_math(w, "floor", w.cast(quotient, dtype, compute), dtype, compute)
         else:
             text, compute = _BINARY[op.fn](w, a, b, compute, signs_agree)
     if op.flush_to_zero:
