@@ -312,13 +312,11 @@ def scan_kernel(op: Callable, ident: Any, **kw: Any) -> Any:
     return k
 
 
-@pytest.mark.xfail_backend("triton-interpret", "triton", reason="tl.associative_scan / tl.reduce pass the "
-                           "first element (a length-1 axis's only one) through without the combine function "
-                           "that flushes it; generated (GPU) code: reported, not fixed")
-@pytest.mark.parametrize("name", ["cumsum", "cumprod", "sum", "prod"])
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "sum", "prod", "max", "min"])
 def test_flush_to_zero_flushes_the_first_element(dev, name: str) -> None:
     """flush_to_zero flushes every subnormal operand, the first of a scan (and the one element
-    of a length-1 reduction) too: a cumsum starting with 1e-40 starts with 0.0."""
+    of a length-1 reduction) too: a cumsum starting with 1e-40 starts with 0.0, a max of
+    [-1e-40] is -0.0."""
     x = np.full((4, 8), 1e-40, np.float32)
     x[1] = -1e-40
     x[2] = 1.5
@@ -330,7 +328,7 @@ def test_flush_to_zero_flushes_the_first_element(dev, name: str) -> None:
         dev.launch((1,), scan_kernel(op, 0, axis=1, flush_to_zero=True), (dev.put(x), out, 4, 8))
         got = dev.get(out)[:, 0]
     else:
-        op = ct.sum if name == "sum" else ct.prod
+        op = {"sum": ct.sum, "prod": ct.prod, "max": ct.max, "min": ct.min}[name]
         got = run_reduce(dev, op, x[:, :1], 0, (4,), np.float32, axis=1, flush_to_zero=True)
     assert_bits_equal(got, np.array([0.0, -0.0, 1.5, 0.0], np.float32), msg=name)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ...ir import BinaryFn, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
+from ...ir import BinaryFn, Block, CompareFn, Op, ReduceFn, ScanFn, UnaryFn, Value, ops
 from ...ir.kinds import NON_NEAREST, GridDependency, divides_by_reciprocal
 from ...language import dtypes as D
 from ...language.dtypes import DType
@@ -560,15 +560,28 @@ def _reduce(w: KernelWriter, op: ops.Reduce) -> None:
     _result(w, op, text, D.int32, "arg")
 
 
+def _flushing_fold(block: Block) -> bool:
+    """Whether combine `block` is one flush_to_zero Binary (a reduction or scan with
+    flush_to_zero): its fold from the identity flushes the first element too, a combine that
+    tl.reduce / tl.associative_scan never compute (they pass that element, a length-1 axis's
+    only one, through as is)."""
+    body = block.ops[:-1]
+    return len(body) == 1 and isinstance(body[0], ops.Binary) and body[0].flush_to_zero
+
+
 @rule(ops.ReduceWith, ops.ScanWith)
 def _combine(w: KernelWriter, op: ops.ReduceWith | ops.ScanWith) -> None:
     """tl.reduce / tl.associative_scan with the op's combine block as a generated function
-    (Triton needs no identity: every reduced axis has at least one element)."""
+    (Triton needs no identity: every reduced axis has at least one element). With flush_to_zero
+    the operand is flushed first (`_flushing_fold`): one select an element, which the combine
+    would apply to every other element anyway."""
     block = op.combine
     last = block.terminator
     assert isinstance(last, ops.Yield)
     fn = w.function("combine", block.args, block.ops[:-1], last.values)
     xs = [w.tensor(v) for v in op.xs]
+    if _flushing_fold(block):
+        xs = [_flush(w, x) for x in xs]
     arg = xs[0] if len(xs) == 1 else f"({', '.join(xs)})"
     if isinstance(op, ops.ReduceWith):
         text = f"tl.reduce({arg}, {op.axis}, {fn}, keep_dims={op.keepdims})"
