@@ -1059,28 +1059,32 @@ def test_tile_masks_only_where_tiles_straddle_the_end():
 def test_floordiv_and_mod_of_nonnegative_values_are_plain():
     """Python's // and % need sign fix-ups unless both operands are known non-negative: block
     ids, sizes, tile counts and loop counters over them get plain // and %; others (a runtime
-    scalar, a difference) keep the helper, and the results stay Python's."""
+    scalar, a difference, a sum that may wrap past 2**31 - 1) keep the helper, and the results
+    stay Python's."""
     k = K("signs")
     out = k.array("O", D.int32, 1)
     n = k.scalar_param("n", D.int32)
     i = k.bid(0)
-    tiles = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, k.array_shape(out, 0), k.const(7)), k.const(8))
+    size = k.array_shape(out, 0)
+    tiles = k.binary(BinaryFn.ADD, k.binary(BinaryFn.FLOORDIV, size, k.const(8)), k.const(1))
+    wrapping = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.ADD, size, k.const(7)), k.const(8))  # size + 7 may wrap
     below = k.binary(BinaryFn.FLOORDIV, k.binary(BinaryFn.SUB, i, k.const(1)), tiles)
     rem = k.binary(BinaryFn.MOD, i, tiles)
     unknown = k.binary(BinaryFn.MOD, n, k.const(3))
     total = k.for_(k.const(0), tiles, k.const(1), [k.const(0)],
                    lambda kk, acc: [k.binary(BinaryFn.ADD, acc, k.binary(BinaryFn.FLOORDIV, kk, k.const(2)))])
-    vals = [below, rem, unknown, total]
+    vals = [below, rem, unknown, total, wrapping]
     for slot, v in enumerate(vals):
         k.store(out, [k.const(slot)], k.value(ops.Reshape, x=v, shape=(1,)))
     fn = k.fn()
     known = nonnegative(fn)
-    assert [v.id in known for v in (i, tiles, below, rem, unknown)] == [True, True, False, True, False]
+    assert [v.id in known for v in (i, tiles, below, rem, wrapping)] == [True, True, False, True, False]
+    assert n.id not in known and unknown.id in known  # Python's n % 3 lies in [0, 2] (computing it needs the helper)
     o = poison(20, torch.int32)
     kernel = INTERP.compile(fn, [facts_of(o), None])
     kernel.launch((1, 1, 1), [o, -7], None)
-    assert kernel.source.count("_tc_floordiv_int(") == 2 and kernel.source.count("_tc_mod_int(") == 2  # defs + 1 use each
-    assert o[:4].tolist() == [(0 - 1) // 3, 0, -7 % 3, sum(kk // 2 for kk in range(3))]
+    assert kernel.source.count("_tc_floordiv_int(") == 3 and kernel.source.count("_tc_mod_int(") == 2  # defs + uses
+    assert o[:5].tolist() == [(0 - 1) // 3, 0, -7 % 3, sum(kk // 2 for kk in range(3)), 3]
 
 
 def test_descriptor_choice_is_the_same_for_every_compile(monkeypatch):

@@ -166,8 +166,8 @@ def _literal_int(w: KernelWriter, v: Value) -> int | None:
 
 
 def _known_nonneg(w: KernelWriter, v: Value) -> bool:
-    """`v` is a literal >= 0 (the range analysis is not trusted here: it assumes no overflow,
-    and `bid * 2**30` wraps negative)."""
+    """`v` is a literal >= 0 (only literals so far: `LoweringPlan.nonneg`, which no longer
+    assumes that arithmetic never overflows, could drop more of these tests)."""
     c = _literal_int(w, v)
     return c is not None and c >= 0
 

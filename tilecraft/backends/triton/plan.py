@@ -23,7 +23,7 @@ from ...ir.types import ArrayType
 from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, PaddingMode
-from ...passes.ranges import at_least, lower_bounds
+from ...passes.ranges import at_least, value_ranges
 from ..base import ArrayFacts
 from . import ordering
 from .emitter import Target, shape_of
@@ -96,7 +96,7 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
     for op in fn.walk():
         for v in op.operands:
             users.setdefault(v.id, []).append(op)
-    bounds = lower_bounds(fn)
+    ranges = value_ranges(fn)
     return LoweringPlan(
         config=config,
         grid_loop=grid_loop,
@@ -105,8 +105,8 @@ def build_plan(fn: Function, facts: Sequence[ArrayFacts | None], target: Target)
         pointer_tiles=MappingProxyType(_plan_pointer_tiles(fn, descriptor_of)),
         masked_axes=MappingProxyType({op: _masked_axes(op, arrays.get(op.array.id)) for op in fn.walk()
                                       if isinstance(op, (ops.Load, ops.Store)) and op not in descriptor_of}),
-        nonneg=at_least(bounds, 0),
-        positive=at_least(bounds, 1),
+        nonneg=at_least(ranges, 0),
+        positive=at_least(ranges, 1),
         stages=MappingProxyType({loop: loop_stages(loop, config.num_stages, max_stages)
                                  for loop in staged_loops(fn)}),
         flattened=frozenset(tile_loops(fn, pipelined) if flatten else ()),
