@@ -51,14 +51,18 @@ def test_library_matmul_stages_a_as_is_and_b_transposed():
     assert {load.order for load in ops_of(fn, ops.Load)} == {(0, 1)}
 
 
-def test_tf32_staging_only_for_wgmma_tiles():
-    """tf32 staging pays for MMAs of 64 rows or more (Hopper's wgmma reads B K-major only), not
-    for narrower tiles (mma.sync takes B from registers in any layout)."""
-    from tilecraft.backends.triton.operand_staging import tf32_pays
+def test_tf32_staging_threshold_follows_the_mma_width():
+    """tf32 operands stage from 1M elements where every MMA has 64 rows or more (Hopper's wgmma
+    reads B K-major only), from 16M where an MMA is narrower (mma.sync takes B from registers in
+    any layout: the copy pays only on large problems); misaligned operands from 4M."""
+    from tilecraft.backends.triton import operand_staging as st
     a, b = _mats(128, 64, 64)
     c = np.zeros((128, 64), np.float32)
-    assert tf32_pays(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32))
-    assert not tf32_pays(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))
+    assert not st.narrow_mmas(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32))
+    assert st.narrow_mmas(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))
+    rounded = Copy(True, False, False)
+    assert st._min_elements(rounded, narrow=False) == 2**20 and st._min_elements(rounded, narrow=True) == 2**24
+    assert st._min_elements(Copy(True, True, True), narrow=False) == 2**22
 
 
 @ct.kernel

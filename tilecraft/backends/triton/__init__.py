@@ -37,7 +37,7 @@ from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E40
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
 from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel, piece_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
-from .operand_staging import StagedKernel, tf32_pays  # noqa: E402
+from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
 from .emitter import Target  # noqa: E402
 from .lower import lower, missing_rules  # noqa: E402
@@ -78,8 +78,7 @@ class TritonBackend:
     never; a count N runs every 1-D launch on N programs (tests).
     `stage_operands`: None copies MMA operand arrays in a prologue (passes/operand_staging.py,
     operand_staging.py) on sm_90+ GPUs for launches whose staged arrays are large: float32
-    operands of tf32 MMAs of wgmma size rounded (B transposed: `tf32_pays`) unless
-    TILECRAFT_TF32_STAGING=0, operands
+    operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
     whose layout rules out tensor descriptors (`ArrayFacts.tma_by_copy`) into aligned rows
     unless TILECRAFT_ALIGN_STAGING=0; True stages both on every launch, on any target (tests);
     False never. Staging wins over split-K: a launch that stages never splits.
@@ -169,7 +168,7 @@ class TritonBackend:
         """The staged variant of `fn` for `facts`, if it has one (see `stage_operands`)."""
         if self._stage is False or (self._stage is None and (self.interpret or not self._descriptors_available())):
             return None
-        tf32 = self._stage is True or (knobs.TF32_STAGING.get() != "0" and tf32_pays(fn))
+        tf32 = self._stage is True or knobs.TF32_STAGING.get() != "0"
         align = self._stage is True or knobs.ALIGN_STAGING.get() != "0"
         misaligned = [i for i, f in enumerate(facts) if align and f is not None and f.tma_by_copy]
         return stage_operands(fn, misaligned, tf32=tf32)

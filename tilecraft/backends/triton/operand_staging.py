@@ -12,7 +12,8 @@ the scratch comes from torch's caching allocator on that stream (reused only aft
 later work).
 
 When: on sm_90+ GPUs, for launches whose staged arrays are all large enough for their reason
-(at least STAGE_MIN_ELEMENTS elements for tf32 only, ALIGN_MIN_ELEMENTS when the array is
+(at least STAGE_MIN_ELEMENTS elements for tf32 only, NARROW_STAGE_MIN_ELEMENTS where the kernel's
+MMAs run mma.sync, ALIGN_MIN_ELEMENTS when the array is
 misaligned); tests force it on any launch (`TritonBackend(stage_operands=True)`). Split-K only
 applies to launches that do not stage.
 """
@@ -41,10 +42,16 @@ against the unstaged kernels of -ab): 1024^3 with 128x64x32 tiles 32.6 -> 22.4 u
 128x128x32 120-269 -> 77 us; at 1000x500x700 (0.35M elements) no gain, at 512^3 a loss."""
 
 WGMMA_ROWS = 64
-"""tf32 staging is for MMAs of at least this many rows, which Triton runs on Hopper's wgmma (B read
-from shared memory K-major only); narrower tiles run mma.sync, which takes B from registers in any
-layout, so the prologue is all cost (H200, 32x32x32 tiles: 1024^3 36.6 -> 43.3 us staged, 1000x500x700
-24.4 -> 32.8 us; same files)."""
+"""MMAs of at least this many rows run on Hopper's wgmma (B read from shared memory K-major only),
+which is what tf32 staging is for; narrower tiles run mma.sync, which takes B from registers in any
+layout, so below NARROW_STAGE_MIN_ELEMENTS the prologue is all cost (H200, 32x32x32 tiles: 1024^3
+36.6 -> 43.3 us staged, 1000x500x700 24.4 -> 32.8 us; same files)."""
+
+NARROW_STAGE_MIN_ELEMENTS = 2**24
+"""The fewest elements of an aligned tf32 operand staged for MMAs narrower than WGMMA_ROWS (16M):
+there the rounded, transposed copy still pays a little once the problem is large (32x32x32 tiles,
+H200: 4096^3 1.89 ms unstaged against 1.85 staged, size-sweep-h200-2026-12-01-ae.json / -ad; 8192^3
+0.20x torch unstaged, side-by-side-h200-2026-12-01-q.json, against 0.22x staged, -p); 2048^3 level."""
 
 ALIGN_MIN_ELEMENTS = 2**22
 """Launches stage a misaligned operand only if it has at least this many elements (4M), as for
@@ -112,14 +119,17 @@ def scratch_facts(shape: Sequence[int], transposed: bool, itemsize: int, origina
     return array_facts(0, dims, strides, itemsize, index64)
 
 
-def tf32_pays(fn: Function) -> bool:
-    """Whether staging `fn`'s tf32 operands can pay: every MMA of `fn` has WGMMA_ROWS rows or more."""
-    return all(op.result.type.shape[-2] >= WGMMA_ROWS for op in fn.walk() if isinstance(op, ops.Mma))
+def narrow_mmas(fn: Function) -> bool:
+    """Whether an MMA of `fn` has fewer than WGMMA_ROWS rows (mma.sync, not wgmma)."""
+    return any(op.result.type.shape[-2] < WGMMA_ROWS for op in fn.walk() if isinstance(op, ops.Mma))
 
 
-def _min_elements(copy: Copy) -> int:
-    """The fewest elements an array staged as `copy` needs for automatic staging."""
-    return ALIGN_MIN_ELEMENTS if copy.misaligned else STAGE_MIN_ELEMENTS
+def _min_elements(copy: Copy, narrow: bool) -> int:
+    """The fewest elements an array staged as `copy` needs for automatic staging (`narrow`: the
+    kernel's MMAs include narrow ones)."""
+    if copy.misaligned:
+        return ALIGN_MIN_ELEMENTS
+    return NARROW_STAGE_MIN_ELEMENTS if narrow else STAGE_MIN_ELEMENTS
 
 
 class StagedKernel(WrappedKernel):
@@ -134,6 +144,7 @@ class StagedKernel(WrappedKernel):
                  forced: bool) -> None:
         self.main = main
         self.staged = staged
+        self._narrow = narrow_mmas(staged.fn)
         self._facts = list(facts)
         self._compile = compile_staged
         self._interpret = interpret
@@ -148,7 +159,7 @@ class StagedKernel(WrappedKernel):
         arrays = [(args[i], copy) for i, copy in self.staged.params.items()]
         if any(-(-d // TILE) > _MAX_GRID_Y for a, _ in arrays for d in a.shape):
             return False
-        return self._forced or all(a.is_cuda and a.numel() >= _min_elements(c) for a, c in arrays)
+        return self._forced or all(a.is_cuda and a.numel() >= _min_elements(c, self._narrow) for a, c in arrays)
 
     def staged_kernel(self, args: Sequence[Any]) -> CompiledKernel:
         """The staged kernel for launches with `args` (the staged arrays' shapes and dtypes count)."""
