@@ -71,7 +71,9 @@ CHAINED_MIN_N = 256
 """A chained kernel (a matmul) gets the Gluon variant only with MMAs this wide: each compute
 partition then multiplies 64 x 256 per instruction. The hand-written probe of the same schedule
 (benchmarks/results/gluon-matmul-probe-h200-2026-12-01.json) ran 128x128 tiles slower than
-Triton's kernel at fp16 4096^3 (0.86x against 0.91x and more) and 128x256 ones level or faster."""
+Triton's kernel at fp16 4096^3 (0.86x against 0.91x and more) and 128x256 ones level or faster;
+the compiler's variant on 128x128 tiles, fp16, bf16 and tf32, lost by 20-30%
+(benchmarks/results/gluon-min-n-ab-h200-2026-12-01.txt)."""
 
 
 def worth_building(found: StreamedLoop) -> bool:
