@@ -8,7 +8,9 @@ so each case runs both and compares, besides checking the launches themselves.""
 
 from __future__ import annotations
 
+import enum
 import functools
+import struct
 import sys
 import tracemalloc
 
@@ -164,11 +166,17 @@ def test_no_references_are_leaked(stub, driver):
     dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
     _, native = _pair(dl, scale_shift, args)
     stream, handle, other = _StreamProtocol(3), int("1099511627783"), (args[0].double(), *args[1:])
-    counts = [sys.getrefcount(x) for x in (*args, stream, handle, other[0])]
+    sparse, unsupported = torch.randn(6, 32).to_sparse(), object()  # errors: data_ptr, stream_handle
+    failing = [(unsupported, (6,), args), (0, (6,), (sparse, *args[1:])), (2**64, (6,), args)]
+    watched = (*args, stream, handle, other[0], sparse, unsupported)
+    counts = [sys.getrefcount(x) for x in watched]
     for _ in range(200):
         assert native(handle, (6,), args) and native(stream, (6, 1), args) and not native(0, (6,), other)
         assert not native(None, (6,), args) and not native(0, (0,), args)
-    assert [sys.getrefcount(x) for x in (*args, stream, handle, other[0])] == counts
+        for call in failing:
+            with pytest.raises((TypeError, RuntimeError, OverflowError)):
+                native(*call)
+    assert [sys.getrefcount(x) for x in watched] == counts
     tracemalloc.start()  # and no new objects (addresses, shapes, ...) kept
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -240,3 +248,57 @@ def test_a_malformed_table_is_refused(stub):
                    {"checks": ((3, 0, (), 1),)}):
         with pytest.raises((ValueError, TypeError)):
             module.quick(*{**base, **change}.values())
+
+
+class _Int(int):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Seven(enum.IntEnum):
+    SEVEN = 7
+
+
+class _Tensor(torch.Tensor):
+    pass
+
+
+def _bits(outcome):
+    """`_outcome` with the launch's values as bits (NaN parameters compare equal)."""
+    result, launch = outcome
+    if launch is None:
+        return outcome
+    return result, (launch.grid, launch.stream, tuple(struct.pack("<d", v) if type(v) is float else v for v in launch.values))
+
+
+def test_subclasses_odd_values_and_odd_tensors_as_the_python_quick_path(stub, driver):
+    """More differential cases: subclasses of int, float and Tensor, an IntEnum (as a scalar, a
+    Constant, a grid item and a stream), NaN, -0.0 and huge floats, expanded, empty and sparse
+    tensors, and a tensor whose address cannot be read next to a scalar out of range (the
+    Python refuses on the range before it reads any address)."""
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    python, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    sparse = torch.randn(6, 32).to_sparse()
+    lists = [(x, y, 2.5, _Seven.SEVEN, 32, 0.5), (x, y, 2.5, _Int(7), 32, 0.5), (x, y, _Float(2.5), 7, 32, 0.5),
+             (x, y, 2.5, 7, _Int(32), 0.5), (x, y, 2.5, 7, 32, _Float(0.5)), (x, y, float("nan"), 7, 32, 0.5),
+             (x, y, -0.0, 7, 32, 0.5), (x, y, 1e300, 7, 32, 0.5), (x, y, 2.5, 7, 32, float("nan")),
+             (x, y, 2.5, 7, 32, -0.0), (torch.nn.Parameter(x.clone()), y, 2.5, 7, 32, 0.5),
+             (x.as_subclass(_Tensor), y, 2.5, 7, 32, 0.5), (x, torch.empty(32).expand(6, 32), 2.5, 7, 32, 0.5),
+             (x, torch.empty(0, 32), 2.5, 7, 32, 0.5), (x, y.t().contiguous().t(), 2.5, 7, 32, 0.5),
+             (sparse, y, 2.5, 7, 32, 0.5), (sparse, y, 2.5, 2**31, 32, 0.5), (sparse, y, 2.5, -2**31 - 1, 32, 0.5)]
+    calls = [(0, (6,), a) for a in lists]
+    calls += [(s, (6,), (x, y, 2.5, 7, 32, 0.5)) for s in (True, _Seven.SEVEN, _Int(5), 2**64 - 1, 2**64)]
+    calls += [(0, g, (x, y, 2.5, 7, 32, 0.5)) for g in ((_Seven.SEVEN,), (_Int(2),), (2, _Seven.SEVEN), (2, 3, True))]
+    launched = []
+    for i, call in enumerate(calls):
+        want = _bits(_outcome(python, driver, *call))
+        assert _bits(_outcome(native, driver, *call)) == want, (i, call)
+        launched += [i] if want[1] is not None else []
+    assert launched == [5, 6, 7, *range(len(lists), len(lists) + 4)]  # Constants NaN and -0.0 differ from 0.5
+    assert _outcome(python, driver, *calls[len(lists) - 2]) == (False, None)  # not data_ptr's RuntimeError

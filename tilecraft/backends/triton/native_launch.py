@@ -170,6 +170,14 @@ static int differs(PyObject* x, PyObject* expected) {
   return r;
 }
 
+/* 1 when the int `x` is outside [-bound, bound), 0 when inside, -1 on an exception. */
+static int out_of_range(PyObject* x, long long bound) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+  if (v == -1 && PyErr_Occurred()) return -1;
+  return overflow || v < -bound || v >= bound;
+}
+
 #define REFUSE(cond) do { int r_ = (cond); if (r_ < 0) return NULL; if (r_) Py_RETURN_FALSE; } while (0)
 
 static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
@@ -187,6 +195,8 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
   PyObject** a = &PyTuple_GET_ITEM(args, 0);
   for (Py_ssize_t i = 0; i < q->ntypes; ++i)
     if ((PyObject*)Py_TYPE(a[i]) != q->types[i]) Py_RETURN_FALSE;
+  for (Py_ssize_t c = 0; c < q->nchecks; ++c)  /* ranges before addresses, as the Python guards them */
+    if (q->checks[c].kind == CHECK_RANGE) REFUSE(out_of_range(a[q->checks[c].index], q->checks[c].bound));
   uint64_t p[MAX_PARAMS];
   for (Py_ssize_t j = 0; j < q->naddresses; ++j) {
     if (q->address_of[j] < 0) continue;
@@ -201,13 +211,7 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
     const Check* k = &q->checks[c];
     PyObject* x = a[k->index];
     switch (k->kind) {
-      case CHECK_RANGE: {
-        int overflow = 0;
-        long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
-        if (v == -1 && PyErr_Occurred()) return NULL;
-        if (overflow || v < -k->bound || v >= k->bound) Py_RETURN_FALSE;
-        break;
-      }
+      case CHECK_RANGE: break;  /* checked before the addresses */
       case CHECK_VALUE: REFUSE(PyObject_RichCompareBool(x, k->expected, Py_NE)); break;
       case CHECK_CALL: REFUSE(differs(PyObject_CallOneArg(k->detail, x), k->expected)); break;
       case CHECK_PATH: REFUSE(differs(read_path(x, &k->path), k->expected)); break;
