@@ -235,6 +235,13 @@ def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
     assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1) is False and driver.launches == before
     with pytest.raises(TypeError, match="2 kernel arguments for 1 types"):
         launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1, 2)
+    driver.set()  # a context again: values are converted only then
+    for letter, (low, high) in {"b": (-2**7, 2**7), "B": (0, 2**8), "h": (-2**15, 2**15), "H": (0, 2**16),
+                                "i": (-2**31, 2**31), "I": (0, 2**32), "q": (-2**63, 2**63), "Q": (0, 2**64)}.items():
+        for value in (low - 1, high, high + 2**70):  # never truncated: Triton's launcher raises on them too
+            with pytest.raises(OverflowError):
+                launch(1, 1, 1, 0, 0xF00, 128, 0, letter.encode(), value)
+    assert driver.launches == before
 
 
 def test_a_malformed_table_is_refused(stub):

@@ -53,19 +53,36 @@ enum { FROM_ARG = %(from_arg)d, FROM_ADDRESS = %(from_address)d, FROM_CONSTANT =
 typedef union { uint64_t u64; int64_t i64; double f64; float f32; int32_t i32; uint32_t u32;
                 int16_t i16; uint16_t u16; int8_t i8; uint8_t u8; } Slot;
 
+static const char OUT_OF_RANGE[] = "launch: an argument out of the range of its parameter's type";
+
+/* `a` as a long in [lo, hi]; out of it, OverflowError set (as Triton's launcher raises). */
+static long in_range(PyObject* a, long lo, long hi) {
+  long v = PyLong_AsLong(a);
+  if ((v < lo || v > hi) && !PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, OUT_OF_RANGE);
+  return v;
+}
+
+/* `a` as an unsigned long in [0, hi]; out of it, OverflowError set. */
+static unsigned long in_urange(PyObject* a, unsigned long hi) {
+  unsigned long v = PyLong_AsUnsignedLong(a);
+  if (v > hi && !PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, OUT_OF_RANGE);
+  return v;
+}
+
 /* Packs `a` into `s` by its letter: 1, or 0 for 'x' (not passed), -1 for an unknown letter (an
-   exception set). A failed conversion leaves its exception set for the caller's PyErr_Occurred. */
+   exception set). A failed conversion (also a value its type does not hold: never truncated)
+   leaves its exception set for the caller's PyErr_Occurred. */
 static int pack(char type, PyObject* a, Slot* s) {
   switch (type) {
     case 'x': return 0;
     case 'p': case 'Q': s->u64 = PyLong_AsUnsignedLongLong(a); return 1;
     case 'q': s->i64 = PyLong_AsLongLong(a); return 1;
-    case 'i': s->i32 = (int32_t)PyLong_AsLong(a); return 1;
-    case 'I': s->u32 = (uint32_t)PyLong_AsUnsignedLong(a); return 1;
-    case 'h': s->i16 = (int16_t)PyLong_AsLong(a); return 1;
-    case 'H': s->u16 = (uint16_t)PyLong_AsUnsignedLong(a); return 1;
-    case 'b': s->i8 = (int8_t)PyLong_AsLong(a); return 1;
-    case 'B': s->u8 = (uint8_t)PyLong_AsUnsignedLong(a); return 1;
+    case 'i': s->i32 = (int32_t)in_range(a, INT32_MIN, INT32_MAX); return 1;
+    case 'I': s->u32 = (uint32_t)in_urange(a, UINT32_MAX); return 1;
+    case 'h': s->i16 = (int16_t)in_range(a, INT16_MIN, INT16_MAX); return 1;
+    case 'H': s->u16 = (uint16_t)in_urange(a, UINT16_MAX); return 1;
+    case 'b': s->i8 = (int8_t)in_range(a, INT8_MIN, INT8_MAX); return 1;
+    case 'B': s->u8 = (uint8_t)in_urange(a, UINT8_MAX); return 1;
     case 'f': s->f32 = (float)PyFloat_AsDouble(a); return 1;
     case 'd': s->f64 = PyFloat_AsDouble(a); return 1;
     default:
