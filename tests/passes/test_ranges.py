@@ -2,7 +2,8 @@
 with integer wraparound in mind, since the backends use plain C `//` and `%` (and unguarded
 loop steps) on what it calls non-negative. Each kernel stores its expressions to `out` in
 order; the test reads the range of each stored value. Values near 2**31, negative values,
-products, loop counters, casts."""
+products, loop counters, casts; every op and cast by brute force over intervals of 8- and 16-bit
+ints; what stays unknown (loads, atomics, loop-carried values, abs, strides)."""
 
 from __future__ import annotations
 
@@ -122,3 +123,121 @@ def test_nonnegative_values(kernel, args, signs):
     fn = kernel_ir(kernel, *args)
     known = nonnegative(fn)
     assert [int(op.tile.id in known) for op in fn.walk() if isinstance(op, ops.Store)] == signs
+
+
+ConstInt = ct.Constant[int]
+_OPS = ("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min", "max", "where")
+_CASTS = (ct.int8, ct.uint8, ct.int16, ct.uint16, ct.int32, ct.bool_)
+
+
+def _kernel(dtype):
+    """A kernel storing x, y (of `dtype`, in [lo1, hi1] and [lo2, hi2], built from aranges the
+    analysis follows exactly), each `_OPS` of them, then x cast to each of `_CASTS` (all stored
+    widened to int64, which keeps every value)."""
+    @ct.kernel
+    def ops_of(out, lo1: ConstInt, hi1: ConstInt, lo2: ConstInt, hi2: ConstInt):
+        t = ct.arange(256, dtype=ct.int32)
+        x = ct.minimum(ct.maximum(t + lo1, lo1), hi1).astype(dtype)
+        y = ct.minimum(ct.maximum(t + lo2, lo2), hi2).astype(dtype)
+        ct.store(out, (0,), x.astype(ct.int64))
+        ct.store(out, (0,), y.astype(ct.int64))
+        ct.store(out, (0,), (x + y).astype(ct.int64))
+        ct.store(out, (0,), (x - y).astype(ct.int64))
+        ct.store(out, (0,), (x * y).astype(ct.int64))
+        ct.store(out, (0,), (x // y).astype(ct.int64))
+        ct.store(out, (0,), (x % y).astype(ct.int64))
+        ct.store(out, (0,), (x & y).astype(ct.int64))
+        ct.store(out, (0,), (x | y).astype(ct.int64))
+        ct.store(out, (0,), (x ^ y).astype(ct.int64))
+        ct.store(out, (0,), (x << y).astype(ct.int64))
+        ct.store(out, (0,), (x >> y).astype(ct.int64))
+        ct.store(out, (0,), (ct.minimum(x, y)).astype(ct.int64))
+        ct.store(out, (0,), (ct.maximum(x, y)).astype(ct.int64))
+        ct.store(out, (0,), (ct.where(x > y, x, y)).astype(ct.int64))
+        for d in ct.static_iter(_CASTS):
+            ct.store(out, (0,), (x.astype(d)).astype(ct.int64))
+    return ops_of
+
+
+def _wrap(v: np.ndarray, dtype) -> np.ndarray:
+    """`v` (exact int64 values) as `dtype` holds them: two's complement wraparound; bool is != 0."""
+    if dtype is dt.bool_:
+        return (v != 0).astype(np.int64)
+    lo, hi = dtype_range(dtype)
+    return (v - lo) % (hi - lo + 1) + lo
+
+
+def _exact(name: str, a: np.ndarray, b: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(values, where defined) of `a name b` by Tile IR's rules before wraparound: Python's //
+    and % (division by zero undefined), shifts by 0 to bits - 1 (arithmetic >> of signed values)."""
+    ok = np.ones(a.shape, bool)
+    safe = np.where(b == 0, 1, b)
+    if name in ("//", "%"):
+        ok = b != 0
+        return (a // safe if name == "//" else a % safe), ok
+    if name in ("<<", ">>"):
+        ok = (b >= 0) & (b < bits)
+        shift = np.clip(b, 0, bits - 1)
+        return (a << shift if name == "<<" else a >> shift), ok
+    fns = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
+           "^": np.bitwise_xor, "min": np.minimum, "max": np.maximum, "where": np.maximum}
+    return fns[name](a, b), ok
+
+
+def _cases(dtype, count: int, seed: int) -> list[tuple[int, int, int, int]]:
+    """Pairs of intervals of `dtype`: its edges, around 0, and random ones (at most 256 wide,
+    so that the product of two stays small to enumerate)."""
+    lo, hi = dtype_range(dtype)
+    rng = np.random.default_rng(seed)
+    edges = [(lo, min(hi, lo + 255)), (max(lo, hi - 255), hi), (max(lo, -8), min(hi, 8)), (0, min(hi, 20)),
+             (1, min(hi, 7)), (max(lo, -7), -1) if lo < 0 else (0, 0), (0, 1)]
+    picks = []
+    for _ in range(count):
+        a = int(rng.integers(lo, hi + 1))
+        width = int(rng.integers(0, 256))
+        picks.append((max(lo, a - width // 2), min(hi, a + width - width // 2)))
+    spans = edges + picks
+    return [(*x, *y) for x in spans for y in spans if rng.random() < 0.2] + [(*x, *x) for x in edges]
+
+
+@pytest.mark.parametrize("dtype", [ct.int8, ct.uint8, ct.int16, ct.uint16])
+def test_every_claimed_interval_holds_for_every_pair_of_values(dtype):
+    """Brute force: for intervals of a narrow dtype, every value each op or cast can produce
+    (wrapped into its dtype as the GPU computes it) lies in the interval the analysis claims."""
+    kernel = _kernel(dtype)
+    bits = dtype.bitwidth
+    for lo1, hi1, lo2, hi2 in _cases(dtype, 12, seed=dtype.bitwidth + dtype.signed):
+        fn = kernel_ir(kernel, np.zeros(4, np.int64), lo1, hi1, lo2, hi2)
+        ranges = value_ranges(fn)
+        stored = [op.tile for op in fn.walk() if isinstance(op, ops.Store)]
+        claimed = [ranges.get(v.id, dtype_range(v.tile.dtype)) for v in stored]
+        assert claimed[:2] == [(lo1, hi1), (lo2, hi2)]
+        a, b = np.meshgrid(np.arange(lo1, hi1 + 1, dtype=np.int64), np.arange(lo2, hi2 + 1, dtype=np.int64))
+        for name, (low, high) in zip(_OPS, claimed[2:]):
+            exact, ok = _exact(name, a, b, bits)
+            got = _wrap(exact, dtype)[ok]
+            assert got.size == 0 or (low <= got.min() and got.max() <= high), (name, lo1, hi1, lo2, hi2)
+        for cast, (low, high) in zip(_CASTS, claimed[2 + len(_OPS):]):
+            got = _wrap(a[0], cast)
+            assert low <= got.min() and got.max() <= high, (cast, lo1, hi1)
+
+
+@ct.kernel
+def unknowns(a, counter, out):
+    u = ct.arange(16, dtype=ct.int32)
+    ct.store(out, (0,), ct.load(a, index=(0,), shape=(16,)) & 255)   # loads: any value, & keeps [0, 255]
+    ct.store(out, (0,), ct.load(a, index=(0,), shape=(16,)) + 1)
+    ct.store(out, (0,), ct.atomic_add(counter, 0, 1) + u)             # what an atomic returns: any value
+    ct.store(out, (0,), ct.abs(u - 8))                                 # abs and negation not tracked
+    ct.store(out, (0,), -u)
+    ct.store(out, (0,), u + a.strides[0])                               # strides may be 0 or negative
+    total = u * 0
+    for _ in range(a.shape[0]):
+        total = total + 1                                               # loop-carried: may wrap
+    ct.store(out, (0,), total)
+    ct.store(out, (0,), ct.where(u > 3, u, u - 20))                     # the hull of both sides
+
+
+def test_loads_atomics_loop_carried_values_and_untracked_ops_get_their_whole_dtype():
+    got = stored_ranges(unknowns, np.zeros(16, np.int32), np.zeros(1, np.int32), np.zeros(16, np.int32))
+    assert got == [(0, 255), INT32, INT32, INT32, INT32, INT32, INT32, (-20, 15)]
