@@ -57,3 +57,14 @@ def test_keys_tell_apart_everything_that_decides_a_variant():
     assert fast_key(plan, (torch.ones(8)[:4], 7, 8))[0] == keys[0]  # other values, same layout: one key
     for args, key in zip(lists, keys):
         assert typed_keyer(plan, args)(args)[0] == key
+
+
+def test_parameters_take_the_fast_path():
+    """A module's weights (torch.nn.Parameter) have the fast key of a plain tensor of their
+    layout (the same variant) and pass as themselves; the generated keyer tells the types apart
+    (its guards check each argument's type), so each type gets its own entry."""
+    w = torch.nn.Parameter(torch.randn(4, 3))
+    key, flat = fast_key((False, True), (w, 5))
+    assert key == fast_key((False, True), (w.detach(), 5))[0] and flat[0] is w
+    keyer = typed_keyer((False, True), (w, 5))
+    assert keyer((w, 5))[0] == key and keyer((w.detach(), 5)) is None

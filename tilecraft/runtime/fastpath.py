@@ -52,11 +52,15 @@ except `_ALIGN`, its address's alignment. `fast_key`, `typed_keyer` and `quick_l
 Python code and its `QuickChecks`) are all made from it."""
 
 
+_TORCH_ARRAYS = {("torch", "Tensor"), ("torch.nn.parameter", "Parameter")}
+"""(module, name) of the torch types the fast path takes (a module's weights are Parameters)."""
+
+
 def _array_kind(t: type) -> str | None:
     """The `_ARRAYS` kind of arrays of type `t`; None for anything else."""
     if t is np.ndarray:
         return "numpy"
-    if t.__module__ == "torch" and t.__name__ in ("Tensor", "Parameter"):
+    if (t.__module__, t.__name__) in _TORCH_ARRAYS:
         return "torch"
     return None
 
