@@ -535,6 +535,21 @@ def test_inspect_names_a_matmuls_variant():
     assert "warp-specialized variant: grids of 256 blocks" in info.summary()
 
 
+def test_inspect_names_a_staged_tf32_matmuls_variant():
+    """A tf32 matmul's staged kernel has the Gluon variant too (on grids dealt evenly): inspect
+    with staged=True shows the staged Triton kernel and says so; 128-column tiles have none."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from tilecraft.library import matmul_kernel
+    from tilecraft.tools import inspect_kernel
+    a = torch.empty(8192, 8192)
+    info = inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 32), capability=90, staged=True)
+    assert info.staging == "shown" and info.warp_specialized == "variant"
+    assert "warp-specialized variant: grids of 256 blocks" in info.summary()
+    narrow = inspect_kernel(matmul_kernel, (a, a, a, 128, 128, 32), capability=90, staged=True)
+    assert narrow.staging == "shown" and narrow.warp_specialized == ""
+
+
 def test_inspect_reports_a_variant_given_up(monkeypatch):
     """A variant that does not build is given up: inspect shows the Triton kernel, with the reason."""
     pytest.importorskip("triton")

@@ -127,6 +127,8 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
         binary = compiled.compile_for(capability, launch_args, staged=True)
         ir, compiled = compiled.staged.fn, compiled.staged_kernel(launch_args)
+        variant = _variant_of(compiled)[1]  # a tf32 matmul's, on its staged operands
+        shown = "variant" if variant is not None and variant.lowered.chained else None
     elif isinstance(shown, tuple):
         variant, binary = shown
         registers, spills = _resources(binary.asm["cubin"])
@@ -142,14 +144,20 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                       warp_specialized="variant" if shown == "variant" else "")
 
 
+def _variant_of(compiled: Any) -> tuple[Any, Any]:
+    """(the WarpSpecializedKernel wrapping `compiled`'s kernel, its Gluon variant), each None
+    where there is none (or the variant does not build)."""
+    from ..backends.gluon import WarpSpecializedKernel
+    ws = wrapped_as(compiled, WarpSpecializedKernel)
+    return ws, None if ws is None else ws.variant()
+
+
 def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | str | None:
     """(the warp-specialized Gluon variant a launch on the GPU of `capability` would run, its
     binary); "variant" for a matmul's, which runs only on some grids (`deals_evenly`: inspect
     shows the Triton kernel); None where the kernel has none or it does not build (the reason
     joins the kernel's fallbacks)."""
-    from ..backends.gluon import WarpSpecializedKernel
-    ws = wrapped_as(compiled, WarpSpecializedKernel)
-    variant = None if ws is None else ws.variant()
+    ws, variant = _variant_of(compiled)
     if variant is None:
         return None
     if variant.lowered.chained:
