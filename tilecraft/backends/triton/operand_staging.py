@@ -204,8 +204,9 @@ class StagedKernel(WrappedKernel):
         for i, copy in self.staged.params.items():
             shape, strides = scratch_layout(args[i].shape, copy.transposed, args[i].element_size())
             copies[i] = torch.empty_strided(shape, strides, dtype=args[i].dtype, device=args[i].device)
-        kernel = self.staged_kernel(args).specialize(copies)
-        if self._interpret or kernel is self.staged_kernel(args):
+        staged = self.staged_kernel(args)
+        kernel = staged.specialize(copies)
+        if self._interpret or kernel is staged:
             return self
         return StagedLauncher(self, kernel, args)
 
