@@ -191,7 +191,10 @@ def tile_of(fc: Any, x: Any) -> Value:
 def dtype_call(fc: Any, d: DType, value: Any = 0) -> Any:
     """`ct.float16(x)`: a constant of dtype `d` (0 without an argument; a string is parsed, as
     `ct.float32("-inf")`), or `x.astype(d)`. Integer constants wrap to the dtype's width
-    (`ct.uint32(-1)` is 4294967295)."""
+    (`ct.uint32(-1)` is 4294967295). Sub-byte dtypes have no scalars: they are not callable."""
+    if d.bitwidth < 8:
+        raise fc.sema.type_error(f"{d} is a sub-byte dtype and is not callable; make tiles of it with "
+                                 f"unpack_from_bytes()")
     if isinstance(value, str):
         value = fc.host(float if d.is_float or d.is_restricted else int, (value,), None)
     if is_loose(value):
@@ -532,6 +535,9 @@ def _batch_shape(fc: Any, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int
 
 def matmul(fc: Any, x: Any, y: Any, /) -> Value:
     a, b = tile_of(fc, x), tile_of(fc, y)
+    if a.tile.ndim == 0 or b.tile.ndim == 0:
+        raise fc.sema.type_error(f"matmul() needs tiles of at least 1 dimension, got shapes "
+                                 f"{a.tile.shape} and {b.tile.shape}")
     d = fc.sema.common_dtype(a, b)
     a, b = fc.sema.cast(a, d), fc.sema.cast(b, d)
     squeeze = []
@@ -561,13 +567,16 @@ HANDLERS[L.matmul] = matmul
 @handles(L.reshape)
 def reshape(fc: Any, x: Any, /, shape: Any) -> Value:
     t = tile_of(fc, x)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = (shape,) if isinstance(shape, int) else shape
     n = math.prod(t.tile.shape)
-    if shape.count(-1) > 1:
-        raise fc.sema.type_error("Only one dimension can be -1")
-    if -1 in shape:
-        known = math.prod(d for d in shape if d != -1)
-        shape = tuple(n // known if d == -1 else d for d in shape)
+    if isinstance(shape, tuple) and all(type(d) is int for d in shape):  # else check_shape says why not
+        if shape.count(-1) > 1:
+            raise fc.sema.type_error("Only one dimension can be -1")
+        if -1 in shape:
+            known = math.prod(d for d in shape if d != -1)
+            if known <= 0 or n % known:   # a 0 or negative dim, or no size fits in place of -1
+                raise fc.sema.type_error(f"Cannot reshape a tile of shape {t.tile.shape} to {shape}")
+            shape = tuple(n // known if d == -1 else d for d in shape)
     fc.sema.check_shape(shape)
     if math.prod(shape) != n:
         raise fc.sema.type_error(f"Cannot reshape a tile of shape {t.tile.shape} to {shape}")
@@ -811,6 +820,12 @@ def _tile_new_axes(fc: Any, t: Value, key: Any, node: ast.AST) -> Value:
 def _tuple_item(fc: Any, tup: tuple[Any, ...], key: Any, node: ast.AST) -> Any:
     """`tup[key]`: a constant integer index or a slice (cuTile's wording for the others)."""
     integral = is_tile(key) and key.tile.shape == () and key.tile.dtype.is_integral
+    if isinstance(key, slice):
+        bounds = (key.start, key.stop, key.step)
+        if any(is_tile(b) for b in bounds):
+            raise fc.type_error("Tuple indices must be constant", node)
+        if not all(b is None or isinstance(b, int) for b in bounds) or key.step == 0:
+            raise fc.type_error(f"Tuple slice bounds must be integers or None (step not 0), got {key}", node)
     if isinstance(key, slice) or (isinstance(key, int) and not isinstance(key, bool)):
         if isinstance(key, int) and not -len(tup) <= key < len(tup):
             raise fc.type_error(f"Index {key} is out of range for a tuple of length {len(tup)}", node)

@@ -405,6 +405,8 @@ class Sema:
         either sign, and nothing in between can overflow, as x + y - 1 could); a Python int
         when both are."""
         if not isinstance(x, Value) and not isinstance(y, Value):
+            if y == 0:
+                raise self.type_error(f"ZeroDivisionError: cdiv({x}, {y}) divides by zero")
             return L.cdiv(x, y)
         q = self.binary(BinaryFn.FLOORDIV, x, y)
         inexact = self.compare(CompareFn.NE, self.binary(BinaryFn.SUB, x, self.binary(BinaryFn.MUL, q, y)), 0)
