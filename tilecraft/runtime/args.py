@@ -124,6 +124,15 @@ def _torch_array(t: Any, name: str, index64: bool) -> ArrayArg:
     d = dt.to_dtype(t.dtype)
     if d is None:
         raise TypeError(f"Argument `{name}`: unsupported array dtype {t.dtype}")
+    if t.device.type not in ("cpu", "cuda"):   # meta, mps, xpu...: no memory a backend can reach
+        raise ValueError(f"Argument `{name}` is a tensor on device '{t.device}'; arrays must be in CPU or "
+                         f"CUDA memory")
+    if str(t.layout) != "torch.strided":   # sparse, mkldnn...: no dense memory behind data_ptr()
+        raise TypeError(f"Argument `{name}` is a tensor of layout {t.layout}; arrays must be dense "
+                        f"(torch.strided), e.g. .to_dense()")
+    if t.is_neg():   # a lazy negation (x.conj().imag): its memory holds the values' negatives
+        raise ValueError(f"Argument `{name}` is a tensor with its negative bit set (a lazy negation, "
+                         f"e.g. x.conj().imag); call .resolve_neg() first")
     return _array_arg(t, CUDA if t.is_cuda else CPU, name, d, t.data_ptr(), tuple(t.shape), tuple(t.stride()),
                       t.element_size(), index64)
 

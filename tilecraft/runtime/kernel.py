@@ -175,11 +175,14 @@ class Kernel:
 
     def fast_key(self, args: Any) -> tuple[tuple[Any, ...], list[Any]] | None:
         """`fastpath.fast_key` of `args`, through generated code for the argument types seen last."""
-        if self.keyer is not None:
-            found = self.keyer(args)
-            if found is not None:
-                return found
-        found = fast_key(self.plan, args)
+        try:
+            if self.keyer is not None:
+                found = self.keyer(args)
+                if found is not None:
+                    return found
+            found = fast_key(self.plan, args)
+        except RuntimeError:   # a tensor without storage (sparse): the full path names it and says why
+            return None
         if found is not None:
             types = tuple(map(type, args))
             if types not in self.keyers:
