@@ -112,6 +112,22 @@ def test_tf32_matmul_variant_emulated(m, n, k):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * math.sqrt(k), err_msg=f"scheduler seed {seed}")
 
 
+def test_emulation_finds_a_half_stored_over_the_other():
+    """The tf32 variant's second store half must wait for the first half's TMA store to have
+    read the buffer: without that wait the emulator reports the race."""
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(300, 100, generator=g), torch.randn(100, 600, generator=g)
+    kernel, launch_args = gluon_variant(matmul_kernel, (a, b, torch.full((300, 600), float("nan")), 128, 256, 32))
+    lines = kernel.source.splitlines()
+    second = next(i for i, line in enumerate(lines) if ".store(hi" in line)
+    assert lines[second - 1].strip() == "tma.store_wait(0)"
+    lines[second - 1] = lines[second - 1].replace("tma.store_wait(0)", "pass")
+    broken = copy.copy(kernel)
+    broken.source = "\n".join(lines) + "\n"
+    with pytest.raises(EmulationError, match="registers write out0.* while an async op reads it"):
+        emulate(broken, (9, 1, 1), launch_args, PROGRAMS, seed=0)
+
+
 @pytest.mark.parametrize("pattern,error", [
     (r"tma\.store_wait\(0\)", "registers write out0.* while an async op reads it"),
     (r"fence_async_shared\(\)", "written from registers with no fence_async_shared"),
