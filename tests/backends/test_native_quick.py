@@ -111,11 +111,12 @@ def test_it_refuses_and_accepts_exactly_what_the_python_quick_path_does(stub, dr
     driver.set(types=dl._native_head[3])
     x, y = args[0].clone()[:, :32].contiguous(), torch.empty(6, 32)  # contiguous: other strides than x
     same = (torch.randn(6, 40)[:, 3:35], torch.empty(6, 32))
-    lists = [(*same, 1.5, 4, 32, 0.5), (*same, 2.5, 2**31 - 1, 32, 0.5), (*same, 2.5, -2**31, 32, 0.5),
+    lists = [(*same, 1.5, 4, 32, 0.5), (*same, 2.5, 2**31 - 1, 32, 0.5), (*same, 2.5, -2**31 + 1, 32, 0.5),
              (x, y, 2.5, 7, 32, 0.5), (same[0].double(), y, 2.5, 7, 32, 0.5), (same[0], torch.empty(6, 33), 2.5, 7, 32, 0.5),
              (same[0], torch.empty(6, 33)[:, 1:], 2.5, 7, 32, 0.5), (same[0], torch.empty(6, 32, device="meta"), 2.5, 7, 32, 0.5),
              (*same, 2, 7, 32, 0.5), (*same, True, 7, 32, 0.5), (*same, 2.5, 7.0, 32, 0.5), (*same, 2.5, True, 32, 0.5),
              (*same, 2.5, 2**31, 32, 0.5), (*same, 2.5, -2**31 - 1, 32, 0.5), (*same, 2.5, 2**70, 32, 0.5),
+             (*same, 2.5, 48, 32, 0.5), (*same, 2.5, -2**31, 32, 0.5), (*same, 2.5, 0, 32, 0.5),  # multiples of 16: another Triton specialization
              (*same, 2.5, 7, 16, 0.5), (*same, 2.5, 7, True, 0.5), (*same, 2.5, 7, 32, -0.5), (*same, 2.5, 7, 32, 1),
              (same[0].numpy(), y, 2.5, 7, 32, 0.5), [*same, 2.5, 7, 32, 0.5], (*same, 2.5, 7, 32), (*same, 2.5, 7, 32, 0.5, 1),
              ()]

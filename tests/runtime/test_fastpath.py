@@ -68,3 +68,26 @@ def test_parameters_take_the_fast_path():
     assert key == fast_key((False, True), (w.detach(), 5))[0] and flat[0] is w
     keyer = typed_keyer((False, True), (w, 5))
     assert keyer((w, 5))[0] == key and keyer((w.detach(), 5)) is None
+
+
+def test_int_keys_split_where_triton_specializes_ints():
+    """A fast-path entry reuses the kernel Triton compiled for its first launch, so two int
+    arguments may share a key only where Triton would compile one kernel for both: it marks an
+    int parameter divisible by 16 (0 included) and nothing else for a non-constexpr `tl.int32`
+    (tilecraft annotates every scalar). Before, 32 and 33 shared a key: a float32 gather at
+    offset n compiled for n = 32 loads 8-byte vectors (sm_90 PTX ld.global.v2), which n = 33
+    then ran misaligned."""
+    triton_c = pytest.importorskip("triton._C.libtriton")
+    from triton.backends.compiler import BaseBackend
+    t = torch.zeros(4)
+
+    def triton_attrs(v: int) -> list:
+        spec = triton_c.native_specialize_impl(BaseBackend, v, False, True, True)[1]
+        return BaseBackend.parse_attr(spec) if isinstance(spec, str) else []  # annotated: no constexpr
+
+    values = [0, 1, 2, 7, 15, 16, 17, 32, 33, 48, -16, -17, 2**31 - 16, 2**31 - 1, -2**31]
+    for a in values:
+        for b in values:
+            same_key = fast_key((False, False), (t, a))[0] == fast_key((False, False), (t, b))[0]
+            assert same_key == (triton_attrs(a) == triton_attrs(b)), (a, b)
+            assert typed_keyer((False, False), (t, a))((t, b))[0] == fast_key((False, False), (t, b))[0]

@@ -6,13 +6,13 @@ device (`.device`: `get_device()` is -1 on CPU and meta alike), strides, shape a
 alignment (shape and strides also decide 64-bit indexing); for NumPy arrays also whether they
 are writable (a read-only array the kernel writes is refused on the full path, so it must
 never find a fast entry); each Constant's `constant_key` (floats by their bits: 0.0 and -0.0
-differ); each scalar's type. Anything the fast key cannot describe returns None and takes the
+differ); each scalar's type, and for an int whether it is a multiple of 16 (`int_item`). Anything the fast key cannot describe returns None and takes the
 full path, which also produces every error message.
 
 The key is one flat tuple (an array's five items inline, not a tuple per argument: less to build,
 hash and compare on each launch). It still reads back one way only: a Constant is one item, and
 at any other parameter the first item says how many follow (a torch dtype or a NumPy dtype: the
-array's five; a type: a scalar's one), so argument lists of different types never share a key.
+array's five; a type or `int_item`: a scalar's one), so argument lists of different types never share a key.
 
 `typed_keyer` writes `fast_key` out for one list of argument types: the same key, without the
 per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).
@@ -77,6 +77,18 @@ def _steps(path: str) -> Path:
     return tuple((sys.intern(step.removesuffix("()")), step.endswith("()")) for step in path.split("."))
 
 
+def int_item(v: int) -> Any:
+    """An int argument's key item: `int`, or `(int, 16)` for a multiple of 16. Triton specializes
+    an int parameter on that (its divisibility attribute, which lets loads indexed by it
+    vectorize), and the fast path's launchers reuse the kernel compiled for the first launch of
+    a key: without it, a launch with n = 33 after one with n = 32 ran the kernel compiled for
+    multiples of 16 (an 8-byte vector load of a float32 gather at offset n: misaligned)."""
+    return _INT16 if v % 16 == 0 else int
+
+
+_INT16 = (int, 16)
+
+
 _ARRAY_KEYS = {kind: eval(f"lambda a: ({', '.join(_array_items(kind, 'a'))},)")  # noqa: S307 - our own text
                for kind in _ARRAYS}
 
@@ -106,7 +118,7 @@ def fast_key(plan: tuple[bool, ...] | None, args: Any) -> tuple[tuple[Any, ...],
         elif t is int:
             if not -_BIG <= v < _BIG:
                 return None
-            key.append(int)
+            key.append(int_item(v))
         elif t is float or t is bool:
             key.append(t)
         else:
@@ -132,7 +144,7 @@ class _Code:
     from it."""
 
     def __init__(self, plan: tuple[bool, ...], args: tuple, address: bool) -> None:
-        self.env: dict[str, Any] = {"constant_key": constant_key, "BIG": _BIG}
+        self.env: dict[str, Any] = {"constant_key": constant_key, "int_item": int_item, "BIG": _BIG}
         self.names: list[str] = []
         self.types: list[type] = []
         self.guards: list[str] = []  # each true when a call's arguments do not have these types
@@ -169,6 +181,9 @@ class _Code:
             if t is int:
                 self.guards.append(f"not -BIG <= {name} < BIG")
                 self.checks.append((CHECK_RANGE, i, _BIG, None))
+                self.checks.append((CHECK_CALL, i, int_item, len(self.items)))
+                self.items.append(f"int_item({name})")
+                continue
             self.items.append(f"T{i}")
 
     def python_check(self, x: int) -> str:
