@@ -243,6 +243,32 @@ def test_streamed_loop_found(causal):
     assert found.deferred is found.mmas[1] and [op.name for op in found.rescale] == ["binary"]
 
 
+@ct.kernel
+def two_matmuls(A, B, X, Y, C, D):
+    """C = A @ B in float16 and D = X @ Y in tf32, in one loop."""
+    acc = ct.full((64, 64), 0, dtype=ct.float32)
+    acc2 = ct.full((64, 64), 0, dtype=ct.float32)
+    zero = ct.PaddingMode.ZERO
+    for k in range(ct.num_tiles(A, axis=1, shape=(64, 32))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(64, 32), padding_mode=zero),
+                     ct.load(B, index=(k, 0), shape=(32, 64), padding_mode=zero), acc)
+        acc2 = ct.mma(ct.load(X, index=(ct.bid(0), k), shape=(64, 32), padding_mode=zero).astype(ct.tfloat32),
+                      ct.load(Y, index=(k, 0), shape=(32, 64), padding_mode=zero).astype(ct.tfloat32), acc2)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+    ct.store(D, index=(ct.bid(0), 0), tile=acc2)
+
+
+def test_tf32_and_16_bit_mmas_do_not_share_a_streamed_loop():
+    """A loop with a float16 MMA and a tf32 one (its operands staged) gets no Gluon variant: the
+    variant's accumulator layouts take one wgmma K for the whole kernel. Each alone qualifies."""
+    from tilecraft.passes.operand_staging import stage_operands
+    h, f = np.zeros((128, 64), np.float16), np.zeros((128, 64), np.float32)
+    staged = stage_operands(kernel_ir(two_matmuls, h, h[:64], f, f[:64], f, f))
+    assert staged is not None and set(staged.params) == {2, 3}
+    assert streamed_loop(staged.fn) is None
+    assert streamed_loop(kernel_ir(tile_matmul, h, h[:64], h, 64, 64, 32)) is not None
+
+
 def test_matmul_is_a_chained_streamed_loop():
     """Both operands of a matmul stream, nothing is resident, and its one MMA accumulates into
     the value it is yielded as (chained); attention's loop is not chained."""

@@ -20,9 +20,9 @@ A kernel qualifies when:
   (through reshapes that drop unit dims, and that Bitcast);
 - every tile load of the prologue is *resident*: the same, except that its index is
   loop-invariant and its value reaches only Mma A operands in the loop body;
-- every Mma in the body multiplies 16-bit floats (K a multiple of 16) or tfloat32 (K a multiple
-  of 8) into float32, with M 64 or 128, N a multiple of 16 up to 256; its A operand is
-  resident, streamed or computed in registers, its B operand streamed;
+- every Mma in the body multiplies 16-bit floats (K a multiple of 16) or, all of them, tfloat32
+  (K a multiple of 8) into float32, with M 64 or 128, N a multiple of 16 up to 256; its A
+  operand is resident, streamed or computed in registers, its B operand streamed;
 - every store of the epilogue has identity order and a tile 2-D after leading unit dims, and
   every tile the loop carries has M rows.
 
@@ -247,7 +247,8 @@ def _check_mmas(mmas: tuple[ops.Mma, ...], streamed: list[Streamed], resident: l
         if bs is None or bs in resident or uses[id(bs)] != 1:
             return None
         rows.add(mm)
-    return rows.pop() if len(rows) == 1 else None
+    tf32 = {m.a.tile.dtype is dt.tfloat32 for m in mmas}  # one wgmma K per kernel (Schedule.instr_k)
+    return rows.pop() if len(rows) == 1 and len(tf32) == 1 else None
 
 
 def _epilogue_ok(epilogue: list[Op], rows: int) -> bool:
