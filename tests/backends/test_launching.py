@@ -139,6 +139,25 @@ def test_many_blocks_run_the_host_descriptor_variant(dev, monkeypatch):
         assert checked, "the kernel should read through descriptors on sm_90+ (40 rows: not a multiple of 16)"
 
 
+@ct.kernel
+def offset_gather(X, Y, n, T: ConstInt):
+    i = ct.bid(0) * T + ct.arange(T, dtype=ct.int32)
+    ct.scatter(Y, i, ct.gather(X, i + n))
+
+
+def test_int_arguments_change_divisibility_between_cached_launches(dev):
+    """Repeat launches with arrays of one layout and an int argument that is a multiple of 16,
+    then not, then again: each reads at its own offset. Triton compiles a kernel per class (a
+    multiple of 16 lets a gather at offset n vectorize), and the fast path once reused the first
+    launch's for all (on the GPU n = 33 then ran 8-byte loads misaligned); the CPU backends pass
+    either way, the GPU run is the check."""
+    x = np.arange(256, dtype=np.float32)
+    for n in (32, 33, 48, 1, 0, 7):
+        y = dev.poison((128,), np.float32)
+        dev.launch((2, 1, 1), offset_gather, (dev.put(x), y, n, 64))
+        np.testing.assert_array_equal(dev.get(y), x[n:n + 128], err_msg=f"n = {n}")
+
+
 def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
     """`DirectLauncher.fused_launch`, run by the runtime's quick path, gives the native launcher
     what `DirectLauncher.launch` gives it; it declines the grids `launch` hands to its
