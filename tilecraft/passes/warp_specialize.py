@@ -217,8 +217,10 @@ def _streamed(load: ops.Load, users: dict[int, list[Op]], params: set[int], inva
     while frontier:
         v = frontier.pop()
         for user in users.get(v.id, []):
-            if (isinstance(user, ops.Reshape) and user.shape[-2:] == shape[-2:] and all(d == 1 for d in user.shape[:-2])) \
-                    or (isinstance(user, ops.Bitcast) and user.dtype is dt.tfloat32 and v.tile.dtype is dt.float32):
+            drops_unit_dims = (isinstance(user, ops.Reshape) and user.shape[-2:] == shape[-2:]
+                               and all(d == 1 for d in user.shape[:-2]))
+            as_tf32 = isinstance(user, ops.Bitcast) and user.dtype is dt.tfloat32 and v.tile.dtype is dt.float32
+            if drops_unit_dims or as_tf32:
                 views.append(user.result)
                 frontier.append(user.result)
             elif not isinstance(user, ops.Mma) or user.acc is v or (iv is None and user.b is v):

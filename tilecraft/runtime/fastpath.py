@@ -6,13 +6,15 @@ device (`.device`: `get_device()` is -1 on CPU and meta alike), strides, shape a
 alignment (shape and strides also decide 64-bit indexing); for NumPy arrays also whether they
 are writable (a read-only array the kernel writes is refused on the full path, so it must
 never find a fast entry); each Constant's `constant_key` (floats by their bits: 0.0 and -0.0
-differ); each scalar's type, and for an int whether it is a multiple of 16 (`int_item`). Anything the fast key cannot describe returns None and takes the
-full path, which also produces every error message.
+differ); each scalar's type, and for an int whether it is a multiple of 16 (`int_item`).
+Anything the fast key cannot describe returns None and takes the full path, which also
+produces every error message.
 
 The key is one flat tuple (an array's five items inline, not a tuple per argument: less to build,
 hash and compare on each launch). It still reads back one way only: a Constant is one item, and
 at any other parameter the first item says how many follow (a torch dtype or a NumPy dtype: the
-array's five; a type or `int_item`: a scalar's one), so argument lists of different types never share a key.
+array's five; a type or `int_item`: a scalar's one), so argument lists of different types never
+share a key.
 
 `typed_keyer` writes `fast_key` out for one list of argument types: the same key, without the
 per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).

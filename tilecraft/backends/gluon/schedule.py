@@ -247,7 +247,8 @@ class Schedule:
         benchmarks/results/gluon-depth-ab-h200-2026-12-01.txt)."""
         resident = self.buffers * sum(self._bytes(self.block(s), s.load.array.type.dtype) for s in self.found.resident)
         reused = self.reused
-        stores = sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype) for i, st in enumerate(self.stores) if i not in reused)
+        stores = sum(self._bytes(st.tile.tile.shape, st.tile.tile.dtype)
+                     for i, st in enumerate(self.stores) if i not in reused)
         f = self.found
         sizes = [self._bytes(self.block(s), s.load.array.type.dtype) * (self.consumers if i in self.per_piece else 1)
                  for i, s in enumerate(f.streamed)]
