@@ -5,8 +5,9 @@ Python quick launcher in place of the native one; its parts (the quick launcher,
 Python, the fast-path key, the fast path's direct launcher, Triton's and tilecraft's C launchers
 called with the baked arguments); the backend's `TritonKernel.launch` (no runtime); Triton's
 `JITFunction.run` on the generated kernel with the same flattened arguments and options; a plain
-`@triton.jit` vector add launched directly; and torch's own `torch.add(a, b, out=c)`. Then prints
-a cProfile of `ct.launch`, sorted by own time.
+`@triton.jit` vector add launched directly; and torch's own `torch.add(a, b, out=c)`. Then the
+same rows in three passes of rotated order (a row may run faster or slower after another), and a
+cProfile of `ct.launch`, sorted by own time.
 
     PYTHONPATH=$PWD python benchmarks/launch_profile.py
 """
@@ -86,6 +87,16 @@ def main() -> None:
     }
     for name, fn in rows.items():
         print(f"{name:36s} {per_launch_us(fn):7.2f} us")
+    # the rows again, three passes in rotated orders: a row's time may depend on what ran before
+    # it (the first row of the list above has measured well below the C launcher it calls)
+    names = list(rows)
+    passes: dict[str, list[float]] = {name: [] for name in names}
+    for shift in range(3):
+        for name in names[shift * 4:] + names[:shift * 4]:
+            passes[name].append(per_launch_us(rows[name]))
+    print("rotated passes (us):")
+    for name in names:
+        print(f"  {name:36s} " + " ".join(f"{t:7.2f}" for t in passes[name]))
     vector_add_kernel.quick = python_quick
     print(f"{'ct.launch (generated Python quick)':36s} "
           f"{per_launch_us(lambda: ct.launch(stream, (1,), vector_add_kernel, args)):7.2f} us")

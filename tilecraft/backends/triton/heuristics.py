@@ -66,6 +66,10 @@ def deep_schedule(deep_pipeline: bool, wide_loads: bool, max_stages: int | None)
     return False, min(max_stages or DEEP_NARROW_STAGES, DEEP_NARROW_STAGES)
 
 
+SMALL_MMA_WARPS = 4
+"""Warps of a kernel whose MMAs' accumulators have at most 32x32 elements."""
+
+
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     """(accumulator elements, warps, stages) for one MMA; `live`: the accumulator elements of
     the MMAs in its block together (attention keeps two accumulators in registers at once);
@@ -76,7 +80,7 @@ def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
-    warps, cap = (8, 3) if live > 128 * 128 else (4, 4)
+    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_MMA_WARPS if m * n <= 32 * 32 else 4, 4)
     return m * n, warps, max(2, min(DEEP_STAGES if deep else cap, SMEM_BUDGET // max(per_stage, 1)))
 
 
