@@ -62,9 +62,14 @@ def main() -> None:
         c.fill_(float("nan"))
         ct.launch(stream, (1,), vector_add_kernel, (a, other, c, n))
         torch.testing.assert_close(c, a + other)
+    # the last launch made `kernel.quick` the misaligned view's: launch `args` again, so that the
+    # quick launcher timed below is theirs (before 2026-12-01 18:30 it was not, and its row timed
+    # a refusal: 1.2-2.2 us without launching)
+    ct.launch(stream, (1,), vector_add_kernel, args)
     quick = vector_add_kernel.quick
     fused = direct.fused_launch()
     assert quick is not None and fused is not None, "no quick launcher: the rows below would not say much"
+    assert quick(stream, (1,), args), "the quick launcher refuses the arguments it is timed with"
     python_quick = quick_launcher(vector_add_kernel.plan, args, knobs.BACKEND, knobs.BACKEND.raw(),
                                   FusedLaunch(fused.expr, fused.env), 2**24 - 1)
     print("fast path:", type(direct).__name__, "native launcher:", direct._native is not None,
