@@ -1014,8 +1014,13 @@ def test_launch_config_heuristics():
     assert (cfg.num_warps, cfg.num_stages) == (8, 3)
     cfg = choose_config(mma_kernel(128, 128, 64, D.float16))
     assert (cfg.num_warps, cfg.num_stages) == (4, 4)
+    # small tf32 tiles run on one warp, small 16-bit ones on four (heuristics.SMALL_TF32_WARPS)
     cfg = choose_config(mma_kernel(32, 32, 32, D.float32))
+    assert (cfg.num_warps, cfg.num_stages) == (1, 4)
+    cfg = choose_config(mma_kernel(32, 32, 32, D.float16))
     assert (cfg.num_warps, cfg.num_stages) == (4, 4)
+    cfg = choose_config(mma_kernel(64, 32, 32, D.float32))
+    assert cfg.num_warps == 4
     # a launch of about one block per SM (tile-split pieces) pipelines deeper, as far as
     # shared memory holds: 64x128x64 fp16 takes 24 KiB a stage
     cfg = choose_config(mma_kernel(64, 128, 64, D.float16), deep=True)

@@ -66,8 +66,16 @@ def deep_schedule(deep_pipeline: bool, wide_loads: bool, max_stages: int | None)
     return False, min(max_stages or DEEP_NARROW_STAGES, DEEP_NARROW_STAGES)
 
 
-SMALL_MMA_WARPS = 4
-"""Warps of a kernel whose MMAs' accumulators have at most 32x32 elements."""
+SMALL_TF32_WARPS = 1
+"""Warps of a kernel whose MMAs take 32-bit (tf32) operands into accumulators of at most 32x32
+elements. Such a block's K loop is a chain of shared-memory loads, tf32 roundings and MMAs that
+no other work hides; one warp issues it once per iteration (180 instructions on sm_90), where
+four warps in 2x2 each load and round half the fragments again (484 in all). H200, the sample's
+32x32x32 kernel, one warp against four in one run: fp32 1024^3 0.68 / 0.48x torch, 2048^3 0.26
+/ 0.22x, TC3 1000x500x700 0.61 / 0.56x, TC2 512x512x768 1.01 / 1.04x, 4096^3 0.19x both
+(benchmarks/results/size-sweep-h200-2026-12-01-am.json against -an; 2048^3, 4096^3 and the
+16-bit cases: -ao against -ap; two warps, in between: -al). 16-bit 32x32 tiles keep four warps: one ran 1000x500x700 fp16 / bf16 8-10% slower
+(1.02 / 0.98x against 1.11 / 1.09x), though 1024^3 fp16 faster (0.50 / 0.42x)."""
 
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
@@ -80,7 +88,8 @@ def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
-    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_MMA_WARPS if m * n <= 32 * 32 else 4, 4)
+    small_tf32 = m * n <= 32 * 32 and a.dtype.itemsize == 4
+    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_TF32_WARPS if small_tf32 else 4, 4)
     return m * n, warps, max(2, min(DEEP_STAGES if deep else cap, SMEM_BUDGET // max(per_stage, 1)))
 
 
