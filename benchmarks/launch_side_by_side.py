@@ -23,47 +23,57 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _results import claim  # noqa: E402
-
-N = TILE = 1024
+from _results import ResultFile, claim  # noqa: E402
 
 
-def _round_us(fn: Callable[[], Any], launches: int, synchronize: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    for _ in range(launches):
-        fn()
-    elapsed = time.perf_counter() - start
-    synchronize()
-    return elapsed / launches * 1e6
-
-
-def main() -> None:
+def _arguments() -> tuple[argparse.Namespace, ResultFile]:
+    """The command line, and its output file claimed (before the GPU stack is imported: where
+    nothing would be measured, nothing more is needed)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, help="JSON file to write (must not exist)")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--launches", type=int, default=2000)
     args = p.parse_args()
-    out = claim(args.out)
-    # imported once the output is claimed: where nothing is measured, no GPU stack is needed
-    import torch
-    import triton
-    import triton.language as tl
+    return args, claim(args.out)
 
-    import cuda.tile as ct
 
-    @ct.kernel
-    def vector_add(a, b, c, tile: ct.Constant[int]):
-        i = ct.bid(0)
-        x = ct.load(a, index=(i,), shape=(tile,))
-        y = ct.load(b, index=(i,), shape=(tile,))
-        ct.store(c, index=(i,), tile=x + y)
+if __name__ == "__main__":
+    ARGS, OUT = _arguments()
 
-    @triton.jit
-    def triton_vector_add(a, b, c, n, BLOCK: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        inside = offsets < n
-        tl.store(c + offsets, tl.load(a + offsets, mask=inside) + tl.load(b + offsets, mask=inside), mask=inside)
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
+import cuda.tile as ct  # noqa: E402
+
+N = TILE = 1024
+
+
+@ct.kernel
+def vector_add(a, b, c, tile: ct.Constant[int]):
+    i = ct.bid(0)
+    x = ct.load(a, index=(i,), shape=(tile,))
+    y = ct.load(b, index=(i,), shape=(tile,))
+    ct.store(c, index=(i,), tile=x + y)
+
+
+@triton.jit
+def triton_vector_add(a, b, c, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < n
+    tl.store(c + offsets, tl.load(a + offsets, mask=inside) + tl.load(b + offsets, mask=inside), mask=inside)
+
+
+def _round_us(fn: Callable[[], Any], launches: int) -> float:
+    start = time.perf_counter()
+    for _ in range(launches):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / launches * 1e6
+
+
+def main(args: argparse.Namespace, out: ResultFile) -> None:
     a, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     c = torch.empty_like(a)
     stream = torch.cuda.current_stream()
@@ -82,7 +92,7 @@ def main() -> None:
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(args.rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(_round_us(rows[name], args.launches, torch.cuda.synchronize))
+            times[name].append(_round_us(rows[name], args.launches))
     result = {
         "cuda.tile is": "tilecraft" if ct.kernel.__module__.startswith("tilecraft") else "cuTile",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cuda.tile": ct.__file__,
@@ -97,4 +107,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(ARGS, OUT)
