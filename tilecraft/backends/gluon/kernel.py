@@ -22,7 +22,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
 from ..base import ChosenPerGrid, WrappedKernel
-from ..triton.compile import load_module, write_source
+from ..triton.compile import GPU_MATH_OPTIONS, load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
 from .lower import GluonLowered, deals_evenly
 
@@ -105,7 +105,7 @@ class GluonKernel:
         return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())
 
     def _options(self) -> dict[str, Any]:
-        options: dict[str, Any] = dict(num_warps=self.lowered.num_warps)
+        options: dict[str, Any] = dict(GPU_MATH_OPTIONS, num_warps=self.lowered.num_warps)
         if self.lowered.maxnreg is not None:
             options["maxnreg"] = self.lowered.maxnreg
         return options

@@ -50,6 +50,16 @@ from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stre
 from .emitter import Target
 from .lower import LoweredKernel
 
+GPU_MATH_OPTIONS = {"enable_reflect_ftz": False}
+"""Triton options of every kernel compiled for an NVIDIA GPU (Triton and Gluon backends): link
+libdevice with nvvm-reflect __CUDA_FTZ=0, not Triton's default 1, so float32 math keeps
+subnormal operands and results as the NumPy and Triton CPU interpreters do. With 1, log, log2,
+sin, cos, tan, sinh, tanh, atan2, pow, floor, ceil, rsqrt and exp2 compiled to their .ftz paths
+(fma.rn.ftz, cvt.rmi.ftz, ex2.approx.ftz...; sm_90 PTX, Triton 3.6). Only libdevice reads the
+switch: other code compiles the same. The .ftz left in libdevice (ex2/rcp.approx.ftz in tan,
+sinh, cosh, tanh, pow) only sees normal numbers. `flush_to_zero` ops flush explicitly
+(compute.py), never through this switch."""
+
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}  # module name -> the module (see load_module)
 _scratch_dir: list[Path] = []
@@ -221,7 +231,7 @@ class TritonKernel:
         self.config = lowered.config
         self._fn = _load(self.path, lowered, self.interpret)
         self._flatten = launch_lambda(lowered.flatten, list_tables=list_tables)
-        self._options = dict(lowered.config.options, sanitize_overflow=False)
+        self._options = dict(lowered.config.options, sanitize_overflow=False, **GPU_MATH_OPTIONS)
         if lowered.has_assert:
             self._options["debug"] = True
         self._descriptors = lowered.uses_descriptors and not self.interpret

@@ -345,22 +345,11 @@ _LIBDEVICE = {UnaryFn.TAN, UnaryFn.SINH, UnaryFn.COSH, UnaryFn.TANH}
 
 
 def _flushes_itself(w: KernelWriter, fn: UnaryFn, compute: DType) -> bool:
-    """Whether the GPU's own instruction for float32 `fn` flushes subnormal inputs and results:
-    tl.exp2 is PTX ex2.approx.ftz.f32 (sm_90 PTX, Triton 3.6), so exp2 with flush_to_zero needs
-    no flushing around it (the flush helpers cost a dozen integer ops an element, in the hot loop
-    of attention). Not under Triton's CPU interpreter, whose exp2 keeps subnormals."""
+    """Whether float32 `fn` with flush_to_zero is one GPU instruction that flushes subnormal
+    operands and results itself: exp2, PTX ex2.approx.ftz.f32 (`helpers.EXP2_FTZ`), needs no
+    flush helpers around it (they cost a dozen integer ops an element, in the hot loop of
+    attention). Not under Triton's CPU interpreter, which has no PTX."""
     return fn is UnaryFn.EXP2 and compute is D.float32 and not w.target.interpret
-
-
-def _tl_math(w: KernelWriter, name: str, v: str, dtype: DType, compute: DType) -> str:
-    """`tl.<name>(v)` computed in `compute` for an operand of `dtype`, not flushed: on the GPU,
-    float32 floor, ceil, rsqrt and exp2 call the helper with PTX's subnormal-keeping instruction
-    (`helpers.KEEPS_SUBNORMALS`) instead. float16 operands keep tl.<name>: in float32 they are
-    never subnormal, nor is a result that rounds back to a nonzero float16."""
-    if name in helpers.KEEPS_SUBNORMALS and compute is D.float32 and dtype is not D.float16 \
-            and not w.target.interpret:
-        return f"{w.need_helper(helpers.keeping_subnormals(name))}({v})"
-    return f"tl.{name}({v})"
 
 
 def _math(w: KernelWriter, op: ops.Unary) -> None:
@@ -376,7 +365,7 @@ def _math(w: KernelWriter, op: ops.Unary) -> None:
         compute = _math_dtype(dtype)
         v = _as(w, op.x, compute) if compute is not dtype else w.tensor(op.x)
         if op.flush_to_zero and _flushes_itself(w, op.fn, compute):
-            _result(w, op, f"tl.{_MATH[op.fn]}({v})", compute)
+            _result(w, op, f"{w.need_helper(helpers.EXP2_FTZ)}({v})", compute)
             return
         if op.flush_to_zero:
             v = _flush(w, v)
@@ -384,10 +373,8 @@ def _math(w: KernelWriter, op: ops.Unary) -> None:
             text = f"tl.sqrt_rn({v})" if compute is D.float32 else f"tl.sqrt({v})"
         elif op.fn in _LIBDEVICE:
             text, compute = _libdevice(w, _MATH[op.fn], [v], compute)
-        elif op.flush_to_zero:
-            text = f"tl.{_MATH[op.fn]}({v})"
         else:
-            text = _tl_math(w, _MATH[op.fn], v, dtype, compute)
+            text = f"tl.{_MATH[op.fn]}({v})"
     if op.flush_to_zero:
         text = _flush(w, text)
     _result(w, op, text, compute)
@@ -416,7 +403,7 @@ def _truediv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tup
 
 def _floordiv(w: KernelWriter, a: str, b: str, dtype: DType, nonneg: bool) -> tuple[str, DType]:
     if is_float(dtype):  # float16 and bfloat16 floor in `_binary`
-        return _tl_math(w, "floor", _truediv(w, a, b, dtype, nonneg)[0], dtype, dtype), dtype
+        return f"tl.floor({_truediv(w, a, b, dtype, nonneg)[0]})", dtype
     return (f"{w.need_helper('_tc_floordiv_int')}({a}, {b})" if dtype.signed and not nonneg else f"{a} // {b}"), dtype
 
 
@@ -492,7 +479,7 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
         if op.fn is BinaryFn.FLOORDIV and dtype in (D.float16, D.bfloat16):
             # cuTile divides in the dtype, then floors: the float32 quotient rounds to it first
             quotient = w.cast(_truediv(w, a, b, compute, False)[0], compute, dtype)
-            text = _tl_math(w, "floor", w.cast(quotient, dtype, compute), dtype, compute)
+            text = f"tl.floor({w.cast(quotient, dtype, compute)})"
         else:
             text, compute = _BINARY[op.fn](w, a, b, compute, signs_agree)
     if op.flush_to_zero:

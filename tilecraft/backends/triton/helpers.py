@@ -116,25 +116,15 @@ define_helper("_tc_round_tf32_mma", '''(x):
 ''')
 
 
-KEEPS_SUBNORMALS = {"floor": "cvt.rmi.f32.f32", "ceil": "cvt.rpi.f32.f32", "rsqrt": "rsqrt.approx.f32",
-                    "exp2": "ex2.approx.f32"}
-"""float32 math whose Triton form flushes subnormals on the GPU -> the PTX instruction that keeps
-them. Triton links libdevice in flush-to-zero mode (nvvm-reflect ftz), so tl.floor, tl.ceil,
-tl.rsqrt and tl.exp2 become cvt.rmi.ftz, cvt.rpi.ftz, rsqrt.approx.ftz and ex2.approx.ftz (sm_90
-PTX, Triton 3.6): floor(-1e-40) would be -0.0, exp2(-130) 0.0. Helper `keeping_subnormals(name)`
-is the same instruction without .ftz (ptxas scales subnormal operands of the last two around
-MUFU: a few instructions more); GPU only, Triton's CPU interpreter keeps subnormals itself."""
+EXP2_FTZ = "_tc_exp2_ftz"
+"""float32 exp2 with flush_to_zero on the GPU: `EXP2_FTZ(x)`."""
 
-
-def keeping_subnormals(name: str) -> str:
-    """The helper computing float32 `name` (a key of KEEPS_SUBNORMALS) with subnormals kept."""
-    return f"_tc_{name}_subnormal"
-
-
-for _fn, _instruction in KEEPS_SUBNORMALS.items():
-    define_helper(keeping_subnormals(_fn), f'''(x):
-    """float32 {_fn} keeping subnormal operands and results: PTX {_instruction} (GPU only)."""
-    return tl.inline_asm_elementwise("{_instruction} $0, $1;", "=r,r", [x], dtype=tl.float32,
+define_helper(EXP2_FTZ, '''(x):
+    """float32 exp2 flushing subnormal operands and results: PTX ex2.approx.ftz.f32, one MUFU.EX2
+    (GPU only). tl.exp2 keeps subnormals (compile.GPU_MATH_OPTIONS): ex2.approx.f32, which ptxas
+    wraps in a compare and two scalings; flushing around it would cost a dozen more integer ops
+    an element, in the hot loop of attention."""
+    return tl.inline_asm_elementwise("ex2.approx.ftz.f32 $0, $1;", "=r,r", [x], dtype=tl.float32,
                                      is_pure=True, pack=1)
 ''')
 
