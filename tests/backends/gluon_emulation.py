@@ -49,8 +49,8 @@ import tilecraft.backends.gluon.kernel as gluon_kernel
 from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind, wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
+from tilecraft.backends.interpreter.rounding import flush_subnormals
 from tilecraft.backends.triton import TritonBackend
-from tilecraft.backends.triton.helpers import KEEPS_SUBNORMALS
 from tilecraft.backends.triton.operand_staging import StagedKernel, _stage as stage_copy
 from tilecraft.ir import ArrayType
 from tilecraft.language import dtypes
@@ -607,11 +607,10 @@ def _layout(**kwargs: Any) -> None:
 
 
 def _inline_asm(asm: str, constraints: str, args: Sequence[Any], dtype: Any, is_pure: bool, pack: int) -> np.ndarray:
-    """tl.inline_asm_elementwise of the one-instruction float32 helpers that keep subnormals
-    (triton/helpers.py KEEPS_SUBNORMALS: floor, ceil, rsqrt, exp2), as NumPy computes them."""
-    name = next(n for n, instruction in KEEPS_SUBNORMALS.items() if asm == f"{instruction} $0, $1;")
-    x = np.asarray(args[0], np.float32)
-    return np.float32(1) / np.sqrt(x) if name == "rsqrt" else getattr(np, name)(x)
+    """tl.inline_asm_elementwise of triton/helpers.py EXP2_FTZ (exp2 with flush_to_zero, PTX
+    ex2.approx.ftz.f32), as NumPy computes it: operand and result flushed."""
+    assert asm == "ex2.approx.ftz.f32 $0, $1;", asm
+    return flush_subnormals(np.exp2(flush_subnormals(np.asarray(args[0], np.float32))))
 
 
 def _reduce(x: Any, axis: int, combine: Callable[[Any, Any], Any], keep_dims: bool = False) -> np.ndarray:

@@ -77,6 +77,9 @@ four warps in 2x2 each load and round half the fragments again (484 in all). H20
 16-bit cases: -ao against -ap; two warps, in between: -al). 16-bit 32x32 tiles keep four warps: one ran 1000x500x700 fp16 / bf16 8-10% slower
 (1.02 / 0.98x against 1.11 / 1.09x), though 1024^3 fp16 faster (0.50 / 0.42x)."""
 
+SMALL_TF32_STAGES = 4
+"""Pipeline stages of those kernels (as other small tiles)."""
+
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     """(accumulator elements, warps, stages) for one MMA; `live`: the accumulator elements of
@@ -89,7 +92,7 @@ def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
     small_tf32 = m * n <= 32 * 32 and a.dtype.itemsize == 4
-    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_TF32_WARPS if small_tf32 else 4, 4)
+    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_TF32_WARPS, SMALL_TF32_STAGES) if small_tf32 else (4, 4)
     return m * n, warps, max(2, min(DEEP_STAGES if deep else cap, SMEM_BUDGET // max(per_stage, 1)))
 
 
