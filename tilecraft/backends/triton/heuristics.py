@@ -78,7 +78,9 @@ four warps in 2x2 each load and round half the fragments again (484 in all). H20
 (1.02 / 0.98x against 1.11 / 1.09x), though 1024^3 fp16 faster (0.50 / 0.42x)."""
 
 SMALL_TF32_STAGES = 4
-"""Pipeline stages of those kernels (as other small tiles)."""
+"""Pipeline stages of those kernels. H200, one warp, one call: 3, 6 and 8 stages were no faster
+than 4 over 512^3 to 2048^3 and TC3 (3: 512^3 0.89 against 1.05x torch; 8: TC3 0.46 against
+0.62x; benchmarks/results/size-sweep-h200-2026-12-01-aq.json against -ar, -as, -at)."""
 
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
