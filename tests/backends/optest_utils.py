@@ -99,6 +99,28 @@ def assert_bits_equal(got: np.ndarray, want: np.ndarray, msg: str = "") -> None:
                                   err_msg=msg)
 
 
+def assert_within_ulps(got: np.ndarray, want: np.ndarray, ulps: float, dtype: Any = np.float32,
+                       msg: str = "") -> None:
+    """`got` (float32 or bfloat16) within `ulps` units in the last place of the exact `want`
+    (float64), the unit being the dtype's spacing at `want`: 2**-149 (float32) or 2**-133
+    (bfloat16) among subnormals, so a flushed subnormal is off by its whole value. A `want` of
+    zero or infinity must be got exactly, sign included."""
+    got, want = np.asarray(got).astype(np.float64), np.asarray(want, np.float64)
+    assert got.shape == want.shape, f"{msg}: shape {got.shape} != {want.shape}"
+    exact = (want == 0) | np.isinf(want)
+    np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(want[exact]), err_msg=f"{msg}: signs")
+    np.testing.assert_array_equal(got[exact], want[exact], err_msg=msg)
+    assert np.dtype(dtype) in (np.float32, BF16), dtype
+    scale = 2.0 ** 16 if np.dtype(dtype) == BF16 else 1.0  # bfloat16 keeps 8 of float32's 24 bits
+    unit = np.spacing(np.abs(want[~exact]).astype(np.float32)).astype(np.float64) * scale
+    err = np.abs(got[~exact] - want[~exact]) / unit
+    off = ~(err <= ulps)  # NaN is off too
+    if off.any():
+        k = int(np.argmax(np.where(off, np.nan_to_num(err, nan=np.inf), -1)))
+        raise AssertionError(f"{msg}: {err[k]:.3g} ulps > {ulps} (got {float(got[~exact][k])!r}, want "
+                             f"{float(want[~exact][k])!r}); {int(off.sum())} of {err.size} off")
+
+
 def round_tf32(x: np.ndarray, mode: str = "rn") -> np.ndarray:
     """float32 → tfloat32 (11 significant bits, float32's exponents, subnormals included),
     computed in float64 on the grid of the value's last place: "rn" nearest even, "ra" nearest

@@ -24,9 +24,9 @@ def softmax_rows(X, Y, TN: ConstInt):
 
 def test_the_gpu_instructions_already_ignore_nan_and_flush():
     """On the GPU, max ignoring NaN is one PTX max.f32 and exp2 with flush_to_zero one
-    ex2.approx.ftz.f32 (both IEEE-conforming for what tilecraft promises), so the generated code
-    has no NaN checks or flush helpers there; Triton's CPU interpreter keeps them (NumPy
-    propagates NaN and keeps subnormals). The PTX check pins the Triton lowering relied on."""
+    ex2.approx.ftz.f32 (helpers.EXP2_FTZ; both IEEE-conforming for what tilecraft promises), so
+    the generated code has no NaN checks or flush helpers there; Triton's CPU interpreter keeps
+    them (NumPy propagates NaN and keeps subnormals). The PTX check pins the lowering relied on."""
     x = torch.empty(4, 256, dtype=torch.float32)
     info = inspect_kernel(softmax_rows, (x, x, 256), capability=90)
     source, ptx = info.stage("triton"), info.stage("ptx")
@@ -37,18 +37,43 @@ def test_the_gpu_instructions_already_ignore_nan_and_flush():
 @ct.kernel
 def subnormal_math(X, Y, TN: ConstInt):
     x = ct.load(X, index=(0,), shape=(TN,))
-    ct.store(Y, index=(0,), tile=ct.floor(x) + ct.ceil(x) + ct.rsqrt(x) + ct.exp2(x) + x // 3.0)
+    y = ct.floor(x) + ct.ceil(x) + ct.rsqrt(x) + ct.exp2(x) + x // 3.0 + x % 3.0 + x / 3.0 + ct.exp(x)
+    y = y + ct.log(x) + ct.log2(x) + ct.sqrt(x) + ct.sin(x) + ct.cos(x) + ct.atan2(x, y)
+    ct.store(Y, index=(0,), tile=y)
+
+
+@ct.kernel
+def subnormal_libdevice_math(X, Y, TN: ConstInt):
+    x = ct.load(X, index=(0,), shape=(TN,))
+    ct.store(Y, index=(0,), tile=ct.tan(x) + ct.sinh(x) + ct.cosh(x) + ct.tanh(x) + ct.pow(x, x + 1.0))
+
+
+def _ftz_instructions(ptx: str) -> set[str]:
+    """The PTX instructions (opcode with its modifiers) of `ptx` that flush subnormals (.ftz)."""
+    return {line.split()[0] for line in ptx.splitlines() if ".ftz" in line and not line.lstrip().startswith("//")}
 
 
 def test_math_without_flush_to_zero_keeps_subnormals_on_the_gpu():
-    """float32 floor, ceil, rsqrt, exp2 and // without flush_to_zero are PTX's instructions that
-    keep subnormals: Triton's own are the .ftz forms (libdevice linked in flush-to-zero mode), so
-    floor(-1e-40) would be -0.0 and exp2(-130) 0.0."""
+    """float32 math without flush_to_zero compiles to PTX that keeps subnormals: no .ftz
+    instruction. Triton links libdevice in flush-to-zero mode unless told otherwise
+    (compile.GPU_MATH_OPTIONS): floor would be cvt.rmi.ftz (floor(-1e-40) -0.0), exp2
+    ex2.approx.ftz (exp2(-130) 0.0), log, sin, cos, atan2 fma.rn.ftz and abs.ftz."""
     x = torch.empty(128, dtype=torch.float32)
     ptx = inspect_kernel(subnormal_math, (x, x, 128), capability=90).stage("ptx")
     for instruction in ("cvt.rmi.f32.f32", "cvt.rpi.f32.f32", "rsqrt.approx.f32", "ex2.approx.f32"):
         assert instruction in ptx
-    assert ".ftz" not in ptx
+    assert _ftz_instructions(ptx) == set()
+
+
+def test_libdevice_math_keeps_subnormals_on_the_gpu():
+    """float32 tan, sinh, cosh, tanh and pow without flush_to_zero: libdevice's kernels in
+    non-ftz mode (no abs.ftz, fma.rn.ftz, mul.rn.ftz, ...). What stays .ftz is libdevice's own
+    choice on arguments it has reduced to normal numbers: ex2.approx.ftz of the reduced exponent
+    (scaled by 2**k after, with a multiply that keeps subnormal results) and rcp.approx.ftz of
+    values near 1 or above (tan's -1/tan(r), |r| <= pi/4 never subnormal)."""
+    x = torch.empty(128, dtype=torch.float32)
+    ptx = inspect_kernel(subnormal_libdevice_math, (x, x, 128), capability=90).stage("ptx")
+    assert _ftz_instructions(ptx) == {"ex2.approx.ftz.f32", "rcp.approx.ftz.f32"}
 
 
 @ct.kernel

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from optest_utils import (BF16, assert_bits_equal, assert_close, is_float, np_dtype,
+from optest_utils import (BF16, assert_bits_equal, assert_close, assert_within_ulps, is_float, np_dtype,
                           random_array, rng, round_tf32, tf32_edge_values, wrap)
 
 SHAPE = (7, 19)
@@ -664,26 +664,114 @@ def test_unary_float(dev, name: str, dtype: str) -> None:
         assert_bits_equal(got, want, msg=name)
 
 
-@pytest.mark.parametrize("name, dtype", [("floor", "float32"), ("ceil", "float32"), ("floor", "bfloat16"),
-                                         ("rsqrt", "float32"), ("exp2", "float32")])
+TINY = float(np.finfo(np.float32).tiny)
+"""2**-126: nonzero float32 and bfloat16 values below it in magnitude are subnormal."""
+
+
+def _subnormals(g: np.random.Generator, signed: bool = True, lowest: int = -149) -> np.ndarray:
+    """SHAPE float64 values in every binade from 2**lowest to 2**-126 (float32 subnormals for
+    lowest >= -149, bfloat16 ones for lowest >= -133), of both signs where `signed`."""
+    x = np.ldexp(g.uniform(1, 2, SHAPE), g.integers(lowest, -126, SHAPE))
+    return x * g.choice([-1, 1], SHAPE) if signed else x
+
+
+SUBNORMAL_UNARY = {
+    # name: (operands from a generator and the lowest binade, ulps from the exact value)
+    "exp": (lambda g, lo: g.uniform(-103, -92, SHAPE), 2.5),      # results 2**-149 .. 2**-133
+    "exp2": (lambda g, lo: g.uniform(-149, -126.5, SHAPE), 2.5),  # results 2**-149 .. 2**-126.5
+    "log": (lambda g, lo: _subnormals(g, False, lo), 1.5), "log2": (lambda g, lo: _subnormals(g, False, lo), 1.5),
+    "sqrt": (lambda g, lo: _subnormals(g, False, lo), 0.5), "rsqrt": (lambda g, lo: _subnormals(g, False, lo), 2.5),
+    "sin": (_subnormals, 2.5), "tan": (_subnormals, 4.5), "sinh": (_subnormals, 3.5), "tanh": (_subnormals, 2.5),
+    "floor": (_subnormals, 0), "ceil": (_subnormals, 0),
+}
+"""Subnormal operands (or, for exp and exp2, subnormal results) of float math, and the error
+allowed: CUDA's documented maximum for the float32 function (the C++ Programming Guide's table,
+in ulps of the correctly rounded result) plus the half ulp of that rounding. exp is Triton's own
+ex2-based lowering, whose error grows with |x|; where its results are subnormal it is within that.
+Not cos and cosh: of a subnormal they are 1.0, flushed or not."""
+
+
+@pytest.mark.parametrize("name, dtype", [(name, "float32") for name in SUBNORMAL_UNARY]
+                         + [("floor", "bfloat16"), ("log2", "bfloat16"), ("sin", "bfloat16")])
 def test_unary_math_keeps_subnormals(dev, name: str, dtype: str) -> None:
-    """Without flush_to_zero, float32 (and bfloat16) subnormal operands and results are values:
-    floor(-1e-40) is -1.0, ceil(1e-40) 1.0, rsqrt(1e-40) 1e20, exp2(-130) 2**-130 (not -0.0,
-    0.0, inf and 0.0, what flushing them gives)."""
+    """Without flush_to_zero, float32 (and bfloat16) subnormal operands and results are values on
+    every backend: log(1e-40) is -92.1, sin(-1e-40) -1e-40, floor(-1e-40) -1.0, rsqrt(1e-40)
+    1e20, exp2(-140) 2**-140, where flushing gives -inf, -0.0, -0.0, inf and 0.0 (on the GPU,
+    libdevice in flush-to-zero mode did: compile.GPU_MATH_OPTIONS)."""
     fn, ref, _ = UNARY_FLOAT[name]
+    make, ulps = SUBNORMAL_UNARY[name]
     d = np_dtype(dtype)
-    tiny = float(np.finfo(np.float32).tiny)                # 2**-126: below it, subnormal
-    g = rng("subnormals", name, dtype)
-    if name == "exp2":
-        x = -g.uniform(126.5, 140, SHAPE)                     # results 2**-140 .. 2**-126.5
+    x = make(rng("subnormals", name, dtype), -149 if d == np.float32 else -133).astype(d)
+    want = ref(x.astype(np.float64))
+    if d == BF16:  # computed in float32, rounded once to bfloat16
+        ulps = 0 if name == "floor" else 0.5 + ulps * 2.0**-16
+    assert_within_ulps(run_unary(dev, fn, x, d), want, ulps, d, f"{name} {dtype}")
+
+
+def _pow_operands(g: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Subnormal bases to powers 0.25 .. 1.5 (subnormal and normal results) and, in about half
+    the elements, bases 2**-20 .. 0.5 to the powers that take them to 2**-149 .. 2**-127."""
+    base, power = _subnormals(g, signed=False), g.uniform(0.25, 1.5, SHAPE)
+    normal = g.uniform(2.0**-20, 0.5, SHAPE)
+    target = np.log(np.ldexp(g.uniform(1, 2, SHAPE), g.integers(-149, -127, SHAPE)))
+    half = g.random(SHAPE) < 0.5
+    return np.where(half, normal, base), np.where(half, target / np.log(normal), power)
+
+
+def _atan2_operands(g: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """atan2(a, b): a subnormal with b of magnitude 0.5 .. 4 (results a / b, subnormal where
+    b > 0) or subnormal too, and a of magnitude 0.5 .. 4 with b subnormal (about +-pi/2)."""
+    normal = g.uniform(0.5, 4, SHAPE) * g.choice([-1, 1], SHAPE)
+    a, b = _subnormals(g), np.where(g.random(SHAPE) < 0.5, normal, _subnormals(g))
+    swap = g.random(SHAPE) < 0.25
+    return np.where(swap, normal, a), np.where(swap, _subnormals(g), b)
+
+
+SUBNORMAL_BINARY = {"pow": (fn_pow, np.power, _pow_operands, 8.5), "atan2": (fn_atan2, np.arctan2, _atan2_operands, 3.5)}
+"""As SUBNORMAL_UNARY: function, float64 reference, operands, ulps (CUDA's powf 8, atan2f 3)."""
+
+
+@pytest.mark.parametrize("name", list(SUBNORMAL_BINARY))
+def test_binary_math_keeps_subnormals(dev, name: str) -> None:
+    """float32 pow and atan2 of subnormal operands, and with subnormal results, are within their
+    ulp bounds on every backend: pow(1e-40, 0.5) is 1e-20 and pow(2**-70, 2) 2**-140,
+    atan2(1e-40, 2.0) 5e-41 (flushing gives 0.0)."""
+    fn, ref, make, ulps = SUBNORMAL_BINARY[name]
+    a, b = (v.astype(np.float32) for v in make(rng("subnormals", name)))
+    want = ref(a.astype(np.float64), b.astype(np.float64))
+    assert ((want != 0) & (np.abs(want) < TINY)).sum() > 10  # subnormal results
+    assert_within_ulps(run_binary(dev, fn, a, b, np.float32), want, ulps, np.float32, name)
+
+
+def u_exp2_ftz(x): return ct.exp2(x, flush_to_zero=True)
+def u_sqrt_ftz(x): return ct.sqrt(x, flush_to_zero=True)
+def u_rsqrt_ftz(x): return ct.rsqrt(x, flush_to_zero=True)
+
+
+FLUSHING_UNARY = {"exp2": (u_exp2_ftz, np.exp2, 2.5), "sqrt": (u_sqrt_ftz, np.sqrt, 0.5),
+                  "rsqrt": (u_rsqrt_ftz, lambda v: 1 / np.sqrt(v), 2.5)}
+"""The float math with flush_to_zero: function, float64 reference, ulps (as SUBNORMAL_UNARY)."""
+
+
+@pytest.mark.parametrize("name", list(FLUSHING_UNARY))
+def test_unary_math_flush_to_zero_flushes_subnormals(dev, name: str) -> None:
+    """With flush_to_zero, subnormal operands and results are zeros of their sign on every
+    backend: exp2(-140.0) is 0.0, sqrt(-1e-40) -0.0, rsqrt(1e-40) inf; other values as without
+    it. On the GPU exp2 is one ex2.approx.ftz.f32 (helpers.EXP2_FTZ), the others flush around
+    libdevice, which keeps subnormals (compile.GPU_MATH_OPTIONS)."""
+    fn, ref, ulps = FLUSHING_UNARY[name]
+    g = rng("flush", name)
+    if name == "exp2":  # results subnormal, operands subnormal, ordinary
+        x = np.select([g.random(SHAPE) < 0.4, g.random(SHAPE) < 0.5],
+                      [g.uniform(-149, -127, SHAPE), _subnormals(g)], g.uniform(-120, 4, SHAPE))
     else:
-        x = g.uniform(0.01, 0.99, SHAPE) * tiny * g.choice([-1, 1], SHAPE)
-        if name == "rsqrt":
-            x = np.abs(x)
-    x = x.astype(d)
-    want = ref(x.astype(np.float64)).astype(np.float64)
-    got = run_unary(dev, fn, x, d).astype(np.float64)
-    np.testing.assert_allclose(got, want, rtol=1e-3 if name == "exp2" else 2e-6, atol=0, err_msg=name)
+        x = np.where(g.random(SHAPE) < 0.5, _subnormals(g, signed=name == "sqrt"), g.uniform(0.05, 8, SHAPE))
+    x = x.astype(np.float32)
+    with np.errstate(divide="ignore"):
+        want = ref(np.where(np.abs(x) < TINY, np.copysign(0.0, x), x).astype(np.float64))
+    want = np.where(np.abs(want) < TINY, np.copysign(0.0, want), want)
+    assert (want == 0).any() or np.isinf(want).any()  # something flushed
+    assert_within_ulps(run_unary(dev, fn, x, np.float32), want, ulps, np.float32, name)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
