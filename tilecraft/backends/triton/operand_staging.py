@@ -51,7 +51,10 @@ NARROW_STAGE_MIN_ELEMENTS = 2**24
 """The fewest elements of an aligned tf32 operand staged for MMAs narrower than WGMMA_ROWS (16M):
 there the rounded, transposed copy still pays a little once the problem is large (32x32x32 tiles,
 H200: 4096^3 1.89 ms unstaged against 1.85 staged, size-sweep-h200-2026-12-01-ae.json / -ad; 8192^3
-0.20x torch unstaged, side-by-side-h200-2026-12-01-q.json, against 0.22x staged, -p); 2048^3 level."""
+0.20x torch unstaged, side-by-side-h200-2026-12-01-q.json, against 0.22x staged, -p); 2048^3 level.
+Measured again once these kernels ran on one warp (heuristics.SMALL_TF32_WARPS), one call: staged,
+512^3 to 2048^3 and 1000x500x700 all ran slower (TC3 0.47 against 0.62x torch, 2048^3 0.22 against
+0.26x: size-sweep-h200-2026-12-01-au.json, -aw against -av)."""
 
 ALIGN_MIN_ELEMENTS = 2**22
 """Launches stage a misaligned operand only if it has at least this many elements (4M), as for
