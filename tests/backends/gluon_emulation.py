@@ -51,7 +51,7 @@ from tilecraft.backends.base import BackendKind, wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
 from tilecraft.backends.interpreter.rounding import flush_subnormals
 from tilecraft.backends.triton import TritonBackend
-from tilecraft.backends.triton.operand_staging import StagedKernel, _stage as stage_copy
+from tilecraft.backends.triton.operand_staging import StagedKernel, stage_copy
 from tilecraft.ir import ArrayType
 from tilecraft.language import dtypes
 from tilecraft.language.dtypes import DType

@@ -183,9 +183,9 @@ def _special(shape: tuple[int, int]) -> np.ndarray:
 def test_prologue_rounds_like_the_backend(dev, transposed):
     """The prologue's copy of a 70x45 array holding special values: the bits of nearest-even
     rounding (a NaN stays a NaN), transposed or not, rows padded to 16 bytes."""
-    from tilecraft.backends.triton.operand_staging import _stage
+    from tilecraft.backends.triton.operand_staging import stage_copy
     x = _special((70, 45))
-    out = _stage(dev.put(x), Copy(True, transposed, False), None, dev.name != "triton")
+    out = stage_copy(dev.put(x), Copy(True, transposed, False), None, dev.name != "triton")
     assert tuple(out.shape) == ((45, 70) if transposed else (70, 45))
     assert out.stride() == ((72, 1) if transposed else (48, 1))
     got, want = dev.get(out), _rn_tf32(x.T if transposed else x)

@@ -41,11 +41,14 @@ _SOURCE = r"""
 #include "cuda.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #define MAX_PARAMS %(max_params)d
 #define MAX_STEPS 8
+#define MAX_TENSORS 32
+%(tensor_header)s
 enum { CHECK_VALUE = %(value)d, CHECK_RANGE = %(range)d, CHECK_CALL = %(call)d, CHECK_PATH = %(path)d,
        CHECK_ALIGN = %(align)d };
 enum { FROM_ARG = %(from_arg)d, FROM_ADDRESS = %(from_address)d, FROM_CONSTANT = %(from_constant)d };
@@ -145,12 +148,29 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   return run(function, grid, threads, shared, stream, slots, params, n);
 }
 
+/* The tensor reader (tensor_reader.py), once `use_reader` is given it: module-wide, so that
+   quick launchers made before it was built use it too. */
+static const TcReader* reader = NULL;
+static PyObject* reader_capsule = NULL;
+
+static PyObject* use_reader(PyObject* self, PyObject* capsule) {
+  const TcReader* r = capsule == Py_None ? NULL : PyCapsule_GetPointer(capsule, "tilecraft.TcReader");
+  if (r == NULL && capsule != Py_None) return NULL;
+  Py_INCREF(capsule);
+  Py_XSETREF(reader_capsule, capsule);
+  reader = r;
+  Py_RETURN_NONE;
+}
+
 /* The quick launcher of one specialization (QuickChecks in backends/base.py): quick(stream,
    grid, args) checks a launch as the runtime's generated Python would and launches, or returns
-   False having done nothing. Every object it points to is owned by `table`. */
+   False having done nothing. Every object it points to is owned by `table`. A tensor the
+   reader reads (`tensor_of` its place among those, else -1) has its checks of an `item`
+   compared with what the reader read, `want` the expected shape, strides or negative bit. */
 typedef struct { int n; PyObject* names[MAX_STEPS]; int called[MAX_STEPS]; } Path;
 typedef struct { int kind; Py_ssize_t index; Path path; PyObject* detail; PyObject* expected;
-                 long long bound; uint64_t mask, aligned; } Check;
+                 long long bound; uint64_t mask, aligned;
+                 int item, tensor, nwant; int64_t want[TC_MAX_DIMS]; } Check;
 typedef struct { int source; Py_ssize_t index; char type; Slot slot; } Param;
 typedef struct {
   PyObject_HEAD
@@ -159,6 +179,7 @@ typedef struct {
   PyObject *env, *knob, *raw;
   PyObject** types; Py_ssize_t ntypes;
   Py_ssize_t naddresses; Py_ssize_t address_of[MAX_PARAMS]; Path address_path[MAX_PARAMS];
+  int tensor_of[MAX_PARAMS];
   Check* checks; Py_ssize_t nchecks;
   long long grid_limit; unsigned long long many_blocks;
   PyObject *stream_type, *stream_attr, *stream_handle;
@@ -195,6 +216,17 @@ static int out_of_range(PyObject* x, long long bound) {
   return overflow || v < -bound || v >= bound;
 }
 
+/* 1 when the read tensor `t` differs from what check `k` expects, 0 when not. */
+static int tensor_differs(const Check* k, const TcTensor* t, const TcReader* r) {
+  switch (k->item) {
+    case TC_DTYPE: return t->dtype != k->expected;  /* torch's dtypes compare by identity */
+    case TC_DEVICE: return t->device != r->device_key(k->expected);
+    case TC_NEG: return t->neg != k->want[0];
+    case TC_SHAPE: return t->ndim != k->nwant || memcmp(t->sizes, k->want, sizeof(int64_t) * t->ndim) != 0;
+    default: return t->ndim != k->nwant || memcmp(t->strides, k->want, sizeof(int64_t) * t->ndim) != 0;
+  }
+}
+
 #define REFUSE(cond) do { int r_ = (cond); if (r_ < 0) return NULL; if (r_) Py_RETURN_FALSE; } while (0)
 
 static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf, PyObject* kwnames) {
@@ -215,8 +247,17 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
   for (Py_ssize_t c = 0; c < q->nchecks; ++c)  /* ranges before addresses, as the Python guards them */
     if (q->checks[c].kind == CHECK_RANGE) REFUSE(out_of_range(a[q->checks[c].index], q->checks[c].bound));
   uint64_t p[MAX_PARAMS];
+  TcTensor t[MAX_TENSORS];
+  const TcReader* r = reader;  /* as it is now: a call it makes may let the reader's build finish */
   for (Py_ssize_t j = 0; j < q->naddresses; ++j) {
     if (q->address_of[j] < 0) continue;
+    int s = q->tensor_of[j];
+    if (s >= 0) {
+      t[s].items = 0;
+      int got = r != NULL ? r->read(a[q->address_of[j]], &t[s]) : 0;
+      if (got < 0) return NULL;
+      if (got > 0) { p[j] = t[s].address; continue; }
+    }
     PyObject* address = read_path(a[q->address_of[j]], &q->address_path[j]);
     if (address == NULL) return NULL;
     p[j] = PyLong_Check(address) ? PyLong_AsUnsignedLongLong(address) : (uint64_t)-1;
@@ -231,7 +272,10 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
       case CHECK_RANGE: break;  /* checked before the addresses */
       case CHECK_VALUE: REFUSE(PyObject_RichCompareBool(x, k->expected, Py_NE)); break;
       case CHECK_CALL: REFUSE(differs(PyObject_CallOneArg(k->detail, x), k->expected)); break;
-      case CHECK_PATH: REFUSE(differs(read_path(x, &k->path), k->expected)); break;
+      case CHECK_PATH:
+        if (k->item && t[k->tensor].items) { if (tensor_differs(k, &t[k->tensor], r)) Py_RETURN_FALSE; }
+        else REFUSE(differs(read_path(x, &k->path), k->expected));
+        break;
       case CHECK_ALIGN: if ((p[k->index] & k->mask) != k->aligned) Py_RETURN_FALSE; break;
     }
   }
@@ -269,6 +313,30 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
   }
   if (PyErr_Occurred()) return NULL;
   return run(q->function, g, q->threads, q->shared, cu_stream, slots, params, q->nparams);
+}
+
+/* Check `k` of a tensor item: the tensor it reads (none: the item is dropped, the check reads
+   through Python) and the values it expects, as the reader's. 0, or -1 with an exception. */
+static int want(const Quick* q, Check* k) {
+  k->tensor = -1;
+  for (Py_ssize_t j = 0; j < q->naddresses; ++j)
+    if (q->address_of[j] == k->index && q->tensor_of[j] >= 0) k->tensor = q->tensor_of[j];
+  PyObject* e = k->expected;
+  if (k->item == TC_NEG && PyBool_Check(e)) { k->want[0] = e == Py_True; }
+  else if ((k->item == TC_SHAPE || k->item == TC_STRIDES) && PyTuple_Check(e) && PyTuple_GET_SIZE(e) <= TC_MAX_DIMS) {
+    k->nwant = (int)PyTuple_GET_SIZE(e);
+    for (int d = 0; d < k->nwant; ++d) {
+      PyObject* x = PyTuple_GET_ITEM(e, d);
+      int overflow = 0;
+      k->want[d] = PyLong_Check(x) ? PyLong_AsLongLongAndOverflow(x, &overflow) : 0;
+      if (PyErr_Occurred()) return -1;
+      if (!PyLong_CheckExact(x) || overflow) k->tensor = -1;  /* compared in Python */
+    }
+  } else if (k->item != TC_DTYPE && k->item != TC_DEVICE) {
+    k->tensor = -1;
+  }
+  if (k->tensor < 0) k->item = 0;
+  return 0;
 }
 
 static int parse_path(PyObject* steps, Path* path) {
@@ -333,24 +401,34 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   if (q->types == NULL || q->checks == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
   for (Py_ssize_t i = 0; i < q->ntypes; ++i) q->types[i] = PyTuple_GET_ITEM(types, i);
   q->naddresses = PyTuple_GET_SIZE(addresses);
+  int ntensors = 0;
   for (Py_ssize_t j = 0; j < q->naddresses; ++j) {
     PyObject* entry = PyTuple_GET_ITEM(addresses, j);
     q->address_of[j] = -1;
+    q->tensor_of[j] = -1;
     if (entry == Py_None) continue;
     PyObject* steps;
-    if (!PyArg_ParseTuple(entry, "nO", &q->address_of[j], &steps) || parse_path(steps, &q->address_path[j]) < 0) {
+    int by_reader = 0;
+    if (!PyArg_ParseTuple(entry, "nO|p", &q->address_of[j], &steps, &by_reader) ||
+        parse_path(steps, &q->address_path[j]) < 0) {
       Py_DECREF(q);
       return NULL;
     }
+    if (by_reader && ntensors < MAX_TENSORS) q->tensor_of[j] = ntensors++;
   }
   for (Py_ssize_t c = 0; c < q->nchecks; ++c) {
     Check* k = &q->checks[c];
     PyObject* detail;
-    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(checks, c), "inOO", &k->kind, &k->index, &detail, &k->expected)) {
+    k->item = 0;
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(checks, c), "inOO|i", &k->kind, &k->index, &detail, &k->expected, &k->item)) {
       Py_DECREF(q);
       return NULL;
     }
     k->detail = detail;
+    if (k->kind == CHECK_PATH && k->item && want(q, k) < 0) {
+      Py_DECREF(q);
+      return NULL;
+    }
     int ok = k->index >= 0;
     if (k->kind == CHECK_ALIGN) {
       ok = ok && k->index < q->naddresses && q->address_of[k->index] >= 0;
@@ -400,6 +478,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
 static PyMethodDef methods[] = {
   {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Launch a loaded CUDA kernel."},
   {"quick", make_quick, METH_VARARGS, "The quick launcher of one specialization."},
+  {"use_reader", use_reader, METH_O, "Read tensors through the tensor reader's capsule (None: through Python)."},
   {NULL, NULL, 0, NULL}
 };
 
@@ -414,7 +493,7 @@ PyMODINIT_FUNC PyInit_%(name)s(void) {
 
 def source(name: str) -> str:
     """The launcher's C source, as the extension module `name`."""
-    return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "value": CHECK_VALUE, "range": CHECK_RANGE,
+    return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "tensor_header": tensor_reader.HEADER, "value": CHECK_VALUE, "range": CHECK_RANGE,
                       "call": CHECK_CALL, "path": CHECK_PATH, "align": CHECK_ALIGN, "from_arg": _FROM_ARG,
                       "from_address": _FROM_ADDRESS, "from_constant": _FROM_CONSTANT}
 

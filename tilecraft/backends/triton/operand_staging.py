@@ -194,7 +194,7 @@ class StagedKernel(WrappedKernel):
         kernel = self.staged_kernel(args)
         copies = list(args)
         for i, copy in self.staged.params.items():
-            copies[i] = _stage(args[i], copy, stream, self._interpret)
+            copies[i] = stage_copy(args[i], copy, stream, self._interpret)
         kernel.launch(grid, copies, stream)
 
     def specialize(self, args: Sequence[Any]) -> Any:
@@ -272,7 +272,7 @@ class StagedLauncher:
         return True
 
 
-def _stage(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> torch.Tensor:
+def stage_copy(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> torch.Tensor:
     """`x` copied as `copy` says (rounded to nearest even tfloat32 or not, transposed or not)
     into fresh scratch, on `stream`."""
     shape, strides = scratch_layout(x.shape, copy.transposed, x.element_size())
