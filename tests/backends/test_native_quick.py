@@ -4,12 +4,16 @@ run on the CPU against a stand-in CUDA driver that records each launch (cuda_stu
 The native quick launcher must do what the generated Python one does (`fastpath.quick_launcher`
 without `FusedLaunch.native`): launch exactly the argument lists of its specialization, with the
 parameters `DirectLauncher.launch` packs, and refuse, having launched nothing, everything else;
-so each case runs both and compares, besides checking the launches themselves."""
+so each case runs both and compares, besides checking the launches themselves. Each test taking
+`driver` runs twice: the launcher reading torch tensors through Python, and through the C++
+tensor reader (tensor_reader.py; built once per machine, cached: ~11 s the first time)."""
 
 from __future__ import annotations
 
 import enum
 import functools
+import os
+import shutil
 import struct
 import sys
 import tracemalloc
@@ -28,7 +32,7 @@ pytest.importorskip("triton")
 if cuda_stub.missing():
     pytest.skip(f"the C launcher cannot be built here: {cuda_stub.missing()}", allow_module_level=True)
 
-from tilecraft.backends.triton import launching, native_launch  # noqa: E402
+from tilecraft.backends.triton import launching, native_launch, tensor_reader  # noqa: E402
 
 LIMIT = 2**24 - 1
 ConstInt = ct.Constant[int]
@@ -41,11 +45,20 @@ def stub(tmp_path_factory):
     return cuda_stub.build(tmp_path_factory.mktemp("native-launch"))
 
 
-@pytest.fixture
-def driver(stub):
+@pytest.fixture(params=["python reads", "tensor reader"])
+def driver(request, stub):
+    """The stand-in driver, reset; the launcher reading tensors through Python or the reader."""
+    module = stub[0]
+    if request.param == "python reads":
+        module.use_reader(None)
+    elif not (os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")):
+        pytest.skip("no C++ compiler for the tensor reader")
+    else:
+        assert tensor_reader.attach(module, wait=True), "no tensor reader: TILECRAFT_TENSOR_READER=debug says why"
     stub[1].set()
     yield stub[1]
     stub[1].set()
+    module.use_reader(None)
 
 
 @ct.kernel
@@ -310,3 +323,62 @@ def test_subclasses_odd_values_and_odd_tensors_as_the_python_quick_path(stub, dr
         launched += [i] if want[1] is not None else []
     assert launched == [5, 6, 7, *range(len(lists), len(lists) + 4)]  # Constants NaN and -0.0 differ from 0.5
     assert _outcome(python, driver, *calls[len(lists) - 2]) == (False, None)  # not data_ptr's RuntimeError
+
+
+class _Counting(torch.overrides.TorchFunctionMode):
+    """A torch function mode counting the calls that reach it (the tensors' Python reads)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_tensors_the_reader_leaves_to_python_and_the_negative_bit(stub, driver):
+    """Where the reader must not answer, or answers only in part, the outcome is still the
+    Python quick path's: a lazy negation of the same layout (refused: the full path refuses it),
+    a 9-d tensor (no items read), a meta tensor (address 0), a tensor whose address torch refuses
+    to give, a Parameter; under a torch function mode, the same calls reach the mode."""
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    python, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    guarded = torch.empty(6, 32)
+    torch._C._set_throw_on_mutable_data_ptr(guarded)
+    tensors = [torch._neg_view(x), torch.empty(6, 32, 1, 1, 1, 1, 1, 1, 1).squeeze(-1), torch.empty(6, 32, device="meta"),
+               guarded, torch.nn.Parameter(y.clone()), y]
+    for tensor in tensors:
+        call = (0, (6,), (x, tensor, 2.5, 7, 32, 0.5))
+        assert _outcome(native, driver, *call) == _outcome(python, driver, *call), tensor.shape
+    assert _outcome(native, driver, 0, (6,), (x, guarded, 2.5, 7, 32, 0.5))[0] is RuntimeError
+    assert _outcome(native, driver, 0, (6,), (torch._neg_view(x), y, 2.5, 7, 32, 0.5)) == (False, None)
+    for tensor in (y, torch.empty(6, 33)):
+        outcomes = []
+        for quick in (python, native):
+            with _Counting() as mode:
+                outcomes.append((_outcome(quick, driver, 0, (6,), (x, tensor, 2.5, 7, 32, 0.5)), mode.calls))
+        assert outcomes[0] == outcomes[1] and outcomes[0][1] > 0
+
+
+def test_the_reader_reads_torch_not_python_attributes(stub, driver, request):
+    """The reader takes a tensor's address and items from torch (ATen), not through its Python
+    attributes: instance attributes shadowing `data_ptr`, `stride` and `is_neg` show which one
+    read them (the one place their outcomes may differ; nothing but a test sets them)."""
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    _, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    through_python = request.node.callspec.params["driver"] == "python reads"
+    y.data_ptr = lambda: 0xBAD0
+    assert native(0, (6,), (x, y, 2.5, 7, 32, 0.5)) is True
+    assert (0xBAD0 in driver.last().values) is through_python
+    assert (torch.Tensor.data_ptr(y) in driver.last().values) is not through_python
+    for name, value in (("stride", (0, 0)), ("is_neg", True)):
+        z = torch.empty(6, 32)
+        setattr(z, name, lambda value=value: value)
+        assert native(0, (6,), (x, z, 2.5, 7, 32, 0.5)) is not through_python, name

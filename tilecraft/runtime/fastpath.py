@@ -3,18 +3,19 @@ variant, skipping classification, spec construction and hashing of frozen specs.
 
 The key holds what decides the variant and the launch checks: each tensor's type, dtype,
 device (`.device`: `get_device()` is -1 on CPU and meta alike), strides, shape and 16-byte base
-alignment (shape and strides also decide 64-bit indexing); for NumPy arrays also whether they
-are writable (a read-only array the kernel writes is refused on the full path, so it must
-never find a fast entry); each Constant's `constant_key` (floats by their bits: 0.0 and -0.0
+alignment (shape and strides also decide 64-bit indexing); for torch tensors also whether their
+negative bit is set, and for NumPy arrays whether they are writable (the full path refuses a
+lazy negation, and a read-only array the kernel writes, so neither may find a fast entry of a
+tensor or array of the same layout); each Constant's `constant_key` (floats by their bits: 0.0 and -0.0
 differ); each scalar's type, and for an int whether it is a multiple of 16 (`int_item`).
 Anything the fast key cannot describe returns None and takes the full path, which also
 produces every error message.
 
-The key is one flat tuple (an array's five items inline, not a tuple per argument: less to build,
+The key is one flat tuple (an array's items inline, not a tuple per argument: less to build,
 hash and compare on each launch). It still reads back one way only: a Constant is one item, and
-at any other parameter the first item says how many follow (a torch dtype or a NumPy dtype: the
-array's five; a type or `int_item`: a scalar's one), so argument lists of different types never
-share a key.
+at any other parameter the first item says how many follow (a torch dtype: a tensor's six; a
+NumPy dtype: an array's five; a type or `int_item`: a scalar's one), so argument lists of
+different types never share a key.
 
 `typed_keyer` writes `fast_key` out for one list of argument types: the same key, without the
 per-argument loop and type dispatch (the runtime keeps one per kernel, for the types it saw last).
@@ -45,7 +46,7 @@ _ALIGN = "address & 15"  # the 16-byte alignment item
 _ALIGN_MASK = 15
 
 _ARRAYS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "torch": ("data_ptr()", ("dtype", "device", "stride()", "shape", _ALIGN)),
+    "torch": ("data_ptr()", ("dtype", "device", "stride()", "shape", _ALIGN, "is_neg()")),
     "numpy": ("ctypes.data", ("dtype", "strides", "shape", _ALIGN, "flags.writeable")),
 }
 """The one description of an array's key items, per kind: (how its address is read, its items),
