@@ -6,8 +6,10 @@ Python, the fast-path key, the fast path's direct launcher, Triton's and tilecra
 called with the baked arguments); the backend's `TritonKernel.launch` (no runtime); Triton's
 `JITFunction.run` on the generated kernel with the same flattened arguments and options; a plain
 `@triton.jit` vector add launched directly; and torch's own `torch.add(a, b, out=c)`. Then the
-same rows in three passes of rotated order (a row may run faster or slower after another), and a
-cProfile of `ct.launch`, sorted by own time.
+same rows in three passes of rotated order (a row may run faster or slower after another),
+`ct.launch` with the generated Python quick launcher and with the native one reading tensors
+through Python instead of the C++ tensor reader (which the first run on a machine builds, ~11 s:
+this waits for it), and a cProfile of `ct.launch`, sorted by own time.
 
     PYTHONPATH=$PWD python benchmarks/launch_profile.py
 """
@@ -31,6 +33,7 @@ import tilecraft as ct  # noqa: E402
 from matmul import vector_add_kernel  # noqa: E402
 from tilecraft import knobs  # noqa: E402
 from tilecraft.backends.base import FusedLaunch  # noqa: E402
+from tilecraft.backends.triton import tensor_reader  # noqa: E402
 from tilecraft.runtime.fastpath import quick_launcher  # noqa: E402
 
 
@@ -58,6 +61,8 @@ def main() -> None:
     flat = compiled._flatten(a, b, c)
     args = (a, b, c, n)
     direct = next(iter(vector_add_kernel.fast.values()))[0]
+    launcher = direct._launcher.module if direct._launcher is not None else None
+    reader = launcher is not None and tensor_reader.attach(launcher, wait=True)  # before the checks below
     for other in (torch.randn(n, device="cuda"), torch.randn(n + 3, device="cuda")[3:]):  # new address, same key
         c.fill_(float("nan"))
         ct.launch(stream, (1,), vector_add_kernel, (a, other, c, n))
@@ -73,7 +78,7 @@ def main() -> None:
     python_quick = quick_launcher(vector_add_kernel.plan, args, knobs.BACKEND, knobs.BACKEND.raw(),
                                   FusedLaunch(fused.expr, fused.env), 2**24 - 1)
     print("fast path:", type(direct).__name__, "native launcher:", direct._native is not None,
-          "quick launcher:", type(quick).__name__, "- results checked")
+          "quick launcher:", type(quick).__name__, "tensor reader:", reader, "- results checked")
     handle = stream.cuda_stream
     baked = direct._flatten(a, b, c)
     rows = {
@@ -106,6 +111,11 @@ def main() -> None:
     print(f"{'ct.launch (generated Python quick)':36s} "
           f"{per_launch_us(lambda: ct.launch(stream, (1,), vector_add_kernel, args)):7.2f} us")
     vector_add_kernel.quick = quick
+    if reader:
+        launcher.use_reader(None)
+        print(f"{'ct.launch (native, Python reads)':36s} "
+              f"{per_launch_us(lambda: ct.launch(stream, (1,), vector_add_kernel, args)):7.2f} us")
+        tensor_reader.attach(launcher)
     print("generated launch args:", len(flat), "options:", compiled._options)
     prof = cProfile.Profile()
     prof.enable()
