@@ -45,13 +45,14 @@ def test_other_types_and_out_of_range_ints_are_refused():
 
 def test_keys_tell_apart_everything_that_decides_a_variant():
     """One key per argument list that differs in dtype, device (CPU and meta tensors both have
-    get_device() -1), shape, strides, alignment, scalar type, Constant or argument kind, also
+    get_device() -1), shape, strides, alignment, negative bit, scalar type, Constant or argument kind, also
     across argument lists of different types (the key is one flat tuple)."""
     plan = (False, False, True)
     t = torch.zeros(8)
     lists = [(t[:4], 3, 8), (t[:4].double(), 3, 8), (torch.zeros(4, device="meta"), 3, 8), (t[:5], 3, 8),
              (t[::2], 3, 8), (t[1:5], 3, 8), (t[:4], 3.0, 8), (t[:4], True, 8), (t[:4], 3, 9), (t[:4], 3, 8.0),
-             (t[:4].numpy(), 3, 8), (3, t[:4], 8), (3, 3, (torch.float32, torch.device("cpu"), (1,), (4,), 0))]
+             (t[:4].numpy(), 3, 8), (3, t[:4], 8), (3, 3, (torch.float32, torch.device("cpu"), (1,), (4,), 0, False)),
+             (torch._neg_view(t[:4]), 3, 8)]
     keys = [fast_key(plan, args)[0] for args in lists]
     assert len(set(keys)) == len(keys)
     assert fast_key(plan, (torch.ones(8)[:4], 7, 8))[0] == keys[0]  # other values, same layout: one key

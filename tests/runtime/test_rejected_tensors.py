@@ -50,6 +50,24 @@ def test_sparse_tensor_refused_after_a_dense_launch(backend):
         ct.launch(None, (2,), copy, (torch.arange(8.0).to_sparse(), b))
 
 
+@pytest.mark.only_backends("interpreter", "triton-interpret")
+def test_negated_view_refused_after_a_launch_of_its_layout(backend):
+    """A negative-bit view of the same dtype, layout and alignment as a launched tensor must not
+    find its fast entry (before, the fast path launched it: its values read without negation)."""
+    b = torch.full((8,), -1.0)
+    for _ in range(2):  # the second launch takes the fast path
+        ct.launch(None, (2,), copy, (torch.arange(8.0), b), backend=backend)
+    b.fill_(-1.0)
+    with pytest.raises(ValueError, match="negative bit set"):
+        ct.launch(None, (2,), copy, (torch._neg_view(torch.arange(8.0)), b), backend=backend)
+    for _ in range(2):  # the default backend: its quick launcher too
+        ct.launch(None, (2,), copy, (torch.arange(8.0), b))
+    b.fill_(-1.0)
+    with pytest.raises(ValueError, match="negative bit set"):
+        ct.launch(None, (2,), copy, (torch._neg_view(torch.arange(8.0)), b))
+    assert (b == -1.0).all()
+
+
 def test_resolved_negation_is_read_as_its_values():
     b = torch.full((8,), -1.0)
     ct.launch(None, (2,), copy, (_negated_imag().resolve_neg(), b), backend="interpreter")

@@ -12,7 +12,9 @@ It answers only where the Python reads would give the same values by the same me
 the rest to them (the launcher then reads through Python as before): a plain torch.Tensor or
 Parameter with no torch function mode active; its items only for a dense-layout tensor of
 fixed sizes with at most TC_MAX_DIMS dims. The address is `data_ptr()` itself, under torch's
-own error and warning handling, so an error there is the one Python would raise.
+own error and warning handling, so an error there is the one Python would raise. What it reads
+is torch's, not Python's: an instance attribute shadowing a tensor's method (`t.stride = ...`)
+is not seen, the one difference (tests/backends/test_native_quick.py shows it).
 
 Which checks it takes over comes from the launcher's `QuickChecks` (`plan`): a check of a path
 in `ITEMS` on an argument whose address is `data_ptr()`; the launcher compares, the reader only
