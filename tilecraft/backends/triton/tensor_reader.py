@@ -97,6 +97,7 @@ typedef struct {
 
 _SOURCE = r"""
 #include <stdint.h>
+#include <type_traits>
 #include <ATen/PythonTorchFunctionTLS.h>
 #include <torch/csrc/Device.h>
 #include <torch/csrc/DynamicTypes.h>
@@ -113,11 +114,20 @@ static int64_t device_key(PyObject* device) {
   return THPDevice_Check(device) ? key_of(((THPDevice*)device)->device) : -1;
 }
 
+/* Whether a torch function mode's "skip next" flag is set, on a torch that has the flag
+   (PythonTorchFunctionTLS::peek_skip_next: torch 2.13 has it, 2.11 not); false where it has none. */
+template <typename T, typename = void> struct HasSkipNext : std::false_type {};
+template <typename T> struct HasSkipNext<T, std::void_t<decltype(T::peek_skip_next())>> : std::true_type {};
+template <typename T> static bool skip_next_pending() {
+  if constexpr (HasSkipNext<T>::value) return T::peek_skip_next();
+  else return false;
+}
+
 /* Python's reads of a plain Tensor or Parameter run no torch function unless a mode is active
    (a skipped one: the flag, which its reads consume, is theirs to consume). */
 static int read(PyObject* obj, TcTensor* out) {
   if (!THPVariable_CheckExact(obj) || at::impl::torch_function_mode_enabled() ||
-      at::impl::PythonTorchFunctionTLS::peek_skip_next())
+      skip_next_pending<at::impl::PythonTorchFunctionTLS>())
     return 0;
   HANDLE_TH_ERRORS
   const at::Tensor& t = THPVariable_Unpack(obj);
