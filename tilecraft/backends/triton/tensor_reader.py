@@ -210,7 +210,9 @@ def _build() -> Any:
     if path is None:
         directory = getattr(cache, "cache_dir", None) or tempfile.gettempdir()
         with open(os.path.join(directory, "build.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it: wait for its result
+            # another process may be building it: wait for its result. A POSIX lock, which processes
+            # forked meanwhile do not inherit (a flock stays held until they exit too)
+            fcntl.lockf(lock, fcntl.LOCK_EX)
             path = cache.get_file(filename)
             if path is None:
                 with tempfile.TemporaryDirectory(prefix="tilecraft-reader-") as tmp:
