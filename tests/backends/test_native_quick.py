@@ -17,6 +17,7 @@ import shutil
 import struct
 import sys
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -25,7 +26,7 @@ import cuda_stub
 import tilecraft as ct
 from tilecraft import knobs
 from tilecraft.backends.base import CHECK_PATH, FusedLaunch
-from tilecraft.runtime.fastpath import quick_launcher
+from tilecraft.runtime.fastpath import fast_key, quick_launcher
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
@@ -382,3 +383,61 @@ def test_the_reader_reads_torch_not_python_attributes(stub, driver, request):
         z = torch.empty(6, 32)
         setattr(z, name, lambda value=value: value)
         assert native(0, (6,), (x, z, 2.5, 7, 32, 0.5)) is not through_python, name
+
+
+def _tensors():
+    """Torch tensors of many kinds and layouts: views, 0-d, empty, expanded, 8-d and 9-d,
+    channels-last, other dtypes, negative-bit, conjugate, lazily cloned, requiring grad,
+    inference, Parameter, meta, sparse and nested ones."""
+    x = torch.randn(4, 6)
+    with torch.inference_mode():
+        inference = torch.randn(4, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # nested tensors are a prototype
+        nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    return [x, x[:, 1:5], x.t(), x.view(-1)[5:], torch.tensor(3.0), torch.tensor(3.0, dtype=torch.float64),
+            torch.empty(0, 5), torch.empty(0), torch.empty(5, 0), torch.randn(5).expand(3, 5), torch.empty([1] * 8),
+            torch.empty([2] + [1] * 8), torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last),
+            torch.randn(2, 3, 4, 5), torch.zeros(4, 6, dtype=torch.bool), torch.zeros(4, 6, dtype=torch.uint16),
+            torch._neg_view(x), torch.randn(3, dtype=torch.cfloat).conj(), torch.view_as_real(torch.randn(3, dtype=torch.cfloat)),
+            torch._lazy_clone(x), torch.randn(4, 6, requires_grad=True), torch.randn(4, 6, requires_grad=True) * 2,
+            inference, torch.nn.Parameter(torch.randn(4, 6)), torch.empty(4, 6, device="meta"),
+            torch.empty(1).expand(2**31, 1), torch.randn(4, 6).to_sparse(), nested]
+
+
+def _key(tensor):
+    """The fast key of `tensor` as one array argument (Python reads), None where reading it raises."""
+    try:
+        return fast_key((False,), (tensor,))
+    except RuntimeError:
+        return None
+
+
+def test_each_tensor_launches_only_specializations_of_its_own_key(stub, driver):
+    """Quick launchers specialized for each tensor of `_tensors`, called with each of them: a
+    call launches exactly when the tensor has the launcher's fast key (and type), and otherwise
+    refuses or raises as the Python quick path does, its own tensor included: what the reader
+    reads equals the Python reads, item by item, for every kind of tensor it reads."""
+    module = stub[0]
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p"), module)
+    fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0)", {"_launch": module.launch, "_head": launcher.head},
+                        functools.partial(native_launch.quick, launcher, ("p0",), many_blocks=0,
+                                          stream=(_Handle, "handle", launching.stream_handle)))
+    tensors = _tensors()
+    keys = [_key(t) for t in tensors]
+    driver.set(types=b"p")
+    launchers = 0
+    for s, key in zip(tensors, keys):
+        if key is None:
+            continue
+        python, native = (quick_launcher((False,), (s,), knobs.BACKEND, knobs.BACKEND.raw(), launch, LIMIT)
+                          for launch in (FusedLaunch(fused.expr, fused.env), fused))
+        assert type(native).__name__ == "Quick"
+        launchers += 1
+        for t, other in zip(tensors, keys):
+            want = _outcome(python, driver, 0, (1,), (t,))
+            assert _outcome(native, driver, 0, (1,), (t,)) == want, (s.shape, t.shape)
+            assert (want[1] is not None) is (other is not None and other[0] == key[0] and type(t) is type(s))
+            if want[1] is not None:
+                assert want[1].values == (t.data_ptr(), 0, 0)
+    assert launchers == len(tensors) - 2  # all but the sparse and the nested one
