@@ -1003,11 +1003,11 @@ def test_gpu_math_atomics_and_loops_compile_for_sm90():
 
 
 def test_launch_config_heuristics():
-    def mma_kernel(m, n, kk, dtype):
+    def mma_kernel(m, n, kk, dtype, batch=()):
         k = K("mma")
-        a = k.full((m, kk), 1.0, dtype)
-        b = k.full((kk, n), 1.0, dtype)
-        k.mma(a, b, k.full((m, n), 0.0, D.float32))
+        a = k.full((*batch, m, kk), 1.0, dtype)
+        b = k.full((*batch, kk, n), 1.0, dtype)
+        k.mma(a, b, k.full((*batch, m, n), 0.0, D.float32))
         return k.fn()
 
     cfg = choose_config(mma_kernel(128, 256, 64, D.float16))
@@ -1015,12 +1015,18 @@ def test_launch_config_heuristics():
     cfg = choose_config(mma_kernel(128, 128, 64, D.float16))
     assert (cfg.num_warps, cfg.num_stages) == (4, 4)
     # small tf32 tiles run on one warp, small 16-bit ones on four (heuristics.SMALL_TF32_WARPS)
-    cfg = choose_config(mma_kernel(32, 32, 32, D.float32))
-    assert (cfg.num_warps, cfg.num_stages) == (1, 4)
+    for m, n in ((32, 32), (16, 16), (16, 64)):
+        cfg = choose_config(mma_kernel(m, n, 32, D.tfloat32))
+        assert (cfg.num_warps, cfg.num_stages) == (1, 4)
+    assert choose_config(mma_kernel(16, 16, 16, D.tfloat32, batch=(4,))).num_warps == 1
     cfg = choose_config(mma_kernel(32, 32, 32, D.float16))
     assert (cfg.num_warps, cfg.num_stages) == (4, 4)
-    cfg = choose_config(mma_kernel(64, 32, 32, D.float32))
-    assert cfg.num_warps == 4
+    # four warps where one would not run a tf32 MMA on tensor cores alone: float32 operands and
+    # K < 16 (FMAs), 64 rows (wgmma on sm_90), a batch of 2 (every batch's accumulator)
+    for kernel in (mma_kernel(64, 32, 32, D.tfloat32), mma_kernel(32, 32, 32, D.float32),
+                   mma_kernel(32, 32, 8, D.tfloat32), mma_kernel(64, 16, 32, D.tfloat32),
+                   mma_kernel(32, 32, 32, D.tfloat32, batch=(2,)), mma_kernel(16, 16, 16, D.tfloat32, batch=(8,))):
+        assert choose_config(kernel).num_warps == 4
     # a launch of about one block per SM (tile-split pieces) pipelines deeper, as far as
     # shared memory holds: 64x128x64 fp16 takes 24 KiB a stage
     cfg = choose_config(mma_kernel(64, 128, 64, D.float16), deep=True)

@@ -39,3 +39,43 @@ def test_command_line(capsys):
     out = capsys.readouterr().out
     assert "==== triton ====" in out and 'input_precision="tf32"' in out and "registers/thread" in out
     assert cli([]) == 2 and "inspect" in capsys.readouterr().out
+
+
+@tilecraft.kernel
+def batched_tf32_kernel(A, B, C, tb: tilecraft.Constant[int], tm: tilecraft.Constant[int],
+                        tn: tilecraft.Constant[int], tk: tilecraft.Constant[int]):
+    """C[b] = A[b] @ B[b] in tf32, (tb, tm, tn) output tiles."""
+    zero = tilecraft.PaddingMode.ZERO
+    acc = tilecraft.full((tb, tm, tn), 0, dtype=tilecraft.float32)
+    for k in range(tilecraft.num_tiles(A, axis=2, shape=(tb, tm, tk))):
+        a = tilecraft.load(A, (tilecraft.bid(2), tilecraft.bid(0), k), (tb, tm, tk), padding_mode=zero)
+        b = tilecraft.load(B, (tilecraft.bid(2), k, tilecraft.bid(1)), (tb, tk, tn), padding_mode=zero)
+        acc = tilecraft.mma(a.astype(tilecraft.tfloat32), b.astype(tilecraft.tfloat32), acc)
+    tilecraft.store(C, (tilecraft.bid(2), tilecraft.bid(0), tilecraft.bid(1)), acc)
+
+
+@pytest.mark.parametrize("capability", [80, 90])
+@pytest.mark.parametrize("tiles, warps", [
+    ((32, 32, 32), 1), ((16, 16, 64), 1),
+    ((32, 32, 8), 4),         # K < 16: FMAs, which spilled on one warp
+    ((64, 16, 32), 4),        # wgmma on sm_90
+    ((1, 32, 32, 32), 1),
+    ((2, 32, 32, 32), 4),     # every batch's accumulator on one warp spilled
+])
+def test_small_tf32_kernels_compile_without_spills(capability, tiles, warps):
+    """float32 matmuls on small tiles (tf32 MMAs) compile for sm_80 and sm_90 on the warps
+    heuristics.small_tf32 gives them, without spilling registers (odd sizes: masked edges)."""
+    f32 = torch.float32
+    if len(tiles) == 3:
+        m, n, k = 1000, 500, 700
+        args = (torch.empty(m, k, dtype=f32), torch.empty(k, n, dtype=f32), torch.empty(m, n, dtype=f32), *tiles)
+        info = inspect_kernel(matmul_kernel, args, capability=capability)
+    else:
+        b, m, n, k = 5, 100, 90, 70
+        args = (torch.empty(b, m, k, dtype=f32), torch.empty(b, k, n, dtype=f32), torch.empty(b, m, n, dtype=f32),
+                *tiles)
+        info = inspect_kernel(batched_tf32_kernel, args, capability=capability)
+    assert info.spill_bytes == 0, info.summary()
+    assert info.num_warps == warps
+    if tiles[-1] >= 16:
+        assert ("HGMMA" if tiles == (64, 16, 32) and capability >= 90 else "HMMA") in info.stage("sass")

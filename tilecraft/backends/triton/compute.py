@@ -23,6 +23,7 @@ from ...language.enums import RoundingMode
 from . import interpret_workarounds as workarounds
 from . import helpers, rounding
 from .emitter import KernelWriter, broadcast_index, covers, rule, shape_of
+from .heuristics import dot_mma
 from .spelling import is_float, tl_dtype
 
 
@@ -153,7 +154,7 @@ def _only_tensor_core_operand(w: KernelWriter, value: Value) -> bool:
     for a GPU with `cvt.rn.tf32.f32` (never under the interpreter)."""
     users = w.plan.users.get(value.id, ())
     return (w.target.cvt_tf32 and not w.target.interpret and bool(users)
-            and all(isinstance(u, ops.Mma) and value is not u.acc and _dot_mma(u) for u in users))
+            and all(isinstance(u, ops.Mma) and value is not u.acc and dot_mma(u) for u in users))
 
 
 @rule(ops.Bitcast)
@@ -595,7 +596,7 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
     a, b, acc = op.a, op.b, op.acc
     adt, cdt = a.tile.dtype, acc.tile.dtype
     k = a.tile.shape[-1]
-    if not _dot_mma(op):
+    if not dot_mma(op):
         _mma_fma(w, op)
         return
     x, y = workarounds.dot_operands(w, w.tensor(a), w.tensor(b), adt)
@@ -607,14 +608,6 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
         precision = ""
     fast = f", max_num_imprecise_acc={k}" if adt.bitwidth == 8 and not op.use_fast_acc else ""
     w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
-
-
-def _dot_mma(op: ops.Mma) -> bool:
-    """Whether `op` runs as a tl.dot (else as `_mma_fma`): tl.dot needs K >= 16 (32 for 8-bit
-    types) and one operand dtype; its float64 fails to compile (PassManager) where an operand is
-    converted."""
-    adt = op.a.tile.dtype
-    return op.a.tile.shape[-1] >= (32 if adt.bitwidth == 8 else 16) and adt is op.b.tile.dtype and adt is not D.float64
 
 
 _FMA_CHUNK_ELEMENTS = 4096

@@ -21,6 +21,7 @@ from typing import Any
 
 from ...ir import Function, Op, ops
 from ...ir.types import TileType
+from ...language import dtypes as D
 
 SMEM_BUDGET = 200 * 1024  # bytes of shared memory pipelining may use (H100/H200: 227 KiB)
 TRITON_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # fn.options passed through
@@ -67,20 +68,47 @@ def deep_schedule(deep_pipeline: bool, wide_loads: bool, max_stages: int | None)
 
 
 SMALL_TF32_WARPS = 1
-"""Warps of a kernel whose MMAs take 32-bit (tf32) operands into accumulators of at most 32x32
-elements. Such a block's K loop is a chain of shared-memory loads, tf32 roundings and MMAs that
-no other work hides; one warp issues it once per iteration (180 instructions on sm_90), where
-four warps in 2x2 each load and round half the fragments again (484 in all). H200, the sample's
-32x32x32 kernel, one warp against four in one run: fp32 1024^3 0.68 / 0.48x torch, 2048^3 0.26
-/ 0.22x, TC3 1000x500x700 0.61 / 0.56x, TC2 512x512x768 1.01 / 1.04x, 4096^3 0.19x both
+"""Warps of a kernel whose largest MMAs are small tf32 ones (`small_tf32`). Such a block's K loop
+is a chain of shared-memory loads, tf32 roundings and MMAs that no other work hides; one warp
+issues it once per iteration (180 instructions on sm_90), where four warps in 2x2 each load and
+round half the fragments again (484 in all). H200, the sample's 32x32x32 kernel, one warp
+against four in one run: fp32 1024^3 0.68 / 0.48x torch, 2048^3 0.26 / 0.22x, TC3 1000x500x700
+0.61 / 0.56x, TC2 512x512x768 1.01 / 1.04x, 4096^3 0.19x both
 (benchmarks/results/size-sweep-h200-2026-12-01-am.json against -an; 2048^3, 4096^3 and the
-16-bit cases: -ao against -ap; two warps, in between: -al). 16-bit 32x32 tiles keep four warps: one ran 1000x500x700 fp16 / bf16 8-10% slower
-(1.02 / 0.98x against 1.11 / 1.09x), though 1024^3 fp16 faster (0.50 / 0.42x)."""
+16-bit cases: -ao against -ap; two warps, in between: -al). 16-bit 32x32 tiles keep four warps:
+one ran 1000x500x700 fp16 / bf16 8-10% slower (1.02 / 0.98x against 1.11 / 1.09x), though 1024^3
+fp16 faster (0.50 / 0.42x)."""
 
 SMALL_TF32_STAGES = 4
 """Pipeline stages of those kernels. H200, one warp, one call: 3, 6 and 8 stages were no faster
 than 4 over 512^3 to 2048^3 and TC3 (3: 512^3 0.89 against 1.05x torch; 8: TC3 0.46 against
 0.62x; benchmarks/results/size-sweep-h200-2026-12-01-aq.json against -ar, -as, -at)."""
+
+WGMMA_ROWS = 64
+"""MMAs of at least this many rows run on Hopper's wgmma with four warps or more (B read from
+shared memory K-major only), which is what tf32 staging is for (operand_staging.py); narrower
+tiles run mma.sync, which takes B from registers in any layout, so below
+NARROW_STAGE_MIN_ELEMENTS the prologue is all cost (H200, 32x32x32 tiles: 1024^3 36.6 -> 43.3 us
+staged, 1000x500x700 24.4 -> 32.8 us; size-sweep-h200-2026-12-01-ad.json against -ab)."""
+
+
+def dot_mma(op: ops.Mma) -> bool:
+    """Whether `op` runs as a tl.dot (else as broadcast multiplies and sums, compute.py
+    `_mma_fma`): tl.dot needs K >= 16 (32 for 8-bit types) and one operand dtype; its float64
+    fails to compile (PassManager) where an operand is converted."""
+    adt = op.a.tile.dtype
+    return op.a.tile.shape[-1] >= (32 if adt.bitwidth == 8 else 16) and adt is op.b.tile.dtype and adt is not D.float64
+
+
+def small_tf32(op: ops.Mma) -> bool:
+    """Whether `op` takes SMALL_TF32_WARPS: a tf32 MMA on tensor cores (not float32 operands,
+    nor K < 16: those run as FMAs, whose products one warp holds alone: the sample's 32x32x8
+    spilled on sm_80 and sm_90), of fewer than WGMMA_ROWS rows (64x16 keeps its wgmma), into an
+    accumulator of at most 32x32 elements, batch included (one warp holds every batch's:
+    2x32x32x32 and 8x16x16x16 spilled)."""
+    acc = op.acc.tile
+    return (op.a.tile.dtype is D.tfloat32 and dot_mma(op) and acc.shape[-2] < WGMMA_ROWS
+            and _numel(acc.shape) <= 32 * 32)
 
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
@@ -93,8 +121,7 @@ def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
     m, k = a.shape[-2], a.shape[-1]
     n = acc.shape[-1]
     per_stage = (m * k + k * n) * a.dtype.itemsize
-    small_tf32 = m * n <= 32 * 32 and a.dtype.itemsize == 4
-    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_TF32_WARPS, SMALL_TF32_STAGES) if small_tf32 else (4, 4)
+    warps, cap = (8, 3) if live > 128 * 128 else (SMALL_TF32_WARPS, SMALL_TF32_STAGES) if small_tf32(op) else (4, 4)
     return m * n, warps, max(2, min(DEEP_STAGES if deep else cap, SMEM_BUDGET // max(per_stage, 1)))
 
 

@@ -32,6 +32,7 @@ from ...passes.operand_staging import Copy, Staged
 from ..base import ArrayFacts, CompiledKernel, FusedLaunch, WrappedKernel, array_facts, needs_index64
 from .compile import _load, write_source
 from .helpers import HELPERS
+from .heuristics import WGMMA_ROWS
 from . import native_launch
 from .launching import current_stream, stream_context, stream_handle
 
@@ -40,12 +41,6 @@ STAGE_MIN_ELEMENTS = 2**20
 H200, staged launches through the StagedLauncher (benchmarks/results/size-sweep-h200-2026-12-01-ad.json
 against the unstaged kernels of -ab): 1024^3 with 128x64x32 tiles 32.6 -> 22.4 us, 2048^3 with
 128x128x32 120-269 -> 77 us; at 1000x500x700 (0.35M elements) no gain, at 512^3 a loss."""
-
-WGMMA_ROWS = 64
-"""MMAs of at least this many rows run on Hopper's wgmma (B read from shared memory K-major only),
-which is what tf32 staging is for; narrower tiles run mma.sync, which takes B from registers in any
-layout, so below NARROW_STAGE_MIN_ELEMENTS the prologue is all cost (H200, 32x32x32 tiles: 1024^3
-36.6 -> 43.3 us staged, 1000x500x700 24.4 -> 32.8 us; same files)."""
 
 NARROW_STAGE_MIN_ELEMENTS = 2**24
 """The fewest elements of an aligned tf32 operand staged for MMAs narrower than WGMMA_ROWS (16M):
