@@ -13,7 +13,10 @@ scratch memory, which descriptors made in a kernel need) and without the persist
 launch grid depends on the GPU's occupancy);
 fitted to the GPU's shared memory as a launch would be, before jax_triton compiles it again.
 Kernels that print are refused (their record buffers have no operand), device-side asserts are
-not compiled in, and the `maxnreg` option is dropped (jax_triton cannot pass it).
+not compiled in, and the `maxnreg` option is dropped (jax_triton cannot pass it), as is
+`GPU_MATH_OPTIONS` (backends/triton/compile.py): jax_triton 0.3 compiles with Triton's default
+flush-to-zero libdevice, so float32 math there may flush subnormal operands and results (floor,
+log, sin, rsqrt, exp2... of values below 2**-126), which tilecraft's own launches keep.
 """
 
 from __future__ import annotations

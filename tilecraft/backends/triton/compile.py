@@ -58,7 +58,7 @@ sin, cos, tan, sinh, tanh, atan2, pow, floor, ceil, rsqrt and exp2 compiled to t
 (fma.rn.ftz, cvt.rmi.ftz, ex2.approx.ftz...; sm_90 PTX, Triton 3.6). Only libdevice reads the
 switch: other code compiles the same. The .ftz left in libdevice (ex2/rcp.approx.ftz in tan,
 sinh, cosh, tanh, pow) only sees normal numbers. `flush_to_zero` ops flush explicitly
-(compute.py), never through this switch."""
+(compute.py), never through this switch. jax_triton cannot pass it (tilecraft/jax/gpu.py)."""
 
 _lock = threading.Lock()
 _modules: dict[str, ModuleType] = {}  # module name -> the module (see load_module)
