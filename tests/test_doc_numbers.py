@@ -1,8 +1,9 @@
 """Every number in README.md and docs/ comes from a committed result file named next to it, and
 result files are never overwritten.
 
-- Every result file the docs cite (a `...json`, `...xml` or `...txt` in backquotes) exists, and
-  every file under benchmarks/results/ has its provenance in benchmarks/results/README.md.
+- Every result file the docs cite (a `...json`, `...xml` or `...txt` in backquotes, or one of
+  those gzipped) exists, and every file under benchmarks/results/ has its provenance in
+  benchmarks/results/README.md.
 - The tables of docs/performance.md and docs/gpu-check.md, and the README's headline ranges,
   are recomputed from the files they cite.
 - Every benchmark that writes a result file (benchmarks/*.py with `--out`, scripts/gpu_check)
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import gzip
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SHARED = ROOT.parent / "shared"  # the project's shared folder, beside the repository
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-CITED = re.compile(r"`([^`\s<>]+\.(?:json|xml|txt))`")  # <name>-<date>.json is a pattern, not a file
+CITED = re.compile(r"`([^`\s<>]+\.(?:json|xml|txt)(?:\.gz)?)`")  # <name>-<date>.json is a pattern, not a file
 
 
 def cited_files() -> list[tuple[str, str]]:
@@ -78,7 +80,7 @@ def test_every_result_file_says_where_it_came_from():
     named = set(re.findall(r"`([^`]+)`", index))
     for path in RESULTS.iterdir():
         if path.name != "README.md":
-            assert path.name in named or re.sub(r"-\d{4}\.xml$", "-HHMM.xml", path.name) in named, path.name
+            assert path.name in named or re.sub(r"-\d{4}\.xml\.gz$", "-HHMM.xml.gz", path.name) in named, path.name
 
 
 # ---- the numbers -----------------------------------------------------------------------------------
@@ -122,8 +124,9 @@ def test_the_gpu_check_counts_are_their_reports():
     rows = table_rows("gpu-check.md", "| date | machine |")
     assert rows
     for *_, result in rows:
-        report = RESULTS / re.search(r"benchmarks/results/([\w.-]+\.xml)", result).group(1)
-        suite = ET.parse(report).getroot()
+        report = RESULTS / re.search(r"benchmarks/results/([\w.-]+\.xml\.gz)", result).group(1)
+        with gzip.open(report) as xml:
+            suite = ET.parse(xml).getroot()
         suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
         n = {k: int(suite.get(k)) for k in ("tests", "skipped", "failures", "errors")}
         passed = n["tests"] - n["skipped"] - n["failures"] - n["errors"]
