@@ -13,6 +13,8 @@ case that fails the check is recorded, not timed. Times are medians of
 (`ROUNDS`). The cuTile side runs where
 `CUTILE_PYTHONPATH` is set (`source .cutile/env.sh`, see ../shared/cutile-anchor); without it the
 table has tilecraft and torch only. Ratios are torch time / system time (above 1: faster).
+Matmul rows also say how the kernel ran (`schedule`: the Gluon variant or the Triton kernel)
+and the host time per launch of each side (`host_us`, `torch_host_us`; see `_host_us`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,20 @@ def _bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
+def _host_us(fn, calls: int = 20) -> float:
+    """Host time per call of `fn` in us, its launches queued without waiting. do_bench flushes L2
+    before each timed launch; a launch that takes the host longer than that flush takes the GPU
+    is timed as kernel time too, so a row's `host_us` says whether it could have been."""
+    import torch
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed / calls * 1e6
+
+
 def bench_pair(ours, theirs) -> tuple[float, float]:
     """(ours, theirs) in ms: medians of `ROUNDS` alternating `_bench` runs of each."""
     times: dict[int, list[float]] = {0: [], 1: []}
@@ -97,7 +113,7 @@ def run_cases(system: str, only: str | None) -> list[dict]:
             a, b = torch.randn(m, k, device="cuda", dtype=dt), torch.randn(k, n, device="cuda", dtype=dt)
             ref = a.double() @ b.double()
             for tm, tn, tk in tile_choices:
-                _matmul_row(ct, MatMul, stream, record, name, dtype, a, b, ref, (tm, tn, tk))
+                _matmul_row(system, ct, MatMul, stream, record, name, dtype, a, b, ref, (tm, tn, tk))
 
     if only in (None, "attention"):
         import AttentionFMHA
@@ -135,7 +151,8 @@ def run_cases(system: str, only: str | None) -> list[dict]:
     return rows
 
 
-def _matmul_row(ct, MatMul, stream, record, name: str, dtype: str, a, b, ref, tiles: tuple[int, int, int]) -> None:
+def _matmul_row(system: str, ct, MatMul, stream, record, name: str, dtype: str, a, b, ref,
+                tiles: tuple[int, int, int]) -> None:
     """One matmul case with the sample's kernel at `tiles`, and torch's a @ b."""
     import torch
     (m, k), n = a.shape, b.shape[1]
@@ -146,7 +163,9 @@ def _matmul_row(ct, MatMul, stream, record, name: str, dtype: str, a, b, ref, ti
     def ours():
         ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk))
     measured = _measure(name, ours, lambda _: rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2, lambda: a @ b)
-    _record_case(record, name, f"{tm}x{tn}x{tk}", measured, 2 * m * n * k / 1e9, "tflops")
+    _record_case(record, name, f"{tm}x{tn}x{tk}", measured, 2 * m * n * k / 1e9, "tflops",
+                 schedule=_schedule(system, MatMul.matmul_kernel), host_us=_host_us(ours),
+                 torch_host_us=_host_us(lambda: a @ b))
 
 
 def _measure(name: str, run, error, tol: float, theirs) -> tuple[bool, float | None, float | None, float]:
