@@ -67,6 +67,11 @@ WARP_SPECIALIZE = Knob("TILECRAFT_WARP_SPECIALIZE", "",
                        "running as a warp-specialized Gluon kernel on an sm_90 GPU (read when a kernel is compiled; see "
                        "backends/gluon).")
 
+GLUON_DIRECT = Knob("TILECRAFT_GLUON_DIRECT", "",
+                     "Set to 1 to launch a warp-specialized Gluon variant's cached launches through the compiled "
+                     "kernel its first launch returned, without Triton's JITFunction.run (host time per launch; off "
+                     "until checked on a GPU: backends/gluon/kernel.py WarpSpecializedLauncher).")
+
 TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "Set to 0 to keep cached launches on a GPU from reading torch tensors through a C++ reader built "
                       "once per machine in the background (backends/triton/tensor_reader.py); set to 'debug' to print why "

@@ -640,3 +640,96 @@ def test_gluon_compiles_a_kernel_with_a_parameter_named_like_its_grid():
     kernel, args = _scaled_row_sums_variant()
     assert kernel.lowered.persistent and "grid_x_1: tl.int32" in kernel.source
     kernel.compile_for(90, args)
+
+
+# ---- cached launches of the variant without JITFunction.run (TILECRAFT_GLUON_DIRECT) -------------------
+class _Compiled:
+    """Stands in for Triton's CompiledKernel: records its launcher's calls."""
+
+    function, packed_metadata = "function", "metadata"
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def run(self, gx, gy, gz, stream, function, metadata, launch_metadata, enter, exit_, *flat):
+        self.calls.append(("direct", (gx, gy, gz), stream, (function, metadata, launch_metadata, enter, exit_), flat))
+
+
+class _JIT:
+    """Stands in for a Gluon JITFunction: `fn[grid](*flat, **options)` records and returns a compiled kernel."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def __getitem__(self, grid):
+        def run(*flat, **options):
+            self.calls.append(("jit", grid, None, options, flat))
+            return _Compiled(self.calls)
+        return run
+
+
+def _plain(flat: tuple) -> list:
+    """A launch's arguments with each tensor descriptor as (shape, strides, block), comparable."""
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    return [(list(x.shape), list(x.strides), list(x.block_shape)) if isinstance(x, TensorDescriptor)
+            else x.data_ptr() if hasattr(x, "data_ptr") else x for x in flat]
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_cached_variant_launches_call_the_compiled_kernel(monkeypatch, direct):
+    """With TILECRAFT_GLUON_DIRECT=1 a specialized launcher's second launch on a grid calls the
+    compiled kernel its first launch returned, with the arguments and grid Triton's JITFunction.run
+    would pass it, the launch hooks and metadata left out; another grid goes through
+    JITFunction.run again (the persistent variant takes the grid as ints, which Triton
+    specializes). Without the knob every launch goes through JITFunction.run."""
+    from tilecraft.backends.gluon import kernel as gluon_kernel
+    monkeypatch.setenv("TILECRAFT_GLUON_DIRECT", "1" if direct else "")
+    monkeypatch.setattr(gluon_kernel, "_multiprocessors", lambda args: 132)
+    monkeypatch.setattr(gluon_kernel, "current_stream", lambda: 7)
+    variant, args = _scaled_row_sums_variant()
+    calls: list = []
+    variant._fn = _JIT(calls)
+
+    class Main:
+        def launch(self, *a, **k):
+            raise AssertionError("the Triton kernel ran")
+
+    ws = gluon_kernel.WarpSpecializedKernel(Main(), lambda: variant)
+    launcher = ws.specialize(args)
+    for grid in [(264, 1, 1)] * 3 + [(396, 1, 1), (264, 1, 1)]:  # grids a matmul-like variant takes
+        launcher.launch(grid, args)
+    assert ws.variant_launches == 5
+    kinds = [c[0] for c in calls]
+    assert kinds == (["jit", "direct", "direct", "jit", "jit"] if direct else ["jit"] * 5)
+    first = calls[0]
+    assert first[3]["enable_reflect_ftz"] is False  # the options are the compiled kernel's
+    for call in calls[1:3] if direct else []:
+        _, grid, stream, head, flat = call
+        assert grid == first[1] and stream == 7 and head == ("function", "metadata", None, None, None)
+        assert _plain(flat) == _plain(first[4])
+
+
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("direct", ["1", ""])
+def test_matmul_gluon_cached_launches(dev, backend, monkeypatch, direct):
+    """On the H200: the Gluon matmul launched five times on the same arrays, the output poisoned
+    in place before each, is right every time, through the fast path's launcher (from the third
+    launch on, with TILECRAFT_GLUON_DIRECT=1, the compiled kernel called without JITFunction.run)."""
+    torch = pytest.importorskip("torch")
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.library import matmul_kernel
+    monkeypatch.setenv("TILECRAFT_GLUON_DIRECT", direct)
+    kernel = matmul_kernel.replace_hints()  # its own cache: launchers made with this knob
+    m, n, k = 3700, 2056, 296
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    want = a.double() @ b.double()
+    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    for _ in range(5):
+        c.fill_(float("nan"))
+        dev.launch(grid, kernel, (a, b, c, 128, 256, 64), backend=backend)
+        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
+    ws = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in kernel.variants.values()]
+    assert sum(w.variant_launches for w in ws if w is not None) == 5

@@ -21,6 +21,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
+from ... import knobs
 from ..base import ChosenPerGrid, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, load_module, write_source
 from ..triton.launching import current_stream, stream_context, stream_handle
@@ -72,11 +73,30 @@ class GluonKernel:
             return True
         return deals_evenly(grid[0] * grid[1] * grid[2], _multiprocessors(args))
 
-    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> Any:
         """Launch over the user's `grid` (divided by `grid_divisor`); a persistent kernel runs
         one program per SM (at most one per block) and takes that grid as its last arguments.
         `dependent` is not taken: `WarpSpecializedKernel` sends programmatic dependent launches
-        to the Triton kernel."""
+        to the Triton kernel. Returns Triton's compiled kernel that ran (`launch_compiled`)."""
+        flat, grid = self._arguments(grid, args)
+        options = self._options()
+        if stream is None or stream_handle(stream) == current_stream():
+            return self._fn[grid](*flat, **options)
+        with stream_context(stream):
+            return self._fn[grid](*flat, **options)
+
+    def launch_compiled(self, compiled: Any, grid: Grid, args: Sequence[Any], stream: Any = None) -> None:
+        """`launch` through `compiled`, what `launch` returned for arguments of the same
+        specialization on the same grid, without Triton's JITFunction.run (which binds the
+        arguments and builds a cache key on every call): its launcher is called as JITFunction.run
+        calls it, with no launch hooks, as `DirectLauncher` calls a Triton kernel's."""
+        flat, grid = self._arguments(grid, args)
+        handle = current_stream() if stream is None else stream_handle(stream)
+        compiled.run(grid[0], grid[1], grid[2], handle, compiled.function, compiled.packed_metadata, None, None, None,
+                     *flat)
+
+    def _arguments(self, grid: Grid, args: Sequence[Any]) -> tuple[tuple, Grid]:
+        """(the kernel's arguments, its launch grid) for a launch of the user's `grid`."""
         flat = (*self._flatten(*args), *self.descriptors(args))
         grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
         if self.lowered.persistent:
@@ -84,12 +104,7 @@ class GluonKernel:
             blocks = grid[0] * grid[1] * grid[2]
             work = (grid[0] + 1) // 2 * grid[1] * grid[2] if self.lowered.units_paired else blocks
             grid = (min(work, _multiprocessors(args)), 1, 1)
-        options = self._options()
-        if stream is None or stream_handle(stream) == current_stream():
-            self._fn[grid](*flat, **options)
-        else:
-            with stream_context(stream):
-                self._fn[grid](*flat, **options)
+        return flat, grid
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile for sm_<capability> without a GPU (`args`: arrays may live on the CPU; needed
@@ -155,22 +170,25 @@ class WarpSpecializedKernel(WrappedKernel):
             return self.main.launch(grid, args, stream, dependent=dependent)
         self.run_variant(variant, grid, args, stream)
 
-    def run_variant(self, variant: GluonKernel, grid: Grid, args: Sequence[Any], stream: Any) -> None:
+    def run_variant(self, variant: GluonKernel, grid: Grid, args: Sequence[Any], stream: Any) -> Any:
         """Launch `variant` on `grid`, which it takes; its first launch compiles it, and one it
-        cannot build is given up and the Triton kernel runs instead."""
+        cannot build is given up and the Triton kernel runs instead (None returned; else Triton's
+        compiled kernel that ran)."""
         if self._launched:
-            variant.launch(grid, args, stream)
+            compiled = variant.launch(grid, args, stream)
         else:
             try:  # the first launch compiles: a variant Gluon cannot build runs as the Triton kernel
-                variant.launch(grid, args, stream)
+                compiled = variant.launch(grid, args, stream)
             except (CompilationError, OutOfResources, RuntimeError, ValueError, AssertionError) as exc:
                 # Triton's failed pass pipeline is a RuntimeError, a descriptor it cannot make a
                 # ValueError or AssertionError; all arise before the kernel runs (a launch is
                 # asynchronous: faults of a running kernel surface later, not here)
                 self.give_up(exc)
-                return self.main.launch(grid, args, stream)
+                self.main.launch(grid, args, stream)
+                return None
             self._launched = True
         self.variant_launches += 1
+        return compiled
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """While the variant may run, a launcher choosing per grid between it and the Triton
@@ -190,11 +208,23 @@ class WarpSpecializedLauncher:
         self.kernel = kernel
         self.main: Any = None
         self._takes = ChosenPerGrid(lambda grid, args: (v := kernel.variant()) is not None and v.takes(grid, args))
+        self._direct = knobs.GLUON_DIRECT.get() == "1"
+        self._compiled: tuple[Grid, Any] | None = None  # with _direct: the last grid, its compiled kernel
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         variant = self.kernel.variant() if self._takes.get(grid, args, dependent) else None
         if variant is not None:  # None also once the variant was given up
-            self.kernel.run_variant(variant, grid, args, stream)
+            last = self._compiled
+            if last is not None and last[0] == grid:
+                # this launcher's arguments keep their specialization (the fast-path key) but for
+                # the grid, which a persistent variant takes as int arguments: Triton specializes
+                # those (a multiple of 16 or not), so the compiled kernel is kept per grid
+                variant.launch_compiled(last[1], grid, args, stream)
+                self.kernel.variant_launches += 1
+                return
+            compiled = self.kernel.run_variant(variant, grid, args, stream)
+            if self._direct and compiled is not None:
+                self._compiled = (grid, compiled)
             return
         if self.main is None:  # a normal launch first: it compiles and, where it does not fit, refits the kernel
             self.kernel.main.launch(grid, args, stream)
