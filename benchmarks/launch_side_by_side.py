@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import ResultFile, claim  # noqa: E402
+from side_by_side import host_us  # noqa: E402
 
 
 def _arguments() -> tuple[argparse.Namespace, ResultFile]:
@@ -64,15 +65,6 @@ def triton_vector_add(a, b, c, n, BLOCK: tl.constexpr):
     tl.store(c + offsets, tl.load(a + offsets, mask=inside) + tl.load(b + offsets, mask=inside), mask=inside)
 
 
-def _round_us(fn: Callable[[], Any], launches: int) -> float:
-    start = time.perf_counter()
-    for _ in range(launches):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / launches * 1e6
-
-
 def main(args: argparse.Namespace, out: ResultFile) -> None:
     a, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     c = torch.empty_like(a)
@@ -92,7 +84,7 @@ def main(args: argparse.Namespace, out: ResultFile) -> None:
     times: dict[str, list[float]] = {name: [] for name in names}
     for r in range(args.rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            times[name].append(_round_us(rows[name], args.launches))
+            times[name].append(host_us(rows[name], args.launches))
     result = {
         "cuda.tile is": "tilecraft" if ct.kernel.__module__.startswith("tilecraft") else "cuTile",
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cuda.tile": ct.__file__,

@@ -14,7 +14,7 @@ case that fails the check is recorded, not timed. Times are medians of
 `CUTILE_PYTHONPATH` is set (`source .cutile/env.sh`, see ../shared/cutile-anchor); without it the
 table has tilecraft and torch only. Ratios are torch time / system time (above 1: faster).
 Matmul rows also say how the kernel ran (`schedule`: the Gluon variant or the Triton kernel)
-and the host time per launch of each side (`host_us`, `torch_host_us`; see `_host_us`).
+and the host time per launch of each side (`host_us`, `torch_host_us`; see `host_us`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def _host_us(fn, calls: int = 20) -> float:
+def host_us(fn, calls: int = 20) -> float:
     """Host time per call of `fn` in us, its launches queued without waiting. do_bench flushes L2
     before each timed launch; a launch that takes the host longer than that flush takes the GPU
     is timed as kernel time too, so a row's `host_us` says whether it could have been."""
@@ -164,8 +164,8 @@ def _matmul_row(system: str, ct, MatMul, stream, record, name: str, dtype: str, 
         ct.launch(stream, grid, MatMul.matmul_kernel, (a, b, c, tm, tn, tk))
     measured = _measure(name, ours, lambda _: rel_err(c, ref), 2e-3 if dtype == "float32" else 1e-2, lambda: a @ b)
     _record_case(record, name, f"{tm}x{tn}x{tk}", measured, 2 * m * n * k / 1e9, "tflops",
-                 schedule=_schedule(system, MatMul.matmul_kernel), host_us=_host_us(ours),
-                 torch_host_us=_host_us(lambda: a @ b))
+                 schedule=_schedule(system, MatMul.matmul_kernel), host_us=host_us(ours),
+                 torch_host_us=host_us(lambda: a @ b))
 
 
 def _measure(name: str, run, error, tol: float, theirs) -> tuple[bool, float | None, float | None, float]:
