@@ -664,6 +664,20 @@ def test_unary_float(dev, name: str, dtype: str) -> None:
         assert_bits_equal(got, want, msg=name)
 
 
+@pytest.mark.parametrize("name", ["sinh", "cosh"])
+def test_float64_sinh_cosh_near_overflow(dev, name: str) -> None:
+    """float64 sinh and cosh are finite up to |x| = 710.47, where exp(|x|) already overflowed
+    (past 709.78): sinh(+-710.0) is +-1.117e308 on every backend, not +-inf; from 710.5 they
+    are infinite. Triton's CPU interpreter computed them as (exp(x) -+ exp(-x)) / 2."""
+    fn, ref, _ = UNARY_FLOAT[name]
+    g = rng("sinh-cosh-overflow", name)
+    x = g.uniform(709.0, 710.47, SHAPE) * g.choice([-1, 1], SHAPE)
+    x[0, :6] = [709.78, 710.0, -710.4, 710.5, -711.0, np.inf]
+    want = ref(x)
+    assert np.isfinite(want).sum() > SHAPE[0] * SHAPE[1] - 4 and (np.abs(want) > 1.7e308).any()
+    assert_close(run_unary(dev, fn, x, np.float64), want, np.float64, rtol=1e-12, msg=name)
+
+
 TINY = float(np.finfo(np.float32).tiny)
 """2**-126: nonzero float32 and bfloat16 values below it in magnitude are subnormal."""
 

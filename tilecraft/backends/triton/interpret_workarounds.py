@@ -235,11 +235,20 @@ define_helper("_tc_sinh_interp", '''(x):
     s = 1.0
     for j in tl.static_range(9):
         s = s * x2 / ((19 - 2 * j) * (18 - 2 * j)) + 1.0
-    return tl.where(tl.abs(x) < 1.0, x * s, (tl.exp(x) - tl.exp(-x)) * 0.5)
-''')
+    big = _tc_half_exp_interp(tl.abs(x))
+    mid = tl.where(tl.abs(x) < 709.0, (tl.exp(x) - tl.exp(-x)) * 0.5, tl.where(x < 0, -big, big))
+    return tl.where(tl.abs(x) < 1.0, x * s, mid)
+''', needs=("_tc_half_exp_interp",))
 
 define_helper("_tc_cosh_interp", '''(x):
-    return (tl.exp(x) + tl.exp(-x)) * 0.5
+    return tl.where(tl.abs(x) < 709.0, (tl.exp(x) + tl.exp(-x)) * 0.5, _tc_half_exp_interp(tl.abs(x)))
+''', needs=("_tc_half_exp_interp",))
+
+define_helper("_tc_half_exp_interp", '''(x):
+    # exp(x) / 2 for float64 x past 709.78, where exp(x) overflows but exp(x) / 2 (sinh and
+    # cosh there) is finite up to 710.47: the square of exp(x / 2), halved before squaring
+    h = tl.exp(x * 0.5)
+    return (h * 0.5) * h
 ''')
 
 define_helper("_tc_tanh_interp", '''(x):
