@@ -1200,6 +1200,29 @@ def test_bfloat16_constants_round_to_nearest(dev):
 
 
 @ct.kernel
+def _bf16_subnormal_constants(x, o, TN: ct.Constant[int]):
+    a = ct.load(x, index=(0,), shape=(TN,))
+    ct.store(o, index=(0,), tile=a + 1e-40)
+    ct.store(o, index=(1,), tile=ct.full((TN,), -3e-39, dtype=ct.bfloat16))
+    ct.store(o, index=(2,), tile=ct.maximum(a, 2e-45))
+
+
+def test_bfloat16_subnormal_constants(dev):
+    """bfloat16 constants in the subnormal range keep their value on every backend: 1e-40 is
+    0x0001 (9.18e-41) and -3e-39 0x8021, not zeros (Triton's CPU interpreter flushed them
+    when it converted the float32 constant); 2e-45 rounds to +0.0."""
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    x = np.array([0.0, -0.0, 1e-40, -2e-39, 1.0, -1e-40, 3e-39, -5.0], np.float32).astype(bf16)
+    o = dev.poison((3 * 8,), bf16)
+    dev.launch((1,), _bf16_subnormal_constants, (dev.put(x), o, 8))
+    x64 = x.astype(np.float64)
+    want = np.concatenate([x64 + np.float64(np.array(1e-40, bf16)), np.full(8, -3e-39),
+                           np.maximum(x64, 0.0)]).astype(bf16)
+    want[16:18] = np.array([0.0, 0.0], bf16)  # maximum(-0.0, +0.0) is +0.0
+    assert_bits_equal(dev.get(o), want)
+
+
+@ct.kernel
 def _fp8_constants(o):
     a = ct.full((16,), ct.float8_e5m2(3.14), dtype=ct.float8_e5m2).astype(ct.float32)
     b = ct.full((16,), -0.3, dtype=ct.float8_e4m3fn).astype(ct.float32)

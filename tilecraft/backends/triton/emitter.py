@@ -205,7 +205,7 @@ class KernelWriter:
         if plain_literal_ok(value, dtype):
             return lit, True
         if dtype is D.bfloat16:
-            return workarounds.bf16_constant(value), False
+            return workarounds.bf16_constant(self, value), False
         if dtype.is_restricted and dtype.bitwidth == 8:
             return fp8_bits(value, dtype), False
         return f"tl.full([], {lit}, {tl_dtype(dtype)})", False

@@ -69,13 +69,15 @@ def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
     return f"{w.need_helper('_tc_f64_to_bf16_interp')}({text})"
 
 
-def bf16_constant(value: float) -> str:
+def bf16_constant(w: "KernelWriter", value: float) -> str:
     """A bfloat16 constant: the interpreter cannot make one with `tl.full(..., tl.bfloat16)`,
     so it is made in float32 and converted (on the GPU too: Triton folds it). The value is
     rounded to bfloat16 here first, so the conversion is exact: the interpreter's cast
-    truncates (3.14 became 3.125, not 3.140625)."""
+    truncates (3.14 became 3.125, not 3.140625) and flushes subnormals (1e-40 became 0.0), so
+    under the interpreter it converts as `cast` does."""
     rounded = float(np.array(value, dtype=D.bfloat16.np_dtype)[()])
-    return f"tl.cast(tl.full([], {py_literal(rounded, D.bfloat16)}, tl.float32), tl.bfloat16)"
+    wide = f"tl.full([], {py_literal(rounded, D.bfloat16)}, tl.float32)"
+    return cast(w, wide, D.float32, D.bfloat16) or f"tl.cast({wide}, tl.bfloat16)"
 
 
 def fp8_padding(mode: PaddingMode, dtype: DType) -> str | None:
