@@ -1026,6 +1026,58 @@ def test_astype_to_fp8(dev, src: str, dst: str) -> None:
     assert_bits_equal(got, x.astype(np.float32).astype(d))
 
 
+FP8_FROM_FLOAT64 = {
+    # dst: (float64 values just off a rounding midpoint, their single rounding): through float32
+    # (rounded to nearest) they land on the midpoint and round to even, the wrong way
+    "float8_e4m3fn": ([1 + 2.0**-4 + 2.0**-30, -(1 + 2.0**-4 + 2.0**-30), 2.0**-10 * (1 + 2.0**-29), 1 + 2.0**-4],
+                      [1.125, -1.125, 2.0**-9, 1.0]),
+    "float8_e5m2": ([1 + 2.0**-3 + 2.0**-30, 1.5 + 2.0**-3 + 2.0**-40, -(2.0**-17) * (1 + 2.0**-29), 1 + 2.0**-3],
+                    [1.25, 1.75, -(2.0**-16), 1.0]),
+}
+
+
+@pytest.mark.parametrize("dst", list(FP8_FROM_FLOAT64))
+def test_astype_float64_to_fp8_rounds_once(dev, dst: str) -> None:
+    """float64 to 8-bit floats rounds once, to nearest even, on every backend (also ml_dtypes'
+    float64 cast goes through float32 and rounds twice). The generated Triton code converts
+    through float32 rounded to odd: Triton's float64 -> fp8 cast rounded twice under its CPU
+    interpreter and did not compile for the GPU. Other values as from float32."""
+    near, want_near = FP8_FROM_FLOAT64[dst]
+    g = rng("f64-fp8", dst)
+    lim = 400.0 if dst == "float8_e4m3fn" else 50000.0
+    x = g.uniform(-1, 1, SHAPE) * np.exp2(g.uniform(-8, np.log2(lim), SHAPE))
+    x = x.astype(np.float32).astype(np.float64)  # exact in float32: one rounding either way
+    x[0, :4], x[1, :3] = near, [0.0, -0.0, np.nan]
+    d = np_dtype(dst)
+    want = x.astype(d)
+    want[0, :4] = np.array(want_near).astype(d)
+    assert_bits_equal(run_unary(dev, CASTS[dst], x, d), want)
+
+
+@pytest.mark.parametrize("src, dst", [("float8_e4m3fn", "float64"), ("float8_e5m2", "float64"),
+                                      ("float8_e4m3fn", "float8_e5m2"), ("float8_e5m2", "float8_e4m3fn"),
+                                      ("float8_e4m3fn", "int32"), ("float8_e5m2", "uint8"),
+                                      ("float8_e4m3fn", "bool_"), ("float8_e5m2", "bool_"),
+                                      ("int32", "float8_e4m3fn"), ("int64", "float8_e5m2"), ("uint8", "float8_e4m3fn")])
+def test_astype_fp8_to_and_from_other_types(dev, src: str, dst: str) -> None:
+    """8-bit floats to and from float64, integers and each other, within the range of both
+    types, and to bool: an fp8 value converts exactly, an integer or the other fp8 rounds once. Triton
+    converts fp8 only to and from 16- and 32-bit floats (the others did not compile for the
+    GPU; fp8 -> float64 failed under its CPU interpreter), so the generated code goes through
+    float32."""
+    s, d = np_dtype(src), np_dtype(dst)
+    g = rng("fp8-other", src, dst)
+    if is_float(s):  # every finite code, those out of dst's range replaced
+        x = np.arange(256, dtype=np.uint8).view(s)[: SHAPE[0] * SHAPE[1]].reshape(SHAPE).copy()
+        lo, hi = (0, 255) if d == np.uint8 else (-440, 440)
+        x[~np.isfinite(x.astype(np.float64)) | (x.astype(np.float64) < lo) | (x.astype(np.float64) > hi)] = 0
+    else:
+        x = g.integers(0 if s == np.uint8 else -440, 256 if s == np.uint8 else 441, SHAPE).astype(s)
+    v = x.astype(np.float64)
+    want = np.trunc(v).astype(d) if d.kind in "iu" else v.astype(np.float32).astype(d)
+    assert_bits_equal(run_unary(dev, CASTS[dst], x, d), want)
+
+
 @pytest.mark.parametrize("src", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize("dst", ["float32", "float16", "bfloat16"])
 def test_astype_from_fp8(dev, src: str, dst: str) -> None:

@@ -104,8 +104,9 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
     if tl_dtype(src) == tl_dtype(dst):  # e.g. tfloat32 -> float32: same data
         w.alias(op.result, w.expr(x), w.is_literal(x))
         return
-    if dst is D.bool_:
-        w.assign(op.result, f"{_as(w, x, _arith_dtype(src))} != 0", "t")
+    if dst is D.bool_:  # 8-bit floats compare in float32 (Triton cannot compare them to 0)
+        wide = D.float32 if src in (D.float8_e4m3fn, D.float8_e5m2) else _arith_dtype(src)
+        w.assign(op.result, f"{_as(w, x, wide)} != 0", "t")
         return
     mode = op.rounding if op.rounding in rounding.CAST_MODES else None
     floats = all(is_float(d) or d.is_restricted for d in (src, dst))

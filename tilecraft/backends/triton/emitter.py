@@ -235,7 +235,21 @@ class KernelWriter:
             self._indent -= 1
 
     def cast(self, text: str, src: DType, dst: DType, extra: str = "") -> str:
-        """`text` (of dtype `src`) converted to `dst`; `extra`: more tl.cast arguments."""
+        """`text` (of dtype `src`) converted to `dst`; `extra`: more tl.cast arguments. Triton
+        converts an 8-bit float only to and from 16- and 32-bit floats (the others, the other
+        8-bit float too, do not compile for the GPU, and float64 <-> fp8 fails or rounds twice
+        under its CPU interpreter), so the others go through float32: exact from fp8, exact
+        or out of fp8's range anyway from integers, and rounded to odd from float64, so that
+        the cast rounds once."""
+        fp8 = {D.float8_e4m3fn, D.float8_e5m2}
+        others = {src, dst} - fp8
+        direct = len(others) == 1 and others <= {D.float16, D.bfloat16, D.float32}
+        if not extra and src is not dst and (src in fp8 or dst in fp8) and not direct:
+            if src is D.float64:
+                wide = f"tl.cast({self.need_helper('_tcr_to_odd32')}({text}), tl.float32, bitcast=True)"
+            else:
+                wide = self.cast(text, src, D.float32)
+            return self.cast(wide, D.float32, dst)
         if not extra:
             special = workarounds.cast(self, text, src, dst)
             if special is not None:
