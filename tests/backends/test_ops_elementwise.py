@@ -1257,19 +1257,21 @@ def _bf16_subnormal_constants(x, o, TN: ct.Constant[int]):
     ct.store(o, index=(0,), tile=a + 1e-40)
     ct.store(o, index=(1,), tile=ct.full((TN,), -3e-39, dtype=ct.bfloat16))
     ct.store(o, index=(2,), tile=ct.maximum(a, 2e-45))
+    ct.store(o, index=(3,), tile=ct.minimum(a, -2e-45))
 
 
 def test_bfloat16_subnormal_constants(dev):
     """bfloat16 constants in the subnormal range keep their value on every backend: 1e-40 is
     0x0001 (9.18e-41) and -3e-39 0x8021, not zeros (Triton's CPU interpreter flushed them
-    when it converted the float32 constant); 2e-45 rounds to +0.0."""
+    when it converted the float32 constant); 2e-45 rounds to +0.0 and -2e-45 to -0.0 (which
+    Triton made +0.0: it turns every constant equal to zero into +0.0)."""
     bf16 = np.dtype(ml_dtypes.bfloat16)
     x = np.array([0.0, -0.0, 1e-40, -2e-39, 1.0, -1e-40, 3e-39, -5.0], np.float32).astype(bf16)
-    o = dev.poison((3 * 8,), bf16)
+    o = dev.poison((4 * 8,), bf16)
     dev.launch((1,), _bf16_subnormal_constants, (dev.put(x), o, 8))
     x64 = x.astype(np.float64)
     want = np.concatenate([x64 + np.float64(np.array(1e-40, bf16)), np.full(8, -3e-39),
-                           np.maximum(x64, 0.0)]).astype(bf16)
+                           np.maximum(x64, 0.0), np.where(x64 < 0, x64, -0.0)]).astype(bf16)
     want[16:18] = np.array([0.0, 0.0], bf16)  # maximum(-0.0, +0.0) is +0.0
     assert_bits_equal(dev.get(o), want)
 

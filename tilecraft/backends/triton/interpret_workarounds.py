@@ -15,6 +15,7 @@ wrong conversions; like every helper they are copied into a generated module onl
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -24,7 +25,7 @@ from ...language import dtypes as D
 from ...language.dtypes import DType
 from ...language.enums import PADDING_VALUES, PaddingMode
 from .helpers import define_helper
-from .spelling import fp8_bits, is_float, py_literal, tl_dtype
+from .spelling import fp8_bits, is_float, negative_zero, py_literal, tl_dtype
 
 if TYPE_CHECKING:
     from .emitter import KernelWriter
@@ -74,8 +75,11 @@ def bf16_constant(w: "KernelWriter", value: float) -> str:
     so it is made in float32 and converted (on the GPU too: Triton folds it). The value is
     rounded to bfloat16 here first, so the conversion is exact: the interpreter's cast
     truncates (3.14 became 3.125, not 3.140625) and flushes subnormals (1e-40 became 0.0), so
-    under the interpreter it converts as `cast` does."""
+    under the interpreter it converts as `cast` does. A value that rounds to -0.0 (-1e-45) is
+    `negative_zero`: Triton makes every constant equal to zero +0.0."""
     rounded = float(np.array(value, dtype=D.bfloat16.np_dtype)[()])
+    if rounded == 0 and math.copysign(1.0, rounded) < 0:
+        return negative_zero(D.bfloat16)
     wide = f"tl.full([], {py_literal(rounded, D.bfloat16)}, tl.float32)"
     return cast(w, wide, D.float32, D.bfloat16) or f"tl.cast({wide}, tl.bfloat16)"
 
