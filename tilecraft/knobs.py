@@ -78,7 +78,7 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "it could not be built.")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, WARP_SPECIALIZE, TF32_STAGING, ALIGN_STAGING,
-       TENSOR_READER)
+       GLUON_DIRECT, TENSOR_READER)
 
 
 def cache_dir() -> Path | None:

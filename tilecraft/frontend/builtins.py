@@ -490,9 +490,6 @@ def divmod_(fc: Any, x: Any, y: Any, /) -> Any:
 
 
 # ---- matrix multiply ------------------------------------------------------------------------------------
-_FP8 = (dt.float8_e4m3fn, dt.float8_e5m2)
-
-
 @handles(L.mma)
 def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> Value:
     fast = fc.sema.const_bool(use_fast_acc, "use_fast_acc")
@@ -517,7 +514,7 @@ def mma(fc: Any, x: Any, y: Any, /, acc: Any, *, use_fast_acc: Any = False) -> V
         if not names:
             raise fc.sema.type_error(f"Unsupported input dtype {da} for mma()")
         raise fc.sema.type_error(f"Unsupported acc dtype {dc} for mma() with {da} operands (supported: {names})")
-    if fast and da not in _FP8:
+    if fast and da not in dt.FLOAT8_VALUE_DTYPES:
         raise fc.sema.type_error(f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, "
                                  f"float8_e5m2), got {da}")
     a, b = fc.sema.broadcast_to(a, batch + sa[-2:]), fc.sema.broadcast_to(b, batch + sb[-2:])

@@ -97,6 +97,10 @@ float8_e5m2 = _make("float8_e5m2", 8, Category.RESTRICTED, True, ml_dtypes.float
 float8_e8m0fnu = _make("float8_e8m0fnu", 8, Category.RESTRICTED, False, ml_dtypes.float8_e8m0fnu, "f8e8m0fnu")
 float4_e2m1fn = _make("float4_e2m1fn", 4, Category.RESTRICTED, True, ml_dtypes.float4_e2m1fn, "f4e2m1fn")
 
+FLOAT8_VALUE_DTYPES: tuple[DType, ...] = (float8_e4m3fn, float8_e5m2)
+"""The 8-bit floats that hold values (float8_e8m0fnu holds only scales): MMA operands, and
+converted through float32 where a backend converts them only to and from wider floats."""
+
 ALL_DTYPES: tuple[DType, ...] = (
     bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
     float16, float32, float64, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu,

@@ -105,7 +105,7 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
         w.alias(op.result, w.expr(x), w.is_literal(x))
         return
     if dst is D.bool_:  # 8-bit floats compare in float32 (Triton cannot compare them to 0)
-        wide = D.float32 if src in (D.float8_e4m3fn, D.float8_e5m2) else _arith_dtype(src)
+        wide = D.float32 if src in D.FLOAT8_VALUE_DTYPES else _arith_dtype(src)
         w.assign(op.result, f"{_as(w, x, wide)} != 0", "t")
         return
     mode = op.rounding if op.rounding in rounding.CAST_MODES else None

@@ -241,8 +241,8 @@ class KernelWriter:
         under its CPU interpreter), so the others go through float32: exact from fp8, exact
         or out of fp8's range anyway from integers, and rounded to odd from float64, so that
         the cast rounds once."""
-        fp8 = {D.float8_e4m3fn, D.float8_e5m2}
-        others = {src, dst} - fp8
+        fp8 = D.FLOAT8_VALUE_DTYPES
+        others = {src, dst} - set(fp8)
         direct = len(others) == 1 and others <= {D.float16, D.bfloat16, D.float32}
         if not extra and src is not dst and (src in fp8 or dst in fp8) and not direct:
             if src is D.float64:

@@ -497,9 +497,10 @@ PyMODINIT_FUNC PyInit_%(name)s(void) {
 
 def source(name: str) -> str:
     """The launcher's C source, as the extension module `name`."""
-    return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "tensor_header": tensor_reader.HEADER, "value": CHECK_VALUE, "range": CHECK_RANGE,
-                      "call": CHECK_CALL, "path": CHECK_PATH, "align": CHECK_ALIGN, "from_arg": _FROM_ARG,
-                      "from_address": _FROM_ADDRESS, "from_constant": _FROM_CONSTANT}
+    return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "tensor_header": tensor_reader.HEADER,
+                      "value": CHECK_VALUE, "range": CHECK_RANGE, "call": CHECK_CALL, "path": CHECK_PATH,
+                      "align": CHECK_ALIGN, "from_arg": _FROM_ARG, "from_address": _FROM_ADDRESS,
+                      "from_constant": _FROM_CONSTANT}
 
 
 @functools.cache
