@@ -67,18 +67,13 @@ WARP_SPECIALIZE = Knob("TILECRAFT_WARP_SPECIALIZE", "",
                        "running as a warp-specialized Gluon kernel on an sm_90 GPU (read when a kernel is compiled; see "
                        "backends/gluon).")
 
-GLUON_DIRECT = Knob("TILECRAFT_GLUON_DIRECT", "",
-                     "Set to 1 to launch a warp-specialized Gluon variant's cached launches through the compiled "
-                     "kernel its first launch returned, without Triton's JITFunction.run (host time per launch; off "
-                     "until checked on a GPU: backends/gluon/kernel.py WarpSpecializedLauncher).")
-
 TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "Set to 0 to keep cached launches on a GPU from reading torch tensors through a C++ reader built "
                       "once per machine in the background (backends/triton/tensor_reader.py); set to 'debug' to print why "
                       "it could not be built.")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, WARP_SPECIALIZE, TF32_STAGING, ALIGN_STAGING,
-       GLUON_DIRECT, TENSOR_READER)
+       TENSOR_READER)
 
 
 def cache_dir() -> Path | None:

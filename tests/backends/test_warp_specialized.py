@@ -642,7 +642,7 @@ def test_gluon_compiles_a_kernel_with_a_parameter_named_like_its_grid():
     kernel.compile_for(90, args)
 
 
-# ---- cached launches of the variant without JITFunction.run (TILECRAFT_GLUON_DIRECT) -------------------
+# ---- cached launches of the variant without JITFunction.run -------------------------------------------
 class _Compiled:
     """Stands in for Triton's CompiledKernel: records its launcher's calls."""
 
@@ -675,15 +675,12 @@ def _plain(flat: tuple) -> list:
             else x.data_ptr() if hasattr(x, "data_ptr") else x for x in flat]
 
 
-@pytest.mark.parametrize("direct", [True, False])
-def test_cached_variant_launches_call_the_compiled_kernel(monkeypatch, direct):
-    """With TILECRAFT_GLUON_DIRECT=1 a specialized launcher's second launch on a grid calls the
-    compiled kernel its first launch returned, with the arguments and grid Triton's JITFunction.run
-    would pass it, the launch hooks and metadata left out; another grid goes through
-    JITFunction.run again (the persistent variant takes the grid as ints, which Triton
-    specializes). Without the knob every launch goes through JITFunction.run."""
+def test_cached_variant_launches_call_the_compiled_kernel(monkeypatch):
+    """A specialized launcher's second launch on a grid calls the compiled kernel its first launch
+    returned, with the arguments and grid Triton's JITFunction.run would pass it, the launch hooks
+    and metadata left out; another grid goes through JITFunction.run again (the persistent variant
+    takes the grid as ints, which Triton specializes)."""
     from tilecraft.backends.gluon import kernel as gluon_kernel
-    monkeypatch.setenv("TILECRAFT_GLUON_DIRECT", "1" if direct else "")
     monkeypatch.setattr(gluon_kernel, "_multiprocessors", lambda args: 132)
     monkeypatch.setattr(gluon_kernel, "current_stream", lambda: 7)
     variant, args = _scaled_row_sums_variant()
@@ -700,26 +697,24 @@ def test_cached_variant_launches_call_the_compiled_kernel(monkeypatch, direct):
         launcher.launch(grid, args)
     assert ws.variant_launches == 5
     kinds = [c[0] for c in calls]
-    assert kinds == (["jit", "direct", "direct", "jit", "jit"] if direct else ["jit"] * 5)
+    assert kinds == ["jit", "direct", "direct", "jit", "jit"]
     first = calls[0]
     assert first[3]["enable_reflect_ftz"] is False  # the options are the compiled kernel's
-    for call in calls[1:3] if direct else []:
+    for call in calls[1:3]:
         _, grid, stream, head, flat = call
         assert grid == first[1] and stream == 7 and head == ("function", "metadata", None, None, None)
         assert _plain(flat) == _plain(first[4])
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("direct", ["1", ""])
-def test_matmul_gluon_cached_launches(dev, backend, monkeypatch, direct):
+def test_matmul_gluon_cached_launches(dev, backend):
     """On the H200: the Gluon matmul launched five times on the same arrays, the output poisoned
     in place before each, is right every time, through the fast path's launcher (from the third
-    launch on, with TILECRAFT_GLUON_DIRECT=1, the compiled kernel called without JITFunction.run)."""
+    launch on, the compiled kernel called without JITFunction.run)."""
     torch = pytest.importorskip("torch")
     from tilecraft.backends.gluon import WarpSpecializedKernel
     from tilecraft.library import matmul_kernel
-    monkeypatch.setenv("TILECRAFT_GLUON_DIRECT", direct)
-    kernel = matmul_kernel.replace_hints()  # its own cache: launchers made with this knob
+    kernel = matmul_kernel.replace_hints()  # its own cache: the first launches compile
     m, n, k = 3700, 2056, 296
     gen = torch.Generator(device="cuda").manual_seed(5)
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
