@@ -24,19 +24,21 @@ reads.
 The reader is a C++ extension built against the installed torch (its headers and libraries):
 one g++ run of about 11 s (most of it parsing torch's headers), once per machine and torch
 build, kept in Triton's cache beside the C launcher and built under a file lock, so processes
-started together (torchrun ranks, test workers) build it once. The build runs in a background
-thread started when a launcher module is made (`attach`), not in the launch that asks for it:
-an 11 s stall in the second launch of a program (when its first quick launcher is made) on
-each new machine would cost far more than the reader saves in that run. Until it is ready the
-launcher reads through Python; when it is, `use_reader` switches the launcher module, so every
-quick launcher, those made before included, uses it from its next call. Anything that keeps it
-from being built (no C++ compiler, no torch headers, a failed build or load) leaves the
-launcher as it was; TILECRAFT_TENSOR_READER=debug says why, =0 never builds it.
+started together (torchrun ranks, test workers) build it once. It is built by a process of its
+own (`_COMPILE`), which outlives one that exits within those 11 s (a series of short runs on a
+new machine builds it once), and a failed build is recorded, not tried again by each process.
+A background thread started when a launcher module is made (`attach`) starts or waits for the
+build, not the launch that asks for it: an 11 s stall in the second launch of a program (when
+its first quick launcher is made) on each new machine would cost far more than the reader saves
+in that run. Until it is ready the launcher reads through Python; when it is, `use_reader`
+switches the launcher module, so every quick launcher, those made before included, uses it from
+its next call. Anything that keeps it from being built (no C++ compiler, no torch headers, a
+failed build or load) leaves the launcher as it was; TILECRAFT_TENSOR_READER=debug says why (for
+a recorded failure, the record's path: delete it to build again), =0 never builds it.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import importlib.util
 import os
@@ -194,8 +196,49 @@ def _flags() -> list[str]:
             "-ltorch_python", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{root / 'lib'}"]
 
 
+_COMPILE = r"""
+import fcntl, os, subprocess, sys
+final, failed, source, cxx, *flags = sys.argv[1:]
+with open(os.path.join(os.path.dirname(final), "build.lock"), "w") as lock:
+    fcntl.lockf(lock, fcntl.LOCK_EX)
+    if os.path.exists(final) or os.path.exists(failed):
+        sys.exit()
+    src = os.path.join(os.path.dirname(final), "reader.cpp")
+    out, log = f"{final}.{os.getpid()}.tmp", f"{failed}.{os.getpid()}.tmp"
+    with open(src, "w") as file:
+        file.write(source)
+    with open(log, "w") as file:
+        try:
+            code = subprocess.run([cxx, src, *flags, "-o", out], stdin=subprocess.DEVNULL, stdout=file,
+                                  stderr=file, timeout=600).returncode
+        except (OSError, subprocess.SubprocessError) as exc:
+            code = exc
+        built = code == 0 and os.path.exists(out)
+        if not built:
+            print(f"\n{cxx} failed: {code!r}", file=file)
+    if built:
+        os.replace(out, final)
+        os.unlink(log)
+    else:
+        os.replace(log, failed)
+        if os.path.exists(out):
+            os.unlink(out)
+"""
+"""The build, run by a Python of its own (argv: the module's path, the failure record's, the
+source, the compiler and its flags), detached from the process that needs the reader, so that
+the build outlives a process that exits within its 11 s and the next one finds the module. One
+at a time, under a POSIX lock that dies with the build's process (not its compiler's children),
+held for 10 minutes at most (a compiler still running then is stopped: a failure), and none once
+the module or a failure record is there. The module and the record appear whole
+(`os.replace`); the compiler's output goes to a file, not a pipe, which a compiler's lingering
+child (a compile server) would keep open."""
+
+
 def _build() -> Any:
-    """The reader's module: from Triton's cache, else compiled into it (one process at a time)."""
+    """The reader's module: from Triton's cache, else built into it by `_COMPILE` (waited for
+    here). A failed build is recorded there (`_NAME.failed`, holding the compiler's output)
+    and not tried again until torch, the compiler, its flags or the source change the cache key,
+    or the record is deleted."""
     from triton.runtime.build import platform_key
     from triton.runtime.cache import get_cache_manager
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
@@ -205,23 +248,20 @@ def _build() -> Any:
     flags = _flags()
     key = hashlib.sha256("\n".join([source, cxx, *flags, torch.__version__, platform_key(), sys.version]).encode())
     cache = get_cache_manager(key.hexdigest())
-    filename = _NAME + sysconfig.get_config_var("EXT_SUFFIX")
-    path = cache.get_file(filename)
-    if path is None:
-        directory = getattr(cache, "cache_dir", None) or tempfile.gettempdir()
-        with open(os.path.join(directory, "build.lock"), "w") as lock:
-            # another process may be building it: wait for its result. A POSIX lock, which processes
-            # forked meanwhile do not inherit (a flock stays held until they exit too)
-            fcntl.lockf(lock, fcntl.LOCK_EX)
-            path = cache.get_file(filename)
-            if path is None:
-                with tempfile.TemporaryDirectory(prefix="tilecraft-reader-") as tmp:
-                    src, out = Path(tmp) / f"{_NAME}.cpp", Path(tmp) / filename
-                    src.write_text(source)
-                    done = subprocess.run([cxx, str(src), *flags, "-o", str(out)], capture_output=True, text=True)
-                    if done.returncode != 0:
-                        raise RuntimeError(f"{cxx} failed: {done.stderr[-2000:]}")
-                    path = cache.put(out.read_bytes(), filename, binary=True)
+    directory = Path(getattr(cache, "cache_dir", None) or Path(tempfile.gettempdir()) / f"tilecraft-{key.hexdigest()}")
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / (_NAME + sysconfig.get_config_var("EXT_SUFFIX"))
+    failed = directory / f"{_NAME}.failed"
+    code = None
+    if not path.exists() and not failed.exists():
+        argv = [sys.executable, "-I", "-S", "-c", _COMPILE, str(path), str(failed), source, cxx, *flags]
+        code = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True).wait()
+    if not path.exists():
+        if failed.exists():
+            raise RuntimeError(f"its build failed (recorded in {failed}; delete it to build again): "
+                               f"{failed.read_text()[-2000:]}")
+        raise RuntimeError(f"its build's process exited with {code} and left no module")
     spec = importlib.util.spec_from_file_location(_NAME, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -238,6 +278,11 @@ class _Build:
         self.waiting: list[Any] = []
         self.reader: Any = None  # the reader's capsule, once built
         self.started = False
+
+    def start(self) -> None:
+        """Build it (or wait for its build) in a background thread, not in a launch."""
+        self.started = True
+        threading.Thread(target=self.run, name="tilecraft-tensor-reader", daemon=True).start()
 
     def run(self) -> None:
         try:
@@ -257,6 +302,24 @@ class _Build:
 _BUILD = _Build()
 
 
+def _after_fork() -> None:
+    """In a process forked while the build was under way (a data loader's worker), which the
+    build's thread did not follow: start it afresh for the launcher modules waiting. The fork
+    happened under `_BUILD.lock` (`os.register_at_fork` below), so the state copied is whole."""
+    global _BUILD
+    old, _BUILD = _BUILD, _Build()
+    if old.done.is_set():
+        _BUILD.reader, _BUILD.started = old.reader, True
+        _BUILD.done.set()
+    elif old.started:
+        _BUILD.waiting = old.waiting
+        _BUILD.start()
+
+
+os.register_at_fork(before=lambda: _BUILD.lock.acquire(), after_in_parent=lambda: _BUILD.lock.release(),
+                    after_in_child=_after_fork)
+
+
 def attach(launcher: Any, wait: bool = False) -> bool:
     """Make the launcher module `launcher` (native_launch.py's) read tensors through the reader:
     now when it is built, else once its build (started here, in the background) is done.
@@ -270,8 +333,8 @@ def attach(launcher: Any, wait: bool = False) -> bool:
             return _BUILD.reader is not None
         _BUILD.waiting.append(launcher)
         if not _BUILD.started:
-            _BUILD.started = True
-            threading.Thread(target=_BUILD.run, name="tilecraft-tensor-reader", daemon=True).start()
+            _BUILD.start()
+        build = _BUILD
     if wait:
-        _BUILD.done.wait()
-    return _BUILD.done.is_set() and _BUILD.reader is not None
+        build.done.wait()
+    return build.done.is_set() and build.reader is not None
