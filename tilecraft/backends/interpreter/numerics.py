@@ -5,13 +5,15 @@ or scalar). Casts to a float round to nearest even by default, on the exact valu
 (or a 64-bit integer) to the narrow formats the value first goes to a wider format by
 round-to-odd, so the final rounding is not a double rounding. RZ/RM/RP step the nearest result
 one unit where it lies on the wrong side of the exact value, RA where it broke a tie toward
-zero. tfloat32 is float32 storage rounded to 10 mantissa bits (on the bits, every mode).
+zero. tfloat32 is float32 storage rounded to 10 mantissa bits (on the bits, every mode). Casts
+to 8-bit floats saturate as the GPU's cvt.rn.satfinite does (`_to_fp8`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+import ml_dtypes
 import numpy as np
 
 from ...language import dtypes as D
@@ -183,6 +185,18 @@ def _float_to_float(src: DType, dst: DType, mode: RoundingMode | None) -> Conver
     return directed
 
 
+def _to_fp8(src: DType, dst: DType, mode: RoundingMode | None) -> Convert:
+    """Conversion to an 8-bit float as the GPU's `cvt.rn.satfinite` does it: an input beyond
+    the largest finite value (an infinity too) becomes that value with its sign, then the
+    value rounds (so 464, a tie, and 500 give 448 in float8_e4m3fn, where ml_dtypes gives
+    NaN; 1e5 and inf give 57344 in float8_e5m2, not inf); a NaN stays a NaN. Integers and
+    float64 clip in float64 (exact within the range), the other floats in float32."""
+    limit = float(ml_dtypes.finfo(dst.np_dtype).max)
+    wide = F64 if src is D.float64 or not is_floating(src) else F32
+    convert = _float_to_float(D.float64 if wide == F64 else D.float32, dst, mode)
+    return lambda x: convert(np.clip(np.asarray(x).astype(wide, copy=False), -limit, limit))
+
+
 def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> Convert:
     """A function converting values of `src` to `dst` with the language's conversion rules
     (`rounding` RN/RZ/RM/RP/RA applies to float results; None and RN are nearest even)."""
@@ -201,6 +215,8 @@ def make_cast(src: DType, dst: DType, rounding: RoundingMode | None = None) -> C
     mode = rounding if rounding in (RoundingMode.RZ, RoundingMode.RM, RoundingMode.RP, RoundingMode.RA) else None
     if dst is D.tfloat32:
         return _to_tf32(src, mode)
+    if dst in D.FLOAT8_VALUE_DTYPES:
+        return _to_fp8(src, dst, mode)
     if is_floating(src):
         return _float_to_float(src, dst, mode)
     return _int_to_float(dst, mode)

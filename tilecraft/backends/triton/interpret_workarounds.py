@@ -34,14 +34,15 @@ if TYPE_CHECKING:
 # ---- conversions ------------------------------------------------------------------------------
 
 # 8-bit float formats for the interpreter's conversion: mantissa bits, exponent bias, largest
-# finite code, code on overflow, NaN code
-_FP8_FORMAT = {D.float8_e4m3fn: (3, 7, 0x7E, 0x7F, 0x7F), D.float8_e5m2: (2, 15, 0x7B, 0x7C, 0x7E)}
+# finite value, NaN code
+_FP8_FORMAT = {D.float8_e4m3fn: (3, 7, 448.0, 0x7F), D.float8_e5m2: (2, 15, 57344.0, 0x7E)}
 
 
 def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
     """`text` converted from `src` to `dst` where the interpreter's own `tl.cast` is wrong: to
     bfloat16 it truncates instead of rounding (and converts integers as if bfloat16 were
-    uint16), to 8-bit floats it rounds without carrying into the exponent, from e5m2 to
+    uint16), to 8-bit floats it rounds without carrying into the exponent and gives NaN or
+    inf past the largest finite value (the GPU's cvt.rn.satfinite saturates), from e5m2 to
     float16 it loses values, and from bfloat16 to float32/float64 it flushes subnormals to
     zero. None: `tl.cast` is right (or not under the interpreter)."""
     if not w.target.interpret or src is dst:
@@ -348,11 +349,13 @@ define_helper("_tc_int64_to_f64_sticky_interp", '''(x):
     return tl.where(x < 0, -f, f)
 ''')
 
-define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr, MAXCODE: tl.constexpr,
-                      OVF: tl.constexpr, NAN: tl.constexpr):
+define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr,
+                      NAN: tl.constexpr):
     """float32 -> the bits of an 8-bit float with MANT mantissa bits and exponent bias BIAS,
-    rounding to nearest even (the interpreter's cast does not carry into the exponent)."""
-    a = tl.abs(x)
+    rounding to nearest even (the interpreter's cast does not carry into the exponent), as
+    cvt.rn.satfinite: a magnitude past the largest finite value TOP (an infinity too) is TOP
+    before rounding; a NaN is the code NAN, with its sign."""
+    a = tl.where(tl.abs(x) < TOP, tl.abs(x), TOP)
     e = tl.maximum((tl.cast(a, tl.int32, bitcast=True) >> 23) - 127, 1 - BIAS)
     q = tl.cast((e - MANT + 127) << 23, tl.float32, bitcast=True)  # value of the last bit
     y = a / q
@@ -360,7 +363,6 @@ define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr
     d = y - f
     up = (d > 0.5) | ((d == 0.5) & (f % 2.0 == 1.0))
     code = ((e + BIAS - 1) << MANT) + tl.cast(f, tl.int32) + tl.cast(up, tl.int32)
-    code = tl.where((code > MAXCODE) | (a == float("inf")), OVF, code)
     code = tl.where(x != x, NAN, code) | ((tl.cast(x, tl.int32, bitcast=True) >> 31) & 1) << 7
     return tl.cast(code, tl.uint8)
 ''')
