@@ -29,11 +29,12 @@ _STUB = r"""
 #include <string.h>
 
 #define MAX_RECORDED 64
-static int context = 1, error = 0, launches = 0, recorded = 0;
+static uint64_t context = %(context)d;
+static int error = 0, launches = 0, recorded = 0;
 static unsigned int grid[3], block[3], shared;
 static uint64_t stream, function, params[MAX_RECORDED];
 
-CUresult tc_stub_cuCtxGetCurrent(CUcontext* ctx) { *ctx = context ? (CUcontext)(uintptr_t)0x1000 : NULL; return CUDA_SUCCESS; }
+CUresult tc_stub_cuCtxGetCurrent(CUcontext* ctx) { *ctx = (CUcontext)(uintptr_t)context; return CUDA_SUCCESS; }
 
 CUresult tc_stub_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
                                 unsigned int by, unsigned int bz, unsigned int smem, CUstream s, void** kernel_params,
@@ -48,8 +49,8 @@ CUresult tc_stub_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
 
 CUresult tc_stub_cuGetErrorString(CUresult e, const char** what) { *what = "stub error"; return CUDA_SUCCESS; }
 
-/* test controls: whether a context is current, the error cuLaunchKernel returns, how many params to record */
-void tc_stub_set(int has_context, int launch_error, int record) { context = has_context; error = launch_error; recorded = record; }
+/* test controls: the current context (0: none), the error cuLaunchKernel returns, how many params to record */
+void tc_stub_set(uint64_t current, int launch_error, int record) { context = current; error = launch_error; recorded = record; }
 int tc_stub_launches(void) { return launches; }
 void tc_stub_last(unsigned int* dims, uint64_t* handles, uint64_t* out) {
   for (int i = 0; i < 3; ++i) { dims[i] = grid[i]; dims[3 + i] = block[i]; }
@@ -58,6 +59,9 @@ void tc_stub_last(unsigned int* dims, uint64_t* handles, uint64_t* out) {
 }
 """
 
+
+CONTEXT = 0x1000
+"""The stand-in's current CUDA context unless a test sets another (`StubDriver.set`)."""
 
 _FORMATS = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "q": "q", "Q": "Q", "p": "Q", "f": "f", "d": "d"}
 """The launcher's packing letters as `struct` formats."""
@@ -81,13 +85,16 @@ class StubDriver:
 
     def __init__(self, library: Path) -> None:
         self._lib = ctypes.CDLL(str(library))
+        self._lib.tc_stub_set.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.c_int]
         self.set()
 
-    def set(self, context: bool = True, error: int = 0, types: bytes = b"") -> None:
-        """Whether a CUDA context is current, what cuLaunchKernel returns, and the packing
-        letters of the kernel launched next (what `last` reads; 'x' is not passed)."""
+    def set(self, context: bool | int = True, error: int = 0, types: bytes = b"") -> None:
+        """The current CUDA context (True: `CONTEXT`, False: none, an int: that one, as
+        another device's), what cuLaunchKernel returns, and the packing letters of the kernel
+        launched next (what `last` reads; 'x' is not passed)."""
         self._letters = [letter for letter in types.decode() if letter != "x"] + ["p", "p"]
-        self._lib.tc_stub_set(int(context), error, len(self._letters) if types else 0)
+        current = CONTEXT if context is True else int(context)
+        self._lib.tc_stub_set(current, error, len(self._letters) if types else 0)
 
     @property
     def launches(self) -> int:
@@ -124,7 +131,7 @@ def build(directory: Path) -> tuple[Any, StubDriver]:
     directory.mkdir(parents=True, exist_ok=True)
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
     stub = directory / "stub.c"
-    stub.write_text(_STUB)
+    stub.write_text(_STUB % {"context": CONTEXT})
     library = directory / "libtc_stub_cuda.so"
     subprocess.run([cc, str(stub), "-O2", "-shared", "-fPIC", f"-I{driver.include_dirs[0]}", "-o", str(library)],
                    check=True, capture_output=True)

@@ -153,12 +153,20 @@ def test_it_refuses_and_accepts_exactly_what_the_python_quick_path_does(stub, dr
 
 
 def test_without_a_context_or_with_a_launch_error(stub, driver):
+    """Both quick launchers decline, launching nothing, where no CUDA context is current, or
+    another than the one the kernel was loaded in (another device's: the runtime then makes
+    the arrays' device current, runtime/devices.py; they once launched the kernel of one
+    device's context in another's)."""
     args = _args()
     dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    assert dl._native_head[4] == cuda_stub.CONTEXT  # the context current when it was made
     for quick in _pair(dl, scale_shift, args):
-        driver.set(context=False)
         before = driver.launches
-        assert quick(0, (6,), args) is False and driver.launches == before
+        for context in (False, cuda_stub.CONTEXT + 0x100):
+            driver.set(context=context)
+            assert quick(0, (6,), args) is False and driver.launches == before
+        driver.set()
+        assert quick(0, (6,), args) is True and driver.launches == before + 1
         driver.set(error=700)
         with pytest.raises(RuntimeError, match="cuLaunchKernel: stub error"):
             quick(0, (6,), args)
@@ -206,7 +214,7 @@ def test_numpy_arrays_are_read_along_their_paths(stub, driver):
     """The checks are data (`QuickChecks`): a NumPy array's address and writable flag are read
     along attribute paths (`ctypes.data`, `flags.writeable`), as the generated Python reads them."""
     module = stub[0]
-    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi"), module)
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi", cuda_stub.CONTEXT), module)
     native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"), many_blocks=0,
                                stream=(_Handle, "handle", launching.stream_handle))
     made = []
@@ -237,33 +245,36 @@ class _Handle:
 
 
 def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
-    launch = stub[0].launch
+    launch, C = stub[0].launch, cuda_stub.CONTEXT
     driver.set(types=b"bBhHiIqQfdpx")
     values = (-5, 250, -300, 60000, -70000, 4_000_000_000, -2**40, 2**63 + 5, 1.5, 2.25, 0xDEAD0)
-    assert launch(2, 3, 4, 9, 0xF00, 128, 64, b"bBhHiIqQfdpx", *values, "not passed") is True
+    assert launch(2, 3, 4, 9, 0xF00, 128, 64, b"bBhHiIqQfdpx", C, *values, "not passed") is True
     got = driver.last()
     assert (got.grid, got.block, got.shared, got.stream, got.function) == ((2, 3, 4), (128, 1, 1), 64, 9, 0xF00)
     assert got.values == (*values, 0, 0)
     before = driver.launches
-    assert launch(0, 1, 1, 0, 0xF00, 128, 0, b"i", 1) is True and driver.launches == before  # an empty grid
+    assert launch(0, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is True and driver.launches == before  # an empty grid
     driver.set(context=False)
-    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1) is False and driver.launches == before
+    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is False and driver.launches == before
+    driver.set(context=C + 0x100)  # another device's context is current: not the kernel's
+    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is False and driver.launches == before
+    driver.set(context=False)
     with pytest.raises(TypeError, match="2 kernel arguments for 1 types"):
-        launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", 1, 2)
+        launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1, 2)
     driver.set()  # a context again: values are converted only then
     for letter, (low, high) in {"b": (-2**7, 2**7), "B": (0, 2**8), "h": (-2**15, 2**15), "H": (0, 2**16),
                                 "i": (-2**31, 2**31), "I": (0, 2**32), "q": (-2**63, 2**63), "Q": (0, 2**64)}.items():
         for value in (low - 1, high, high + 2**70):  # never truncated: Triton's launcher raises on them too
             with pytest.raises(OverflowError):
-                launch(1, 1, 1, 0, 0xF00, 128, 0, letter.encode(), value)
+                launch(1, 1, 1, 0, 0xF00, 128, 0, letter.encode(), C, value)
     assert driver.launches == before
 
 
 def test_a_malformed_table_is_refused(stub):
     module = stub[0]
     base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
-                many_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1, threads=32,
-                shared=0, params=(("i", 0, 0, None),))
+                many_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1,
+                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),))
     assert type(module.quick(*base.values())).__name__ == "Quick"
     for change in ({"checks": ((9, 0, None, None),)}, {"checks": ((4, 0, 15, 0),)}, {"checks": ((0, 3, None, 1),)},
                    {"params": (("i", 0, 5, None),)}, {"params": (("i", 1, 0, None),)}, {"params": (("x", 0, 0, None),)},
@@ -419,7 +430,7 @@ def test_each_tensor_launches_only_specializations_of_its_own_key(stub, driver):
     refuses or raises as the Python quick path does, its own tensor included: what the reader
     reads equals the Python reads, item by item, for every kind of tensor it reads."""
     module = stub[0]
-    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p"), module)
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p", cuda_stub.CONTEXT), module)
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0)", {"_launch": module.launch, "_head": launcher.head},
                         functools.partial(native_launch.quick, launcher, ("p0",), many_blocks=0,
                                           stream=(_Handle, "handle", launching.stream_handle)))

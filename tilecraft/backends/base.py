@@ -135,7 +135,8 @@ class FusedLaunch:
     gz` (the grid, each in 1..2**24-1), `stream` (not None), `a<j>` (the j-th runtime argument,
     in `Function.params` order), `p<j>` (the address of array `a<j>`, read once) and the names in
     `env` (each starting with `_`). Its value is true when it launched, false when the caller
-    must launch the normal way (having done nothing). `native`, when given, makes the whole
+    must launch the normal way (having done nothing), as it must where the current CUDA device
+    is not the one it was made on (runtime/devices.py). `native`, when given, makes the whole
     quick launcher in native code instead, from the runtime's checks (`QuickChecks`), or returns
     None to leave it to `expr`."""
 

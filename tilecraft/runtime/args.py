@@ -229,7 +229,9 @@ def to_array(x: Any, name: str, index64: bool) -> ArrayArg | None:
         import torch  # optional dependency: only arrays from GPU libraries get here
         if hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 1:
             return _numpy_array(np.from_dlpack(x), name, index64)
-        t = torch.as_tensor(x, device="cuda") if hasattr(x, "__cuda_array_interface__") else torch.from_dlpack(x)
+        # no device= for the CUDA array interface: "cuda" is the current device, and an array on
+        # another would be copied there (the kernel writing the copy); as_tensor keeps its own
+        t = torch.as_tensor(x) if hasattr(x, "__cuda_array_interface__") else torch.from_dlpack(x)
         return _torch_array(t, name, index64)
     return None
 

@@ -106,7 +106,8 @@ class Kernel:
     params: list[ParamInfo] = field(init=False)
     plan: tuple[bool, ...] | None = field(init=False)
     variants: dict[VariantKey, Variant] = field(default_factory=dict, init=False)
-    fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool, Quick | None]] = field(default_factory=dict, init=False)
+    fast: dict[Any, tuple[CompiledKernel, BackendSpec, bool, Quick | None, int | None]] = field(default_factory=dict,
+                                                                                                  init=False)
     quick: Quick | None = field(default=None, init=False)  # the quick launcher of the variant launched last
     keyer: Keyer | None = field(default=None, init=False)  # fast_key for the argument types seen last
     keyers: dict[tuple[type, ...], Keyer | None] = field(default_factory=dict, init=False)  # by argument types
@@ -192,10 +193,11 @@ class Kernel:
             self.keyer = self.keyers[types]
         return found
 
-    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool, Quick | None]) -> None:
+    def remember_fast(self, key: Any, hit: tuple[CompiledKernel, BackendSpec, bool, Quick | None, int | None]) -> None:
         """Map a fast-path key to its compiled kernel, its backend, whether the backend takes
-        the arguments unconverted and its quick launcher (`fastpath.quick_launcher`), which
-        becomes the kernel's (bounded: cleared when it grows large)."""
+        the arguments unconverted, its quick launcher (`fastpath.quick_launcher`), which
+        becomes the kernel's, and the CUDA device it was made on (None off CUDA: devices.py)
+        (bounded: cleared when it grows large)."""
         if len(self.fast) >= _FAST_LIMIT:
             self.fast.clear()
         self.fast[key] = hit

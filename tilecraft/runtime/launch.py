@@ -1,4 +1,5 @@
-"""`ct.launch(stream, grid, kernel, args)`: validate, pick a backend, compile once, run.
+"""`ct.launch(stream, grid, kernel, args)`: validate, pick a backend, compile once, run (a
+CUDA launch on the device holding its arrays: devices.py).
 
 Every check happens before anything runs, so a bad launch writes nothing.
 """
@@ -13,6 +14,7 @@ from .. import knobs
 from ..backends import registry
 from ..backends.base import BackendKind
 from ..backends.registry import CPU, CUDA, BackendSpec
+from . import devices
 from .args import ArrayArg, ListArg, backend_args
 from .fastpath import Quick, quick_launcher
 from .kernel import Kernel, VariantKey
@@ -55,29 +57,28 @@ def _parse_backend(value: Any, source: str) -> BackendSpec | None:
 
 def choose_backend(arrays: list[ArrayArg | ListArg], requested: Any) -> BackendSpec:
     """From the launch option, else TILECRAFT_BACKEND, else the default for where the arrays live."""
-    devices = {a.device for a in arrays}
-    if len(devices) > 1:
+    kinds = {a.device for a in arrays}
+    if len(kinds) > 1:
         where = ", ".join(f"an array on {a.device}" for a in arrays[:4])
         raise ValueError(f"Arrays are on different devices ({where}); all arrays of a launch must be on "
                          f"one device")
     spec = _parse_backend(requested, "backend") or _parse_backend(knobs.BACKEND.get(), knobs.BACKEND.name)
-    if not devices:  # no arrays to say where: the backend asked for, else the CPU's default
+    if not kinds:  # no arrays to say where: the backend asked for, else the CPU's default
         return spec or registry.default_for(CPU)
-    device = devices.pop()
+    kind = kinds.pop()
     if spec is None:
-        return registry.default_for(device)
-    if spec.device != device:
-        others = ", ".join(s.name for s in registry.all() if s.device == device)
+        return registry.default_for(kind)
+    if spec.device != kind:
+        others = ", ".join(s.name for s in registry.all() if s.device == kind)
         raise ValueError(f"The {spec.name} backend needs {spec.device.upper()} arrays; these arrays are on "
-                         f"{device.upper()} (backends for {device.upper()} arrays: {others})")
+                         f"{kind.upper()} (backends for {kind.upper()} arrays: {others})")
     return spec
 
 
-def device_arch(arrays: list[ArrayArg | ListArg]) -> str:
-    """`sm_<major><minor>` of the CUDA device holding the arrays."""
+def device_arch(device: int) -> str:
+    """`sm_<major><minor>` of CUDA device `device`."""
     import torch
-    index = arrays[0].data.device.index if arrays else torch.cuda.current_device()
-    major, minor = torch.cuda.get_device_capability(index)
+    major, minor = torch.cuda.get_device_capability(device)
     return f"sm_{major}{minor}"
 
 
@@ -103,9 +104,11 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
         fast_entry = (fast[0], backend, knobs.BACKEND.raw())  # a TILECRAFT_BACKEND change misses
         hit = kernel.fast.get(fast_entry)
         if hit is not None:
-            compiled, spec, as_given, kernel.quick = hit
+            compiled, spec, as_given, kernel.quick, device = hit
             if spec.device == CUDA and stream is None:
                 raise TypeError(_NO_STREAM)
+            if device is not None and device != devices.current_device():
+                return _launch_on(device, stream, grid, kernel, kernel_args, backend)
             flat = fast[1] if as_given else backend_args(fast[1], spec.to_array)
             g = grid
             if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
@@ -118,20 +121,33 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
     grid3 = check_grid(grid)
     specs, arrays, flat = kernel.describe(kernel_args)
     spec = choose_backend(arrays, backend)
-    if spec.device == CUDA and stream is None:
-        raise TypeError(_NO_STREAM)
-    arch = device_arch(arrays) if spec.device == CUDA else None
-    key = VariantKey(specs, tuple(a.facts for a in arrays), spec.name, arch)
-    variant = kernel.variant(key, spec)
-    runtime_args = kernel.runtime_args(variant, flat, spec.to_array)
-    if 0 in grid3:
-        return
-    variant.compiled.launch(grid3, runtime_args, stream, dependent=programmatic_dependent_launch)
-    if fast is not None:
-        as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
-        specialized = variant.compiled.specialize(runtime_args)
-        kernel.remember_fast(fast_entry, (specialized, spec, as_given,
-                                          _quick_for(kernel, kernel_args, fast_entry, specialized, as_given)))
+    device = None
+    if spec.device == CUDA:
+        if stream is None:
+            raise TypeError(_NO_STREAM)
+        device = devices.launch_device(arrays, stream)
+    with devices.using(device):  # the arrays' device: compiled for, loaded in, launched on
+        key = VariantKey(specs, tuple(a.facts for a in arrays), spec.name,
+                         device_arch(device) if device is not None else None)
+        variant = kernel.variant(key, spec)
+        runtime_args = kernel.runtime_args(variant, flat, spec.to_array)
+        if 0 in grid3:
+            return
+        variant.compiled.launch(grid3, runtime_args, stream, dependent=programmatic_dependent_launch)
+        if fast is not None and (arrays or device is None):  # a CUDA launch without arrays runs where it is
+            as_given = all(r is x for r, x in zip(runtime_args, fast[1]))  # the backend takes them unconverted
+            specialized = variant.compiled.specialize(runtime_args)
+            kernel.remember_fast(fast_entry, (specialized, spec, as_given,
+                                              _quick_for(kernel, kernel_args, fast_entry, specialized, as_given),
+                                              device))
+
+
+def _launch_on(device: int, stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, backend: Any) -> None:
+    """A cached launch of arrays on CUDA device `device`, not the current one: its stream
+    checked, then launched as before with `device` current (devices.py)."""
+    devices.check_stream(stream, device)
+    with devices.using(device):
+        launch(stream, grid, kernel, kernel_args, backend=backend)
 
 
 def _quick_for(kernel: Kernel, kernel_args: tuple, fast_entry: tuple, specialized: Any, as_given: bool) -> Quick | None:

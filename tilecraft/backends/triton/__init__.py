@@ -99,29 +99,38 @@ class TritonBackend:
         self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
-        # the GPU's capability and whether it has descriptors (TMA): from `capability` (compiling
-        # for a GPU that is not here), else asked of the current device on first use (an sm_90+
-        # device's capability is known only once `_descriptors_available` has run)
-        self._capability = capability
-        self._available: bool | None = None if capability is None else capability >= 90
+        self._capability = capability  # compiling for a GPU that is not here; else `_gpu_capability`
+        self._capabilities: dict[int | None, int | None] = {}  # device (None: no driver) -> capability
         self._schedule = {"grid_loop": grid_loop, "flatten": flatten}
 
     @property
     def interpret(self) -> bool:
         return self.kind is BackendKind.TRITON_INTERPRET
 
+    def _gpu_capability(self) -> int | None:
+        """The compute capability compiled for: `capability` where given, else the current
+        device's (a launch makes its arrays' device current, runtime/devices.py, so on a machine
+        with GPUs of two kinds each kernel is compiled for its own; asked once per device);
+        None under the interpreter and where Triton finds no CUDA driver."""
+        if self._capability is not None or self.interpret:
+            return self._capability
+        if None in self._capabilities:
+            return None
+        try:
+            device = driver.active.get_current_device()
+            if device not in self._capabilities:
+                target = driver.active.get_current_target()
+                self._capabilities[device] = target.arch if target.backend == "cuda" else None
+        except RuntimeError:  # "0 active drivers"
+            device = None
+            self._capabilities[None] = None
+        return self._capabilities[device]
+
     def _descriptors_available(self) -> bool:
         """Whether the GPU compiled for is sm_90+ (TMA, `cvt.rn.tf32.f32`): never under the
         interpreter, nor where Triton finds no GPU driver (only `compile_for` works there)."""
-        if self._available is None:
-            try:
-                target = None if self.interpret else driver.active.get_current_target()
-            except RuntimeError:  # "0 active drivers"
-                target = None
-            self._available = bool(target and target.backend == "cuda" and target.arch >= 90)
-            if self._available:
-                self._capability = target.arch
-        return self._available
+        capability = self._gpu_capability()
+        return capability is not None and capability >= 90
 
     def compile(self, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled | StagedKernel:
         """Lower `fn` to Triton source and load it; Triton compiles it at the first launch. A
@@ -149,9 +158,8 @@ class TritonBackend:
         """`kernel` with its warp-specialized Gluon variant (backends/gluon) where `fn` has a
         streamed loop whose arrays tensor descriptors can address, on an sm_90 GPU (Gluon's
         wgmma is Hopper's), unless TILECRAFT_WARP_SPECIALIZE=0."""
-        # _descriptors_available first: it sets _capability from the device
-        if (self.interpret or knobs.WARP_SPECIALIZE.get() == "0" or not self._descriptors_available()
-                or self._capability is None or self._capability // 10 != 9):
+        capability = self._gpu_capability()
+        if self.interpret or knobs.WARP_SPECIALIZE.get() == "0" or capability is None or capability // 10 != 9:
             return kernel
         found = streamed_loop(fn)
         if found is None or not _tma_arrays_ok(fn, facts, found):

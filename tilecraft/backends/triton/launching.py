@@ -177,7 +177,9 @@ class DirectLauncher:
     makes the launcher of its one-program-per-block variant (see `grid_loop_launch`); a kernel
     with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
     for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`:
-    `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch)."""
+    `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch).
+    It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
+    runtime/devices.py); its native launches decline where another device's context is."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,

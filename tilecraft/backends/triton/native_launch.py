@@ -9,6 +9,9 @@ as a vector call (no argument tuple) and packs each by one letter of `types`. It
 fast path launches: one CTA per program, no cooperative grid or dependent launch, no scratch
 memory, and scalar parameters of integer, float32 or float64 type; `launcher_for` returns None
 for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
+It launches only where the CUDA context its kernel was loaded in is current, and declines
+(returns False) where another device's is (runtime/devices.py: `ct.launch` then makes the
+arrays' device current): comparing the context it reads anyway costs nothing.
 
 The runtime's quick path (`fastpath.quick_launcher`: a cached launch's checks that its arguments
 have the specialization of a fast-path entry, then its launch) runs here too, as one C object
@@ -113,25 +116,36 @@ static PyObject* run(CUfunction function, const unsigned int grid[3], unsigned i
   Py_RETURN_TRUE;
 }
 
-static int has_context(void) {
+/* Whether `context` (not NULL) is the CUDA context current in this thread. */
+static int is_current(CUcontext context) {
   CUcontext ctx = NULL;
-  return cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx != NULL;
+  return context != NULL && cuCtxGetCurrent(&ctx) == CUDA_SUCCESS && ctx == context;
 }
 
-/* launch(grid_x, grid_y, grid_z, stream, function, threads, shared_bytes, types, *args) -> bool
-   False: no CUDA context is current in this thread (the caller launches another way). */
+/* context() -> the CUDA context current in this thread, as an int (0: none). */
+static PyObject* current_context(PyObject* self, PyObject* unused) {
+  CUcontext ctx = NULL;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS) ctx = NULL;
+  return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)ctx);
+}
+
+/* launch(grid_x, grid_y, grid_z, stream, function, threads, shared_bytes, types, context, *args) -> bool
+   False: `context`, where `function` was loaded, is not the CUDA context current in this thread
+   (none is, or another device's: the caller launches another way). */
 static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 8 || !PyBytes_Check(args[7])) {
-    PyErr_SetString(PyExc_TypeError, "launch(gx, gy, gz, stream, function, threads, shared, types, *args)");
+  if (nargs < 9 || !PyBytes_Check(args[7])) {
+    PyErr_SetString(PyExc_TypeError, "launch(gx, gy, gz, stream, function, threads, shared, types, context, *args)");
     return NULL;
   }
   const char* types = PyBytes_AS_STRING(args[7]);
   Py_ssize_t ntypes = PyBytes_GET_SIZE(args[7]);
-  if (nargs - 8 != ntypes || ntypes + 2 > MAX_PARAMS) {
-    PyErr_Format(PyExc_TypeError, "launch: %%zd kernel arguments for %%zd types", nargs - 8, ntypes);
+  if (nargs - 9 != ntypes || ntypes + 2 > MAX_PARAMS) {
+    PyErr_Format(PyExc_TypeError, "launch: %%zd kernel arguments for %%zd types", nargs - 9, ntypes);
     return NULL;
   }
-  if (!has_context()) Py_RETURN_FALSE;
+  CUcontext context = (CUcontext)(uintptr_t)PyLong_AsUnsignedLongLong(args[8]);
+  if (PyErr_Occurred()) return NULL;
+  if (!is_current(context)) Py_RETURN_FALSE;
   unsigned int grid[3], threads, shared;
   for (int i = 0; i < 3; ++i) grid[i] = (unsigned int)PyLong_AsUnsignedLong(args[i]);
   CUstream stream = (CUstream)(uintptr_t)PyLong_AsUnsignedLongLong(args[3]);
@@ -142,7 +156,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   void* params[MAX_PARAMS];
   int n = 0;
   for (Py_ssize_t i = 0; i < ntypes; ++i) {
-    int packed = pack(types[i], args[8 + i], &slots[n]);
+    int packed = pack(types[i], args[9 + i], &slots[n]);
     if (packed < 0) return NULL;
     if (packed) { params[n] = &slots[n]; ++n; }
   }
@@ -186,7 +200,7 @@ typedef struct {
   Check* checks; Py_ssize_t nchecks;
   long long grid_limit; unsigned long long many_blocks;
   PyObject *stream_type, *stream_attr, *stream_handle;
-  CUfunction function; unsigned int threads, shared;
+  CUfunction function; CUcontext context; unsigned int threads, shared;
   Param params[MAX_PARAMS]; int nparams;
 } Quick;
 
@@ -303,7 +317,7 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
   else if ((PyObject*)Py_TYPE(stream) == q->stream_type) handle = PyObject_GetAttr(stream, q->stream_attr);
   else handle = PyObject_CallOneArg(q->stream_handle, stream);
   if (handle == NULL) return NULL;
-  if (!has_context()) { Py_DECREF(handle); Py_RETURN_FALSE; }
+  if (!is_current(q->context)) { Py_DECREF(handle); Py_RETURN_FALSE; }  /* none, or another device's */
   CUstream cu_stream = (CUstream)(uintptr_t)PyLong_AsUnsignedLongLong(handle);
   Py_DECREF(handle);
   Slot slots[MAX_PARAMS];
@@ -374,15 +388,16 @@ static PyTypeObject QuickType = {
 };
 
 /* quick(env, knob, raw, types, addresses, checks, grid_limit, many_blocks, stream_type, stream_attr,
-   stream_handle, function, threads, shared, params) -> Quick; `native_launch.quick` documents them. */
+   stream_handle, function, context, threads, shared, params) -> Quick; `native_launch.quick`
+   documents them. */
 static PyObject* make_quick(PyObject* self, PyObject* table) {
   PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params;
   long long grid_limit;
-  unsigned long long many_blocks, function;
+  unsigned long long many_blocks, function, context;
   unsigned int threads, shared;
-  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKIIO!:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKKIIO!:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
                         &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &many_blocks, &stream_type,
-                        &stream_attr, &stream_handle, &function, &threads, &shared, &PyTuple_Type, &params))
+                        &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params))
     return NULL;
   if (PyTuple_GET_SIZE(addresses) > MAX_PARAMS || PyTuple_GET_SIZE(params) + 2 > MAX_PARAMS) {
     PyErr_SetString(PyExc_ValueError, "quick: too many parameters");
@@ -396,7 +411,8 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   q->env = env; q->knob = knob; q->raw = raw;
   q->grid_limit = grid_limit; q->many_blocks = many_blocks;
   q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
-  q->function = (CUfunction)(uintptr_t)function; q->threads = threads; q->shared = shared;
+  q->function = (CUfunction)(uintptr_t)function; q->context = (CUcontext)(uintptr_t)context;
+  q->threads = threads; q->shared = shared;
   q->ntypes = PyTuple_GET_SIZE(types);
   q->nchecks = PyTuple_GET_SIZE(checks);
   q->types = PyMem_Calloc(q->ntypes + 1, sizeof(PyObject*));
@@ -482,6 +498,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
 static PyMethodDef methods[] = {
   {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Launch a loaded CUDA kernel."},
   {"quick", make_quick, METH_VARARGS, "The quick launcher of one specialization."},
+  {"context", current_context, METH_NOARGS, "The CUDA context current in this thread, as an int (0: none)."},
   {"use_reader", use_reader, METH_O, "Read tensors through the tensor reader's capsule (None: through Python)."},
   {NULL, NULL, 0, NULL}
 };
@@ -536,9 +553,11 @@ def argument_types(compiled: Any) -> bytes | None:
 
 class Native(NamedTuple):
     """tilecraft's launcher of one compiled kernel: `launch(grid_x, grid_y, grid_z, stream,
-    *head, *args)`, args as its Triton arguments with arrays as addresses (the call returns
-    False when no CUDA context is current), from the launcher `module` (which also makes its
-    quick launchers: `quick`)."""
+    *head, *args)`, args as its Triton arguments with arrays as addresses, from the launcher
+    `module` (which also makes its quick launchers: `quick`). `head` is (function, threads,
+    shared memory, types, context): the CUDA context current when the launcher was made, the
+    one the kernel was loaded in; the call returns False, launching nothing, where another
+    context is current (another device's) or none."""
 
     launch: Callable[..., bool]
     head: tuple[Any, ...]
@@ -552,8 +571,8 @@ def launcher_for(compiled: Any, module: Any = None) -> Native | None:
     native = (module or _module()) if types is not None else None
     if native is None:
         return None
-    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, compiled.metadata.shared, types),
-                  native)
+    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, compiled.metadata.shared, types,
+                                  native.context()), native)
 
 
 def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_blocks: int,
@@ -563,8 +582,8 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_b
     parameter: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`). `many_blocks`: grids
     of at least this many blocks are declined (0: none); `stream`: (a stream type, the attribute
     holding its handle, the function giving any other stream's handle), for streams that are
-    not ints."""
-    function, threads, shared, types = native.head
+    not ints. Like `native.launch`, it declines where `native`'s context is not current."""
+    function, threads, shared, types, context = native.head
     params = []
     for letter, arg in zip(types.decode(), fused_args):
         if letter == "x":
@@ -580,4 +599,5 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_b
                       for i, path, read in zip(checks.runtime, checks.addresses, reads))
     table = tuple((*check, item) for check, item in zip(checks.checks, items))
     return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, table,
-                               checks.grid_limit, many_blocks, *stream, function, threads, shared, tuple(params))
+                               checks.grid_limit, many_blocks, *stream, function, context, threads, shared,
+                               tuple(params))

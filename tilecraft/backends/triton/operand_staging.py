@@ -217,13 +217,14 @@ class StagedLauncher:
     launch took Triton's full launch path twice or more: 110-340 us per launch on the H200 host,
     more than the GPU time of a 2048^3 tf32 matmul (benchmarks/results/size-sweep-h200-2026-12-01-ac.json).
     Launches on a stream other than the current one go through `StagedKernel.launch` (the
-    scratch must come from that stream's pool)."""
+    scratch must come from that stream's pool); its quick launch declines, launching nothing,
+    where another device's CUDA context is current (its native launchers compare theirs)."""
 
     def __init__(self, owner: StagedKernel, kernel: Any, args: Sequence[Any]) -> None:
         self._owner = owner
         self._kernel = kernel
         self._count = len(args)
-        self._prologues: list[tuple[int, tuple[int, int], tuple[int, int], Callable[..., bool], tuple, tuple]] = []
+        self._prologues: list[tuple[int, tuple[int, int], tuple[int, int], Callable[..., bool], tuple, tuple, tuple]] = []
         for i, copy in owner.staged.params.items():
             x = args[i]
             shape, strides = scratch_layout(x.shape, copy.transposed, x.element_size())
@@ -238,22 +239,30 @@ class StagedLauncher:
                 self._prologues = []
                 self._kernel = None
                 return
-            self._prologues.append((i, shape, strides, native[0], grid, (*native[1], *scalars)))
+            self._prologues.append((i, shape, strides, native[0], grid, native[1], scalars))
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
+        if dependent or not self._launched(grid, args, stream):
+            self._owner.launch(grid, args, stream, dependent=dependent)
+
+    def _launched(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> bool:
+        """The launch through the native launchers; False, having launched nothing, where it
+        cannot run so (another stream than the current one, no native launcher, or not the
+        CUDA context they were loaded in: the first prologue declines, as they share one)."""
         current = current_stream()
         handle = current if stream is None else stream_handle(stream)
-        if self._kernel is None or dependent or handle != current:
-            return self._owner.launch(grid, args, stream, dependent=dependent)
+        if self._kernel is None or handle != current:
+            return False
         copies = list(args)
-        for i, shape, strides, native, pgrid, head in self._prologues:
+        for i, shape, strides, native, pgrid, head, scalars in self._prologues:
             x = args[i]
             out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
-            if not native(*pgrid, handle, *head[:4], x.data_ptr(), out.data_ptr(), *head[4:]):
-                return self._owner.launch(grid, args, stream)  # no current context: the full path
+            if not native(*pgrid, handle, *head, x.data_ptr(), out.data_ptr(), *scalars):
+                return False
             copies[i] = out
         self._kernel.launch(grid, copies, stream)
+        return True
 
     def fused_launch(self) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (see `FusedLaunch`)."""
@@ -261,10 +270,6 @@ class StagedLauncher:
             return None
         names = "".join(f"a{j}, " for j in range(self._count))
         return FusedLaunch(f"_staged((gx, gy, gz), ({names}), stream)", {"_staged": self._launched})
-
-    def _launched(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any) -> bool:
-        self.launch(grid, args, stream)
-        return True
 
 
 def stage_copy(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> torch.Tensor:
