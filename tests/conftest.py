@@ -230,6 +230,28 @@ def kernel_ir(kernel: Any, *args: Any) -> Any:
     return kernel.lower(specs)
 
 
+def gluon_matmul_case(device: str) -> tuple:
+    """(a, b, c, want, grid) for the sample matmul at bf16 3700x2056x296 with 128x256x64 tiles on
+    torch device `device`, a grid its Gluon variant takes on the H200: c uninitialized, want the
+    float64 product."""
+    import math
+    import torch
+    m, n, k = 3700, 2056, 296
+    gen = torch.Generator(device=device).manual_seed(5)
+    a = torch.randn(m, k, device=device, dtype=torch.bfloat16, generator=gen)
+    b = torch.randn(k, n, device=device, dtype=torch.bfloat16, generator=gen)
+    c = torch.empty(m, n, device=device, dtype=torch.bfloat16)
+    return a, b, c, a.double() @ b.double(), (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+
+
+def gluon_variant_launches(kernel: Any) -> int:
+    """How many launches of `kernel`'s variants ran their warp-specialized Gluon kernel."""
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    ws = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in kernel.variants.values()]
+    return sum(w.variant_launches for w in ws if w is not None)
+
+
 def fast_launchers(kernel: Any, name: str) -> list:
     """The launchers the runtime's fast path keeps for backend `name` (on sm_90, for a kernel
     with a Gluon variant, the Triton kernel's inside the launcher choosing between the two)."""

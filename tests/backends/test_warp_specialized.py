@@ -14,7 +14,7 @@ import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
 from tilecraft.passes.warp_specialize import streamed_loop
 
-from conftest import kernel_ir
+from conftest import gluon_matmul_case, gluon_variant_launches, kernel_ir
 
 
 @ct.kernel
@@ -712,19 +712,11 @@ def test_matmul_gluon_cached_launches(dev, backend):
     in place before each, is right every time, through the fast path's launcher (from the third
     launch on, the compiled kernel called without JITFunction.run)."""
     torch = pytest.importorskip("torch")
-    from tilecraft.backends.gluon import WarpSpecializedKernel
     from tilecraft.library import matmul_kernel
     kernel = matmul_kernel.replace_hints()  # its own cache: the first launches compile
-    m, n, k = 3700, 2056, 296
-    gen = torch.Generator(device="cuda").manual_seed(5)
-    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
-    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    want = a.double() @ b.double()
-    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    a, b, c, want, grid = gluon_matmul_case("cuda")
     for _ in range(5):
         c.fill_(float("nan"))
         dev.launch(grid, kernel, (a, b, c, 128, 256, 64), backend=backend)
-        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
-    ws = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in kernel.variants.values()]
-    assert sum(w.variant_launches for w in ws if w is not None) == 5
+        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
+    assert gluon_variant_launches(kernel) == 5

@@ -20,6 +20,8 @@ from tilecraft.backends.arrays import as_numpy
 from tilecraft.backends.registry import CUDA, BackendSpec
 from tilecraft.runtime import devices
 
+from conftest import gluon_matmul_case, gluon_variant_launches
+
 torch = pytest.importorskip("torch")
 
 ConstInt = ct.Constant[int]
@@ -314,23 +316,14 @@ def test_two_gpus_cuda_array_interface_stays_on_its_device(on_gpu0):
 def test_two_gpus_gluon_matmul_on_cuda1(on_gpu0):
     """The sample matmul on cuda:1 with cuda:0 current, three launches (the third calls the
     compiled kernel directly), each right; on an sm_90 cuda:1 they run the Gluon variant."""
-    from tilecraft.backends.base import wrapped_as
-    from tilecraft.backends.gluon import WarpSpecializedKernel
     from tilecraft.library import matmul_kernel
     kernel = matmul_kernel.replace_hints()
-    m, n, k = 3700, 2056, 296
-    gen = torch.Generator(device="cuda:1").manual_seed(5)
-    a = torch.randn(m, k, device="cuda:1", dtype=torch.bfloat16, generator=gen)
-    b = torch.randn(k, n, device="cuda:1", dtype=torch.bfloat16, generator=gen)
-    c = torch.empty(m, n, device="cuda:1", dtype=torch.bfloat16)
-    want = a.double() @ b.double()
-    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    a, b, c, want, grid = gluon_matmul_case("cuda:1")
     for _ in range(3):
         c.fill_(float("nan"))
         ct.launch(torch.cuda.current_stream(1), grid, kernel, (a, b, c, 128, 256, 64))
         torch.cuda.synchronize(1)
-        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
+        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
         assert torch.cuda.current_device() == 0
     if torch.cuda.get_device_capability(1) == (9, 0):
-        ws = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in kernel.variants.values()]
-        assert sum(w.variant_launches for w in ws if w is not None) == 3
+        assert gluon_variant_launches(kernel) == 3
