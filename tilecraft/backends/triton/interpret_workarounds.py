@@ -42,17 +42,18 @@ def cast(w: "KernelWriter", text: str, src: DType, dst: DType) -> str | None:
     """`text` converted from `src` to `dst` where the interpreter's own `tl.cast` is wrong: to
     bfloat16 it truncates instead of rounding (and converts integers as if bfloat16 were
     uint16), to 8-bit floats it rounds without carrying into the exponent and gives NaN or
-    inf past the largest finite value (the GPU's cvt.rn.satfinite saturates), from e5m2 to
-    float16 it loses values, and from bfloat16 to float32/float64 it flushes subnormals to
-    zero. None: `tl.cast` is right (or not under the interpreter)."""
+    inf past the largest finite value (the GPU's cvt.rn.satfinite saturates), from 8-bit
+    floats it reads NaN and infinity codes as numbers (`_tc_from_fp8_interp`), and from
+    bfloat16 to float32/float64 it flushes subnormals to zero. None: `tl.cast` is right (or
+    not under the interpreter)."""
     if not w.target.interpret or src is dst:
         return None
     if src is D.bfloat16 and dst in (D.float32, D.float64):  # bfloat16 is the top half of float32
         wide = f"tl.cast(tl.cast(tl.cast({text}, tl.uint16, bitcast=True), tl.uint32) << 16, tl.float32, bitcast=True)"
         return wide if dst is D.float32 else f"tl.cast({wide}, tl.float64)"
-    if src is D.float8_e5m2 and dst is D.float16:  # e5m2 is the top byte of float16
-        return (f"tl.cast(tl.cast(tl.cast({text}, tl.uint8, bitcast=True), tl.uint16) << 8, "
-                f"tl.float16, bitcast=True)")
+    if src in _FP8_FORMAT and dst in (D.float16, D.float32, D.bfloat16):
+        wide = f"{w.need_helper('_tc_from_fp8_interp')}({text}, {src is D.float8_e5m2})"
+        return wide if dst is D.float32 else cast(w, wide, D.float32, dst) or f"tl.cast({wide}, {tl_dtype(dst)})"
     if dst in _FP8_FORMAT:
         if src is not D.float32:
             text = f"tl.cast({text}, tl.float32)"
@@ -347,6 +348,18 @@ define_helper("_tc_int64_to_f64_sticky_interp", '''(x):
     short = (a >> 11) | tl.cast((a & 0x7FF) != 0, tl.uint64)
     f = tl.where(a >= 9007199254740992, tl.cast(short, tl.float64) * 2048.0, tl.cast(a, tl.float64))
     return tl.where(x < 0, -f, f)
+''')
+
+define_helper("_tc_from_fp8_interp", '''(x, E5M2: tl.constexpr):
+    """An 8-bit float -> float32, exactly: the interpreter's cast reads the formats' special
+    codes as numbers (float8_e4m3fn's NaN 0x7F as 480, float8_e5m2's infinity 0x7C as 65536
+    and its NaNs as 81920 to 114688). e5m2 is the top byte of a float16; e4m3fn's cast is
+    right but for its NaN, which becomes float32's quiet NaN with its sign."""
+    bits = tl.cast(x, tl.uint8, bitcast=True)
+    if E5M2:
+        return tl.cast(tl.cast(tl.cast(bits, tl.uint16) << 8, tl.float16, bitcast=True), tl.float32)
+    nan = tl.cast((tl.cast(bits, tl.uint32) << 24) | 0x7FC00000, tl.float32, bitcast=True)  # with its sign
+    return tl.where((bits & 0x7F) == 0x7F, nan, tl.cast(x, tl.float32))
 ''')
 
 define_helper("_tc_to_fp8_interp", '''(x, MANT: tl.constexpr, BIAS: tl.constexpr, TOP: tl.constexpr,
