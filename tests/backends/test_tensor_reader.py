@@ -104,6 +104,20 @@ def test_a_failed_build_is_recorded_and_not_tried_again(compiler):
     assert not list(cache.rglob("*.tmp"))
 
 
+def test_a_killed_compiler_is_not_recorded(compiler):
+    """A compiler killed by a signal (or stopped at the time limit, or not started) gave no
+    verdict on the source: nothing is recorded, and the next build runs it again (it was once
+    recorded as a failure, and no process built the reader until the record was deleted)."""
+    make, runs, cache = compiler
+    make("kill -9 $$")
+    with pytest.raises(RuntimeError, match="left no module"):
+        tensor_reader._build()
+    assert not list(cache.rglob("*.failed")) and not list(cache.rglob("*.tmp"))
+    make('cp "$built" "$out"')
+    assert tensor_reader._build().reader is not None
+    assert _runs(runs) == 2
+
+
 def test_a_compilers_lingering_child_holds_up_nothing(compiler, tmp_path):
     """A child the compiler leaves running (a compile server, which keeps its output open) holds
     neither the build (its output read through a pipe would wait for it) nor the build's lock."""

@@ -219,18 +219,23 @@ with open(os.path.join(os.path.dirname(final), "build.lock"), "w") as lock:
     if built:
         os.replace(out, final)
         os.unlink(log)
-    else:
+    elif type(code) is int and code > 0:  # the compiler's own verdict: recorded
         os.replace(log, failed)
-        if os.path.exists(out):
-            os.unlink(out)
+    else:  # killed, stopped at the time limit or not started: tried again by the next build
+        os.unlink(log)
+    if os.path.exists(out):
+        os.unlink(out)
+    if not built:
+        sys.exit(f"{cxx}: {code!r}")
 """
 """The build, run by a Python of its own (argv: the module's path, the failure record's, the
 source, the compiler and its flags), detached from the process that needs the reader, so that
 the build outlives a process that exits within its 11 s and the next one finds the module. One
 at a time, under a POSIX lock that dies with the build's process (not its compiler's children),
-held for 10 minutes at most (a compiler still running then is stopped: a failure), and none once
-the module or a failure record is there. The module and the record appear whole
-(`os.replace`); the compiler's output goes to a file, not a pipe, which a compiler's lingering
+held for 10 minutes at most (a compiler still running then is stopped), and none once the module
+or a failure record is there. Only a compiler that ran and exited with an error is recorded; one
+killed by a signal, stopped at the time limit or that could not be started is not: the next
+build tries again. The module and the record appear whole (`os.replace`); the compiler's output goes to a file, not a pipe, which a compiler's lingering
 child (a compile server) would keep open."""
 
 
