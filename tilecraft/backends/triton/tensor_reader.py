@@ -235,8 +235,9 @@ at a time, under a POSIX lock that dies with the build's process (not its compil
 held for 10 minutes at most (a compiler still running then is stopped), and none once the module
 or a failure record is there. Only a compiler that ran and exited with an error is recorded; one
 killed by a signal, stopped at the time limit or that could not be started is not: the next
-build tries again. The module and the record appear whole (`os.replace`); the compiler's output goes to a file, not a pipe, which a compiler's lingering
-child (a compile server) would keep open."""
+build tries again. The module and the record appear whole (`os.replace`); the compiler's
+output goes to a file, not a pipe, which a compiler's lingering child (a compile server) would
+keep open."""
 
 
 def _build() -> Any:
