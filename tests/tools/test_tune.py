@@ -3,6 +3,7 @@ really fastest, skips configurations that do not compile and says so when none d
 
 from __future__ import annotations
 
+import contextlib
 import re
 from types import SimpleNamespace
 
@@ -236,3 +237,50 @@ def test_cuda_clock_flushes_l2_and_times_on_the_stream(dev):
     times = clock.time_us([lambda: a.mul_(2.0)] * 3)
     assert len(times) == 3 and all(t > 0 for t in times)
     assert torch.all(a == 8.0)
+
+
+class _GpuStream:
+    """A stand-in torch stream of CUDA device `device`: the devices whose streams it waited for."""
+
+    def __init__(self, device: int) -> None:
+        self.device, self.waited = device, []
+
+    def wait_stream(self, other: "_GpuStream") -> None:
+        self.waited.append(other.device)
+
+    def synchronize(self) -> None:
+        pass
+
+
+class _Event:
+    def __init__(self, enable_timing: bool) -> None:
+        pass
+
+    def record(self, stream: _GpuStream) -> None:
+        pass
+
+    def elapsed_time(self, end: "_Event") -> float:
+        return 0.001
+
+
+def test_cuda_clock_times_on_the_arrays_device(monkeypatch):
+    """With cuda:0 current and the arrays on cuda:1 (where their launches run: runtime/devices.py):
+    a raw handle, or no stream, is taken as cuda:1's, and the runs wait for cuda:1's current
+    stream, where the arguments were made. Once both were cuda:0's: the events timed cuda:0's
+    stream, not the kernels, and the kernels could run before their arguments were written.
+    torch's CUDA calls replaced by CPU stand-ins that say which device they were asked about."""
+    torch = pytest.importorskip("torch")
+
+    def stream_of(device=None):
+        return _GpuStream(0 if device is None else device)  # cuda:0 is current
+    empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *shape, device=None, **kw: empty(*shape, **kw))
+    monkeypatch.setattr(torch.cuda, "current_stream", stream_of)
+    monkeypatch.setattr(torch.cuda, "ExternalStream", lambda handle, device=None: stream_of(device))
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(L2_cache_size=1024))
+    monkeypatch.setattr(torch.cuda, "stream", lambda stream: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "Event", _Event)
+    for stream in (0, None):
+        clock = timing.CudaClock(stream, 1)
+        assert clock.time_us([lambda: None]) == [1.0]
+        assert clock.stream.device == 1 and clock.stream.waited == [1]

@@ -12,6 +12,7 @@ import time
 from typing import Any, Callable, Protocol, Sequence
 
 from ..backends.registry import CUDA
+from ..runtime import devices
 from ..runtime.launch import choose_backend
 from ..runtime.kernel import Kernel
 
@@ -42,7 +43,9 @@ class WallClock:
 
 
 class CudaClock:
-    """CUDA-event time of each run on `stream`, each after a write of twice the L2 cache size.
+    """CUDA-event time of each run on `stream` of CUDA device `device` (the arrays', where the
+    launches run: runtime/devices.py, whichever device is current), each after a write of twice
+    the L2 cache size.
 
     The runs are queued back to back and read after one synchronization, so the host's launch
     overhead overlaps the GPU's work instead of being timed."""
@@ -51,14 +54,15 @@ class CudaClock:
         import torch
 
         self.torch = torch
-        self.stream = torch_stream(stream)
+        self.device = device
+        self.stream = torch_stream(stream, device)
         l2_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self.flush = torch.empty(max(2 * l2_bytes, 1 << 20), dtype=torch.uint8, device=f"cuda:{device}")
 
     def time_us(self, runs: Sequence[Run]) -> list[float]:
         event = self.torch.cuda.Event
         pairs = []
-        self.stream.wait_stream(self.torch.cuda.current_stream())  # arguments made on the current stream
+        self.stream.wait_stream(self.torch.cuda.current_stream(self.device))  # arguments made on its current stream
         with self.torch.cuda.stream(self.stream):
             for run in runs:
                 start, end = event(enable_timing=True), event(enable_timing=True)
@@ -74,28 +78,29 @@ class CudaClock:
         self.stream.synchronize()
 
 
-def torch_stream(stream: Any) -> Any:
-    """`stream` (None: torch's current stream, a torch stream, a raw handle, a CuPy stream or an
-    object with `__cuda_stream__`) as a torch stream, for recording events on it."""
+def torch_stream(stream: Any, device: int) -> Any:
+    """`stream` of CUDA device `device` (None: torch's current stream there, a torch stream, a
+    raw handle, a CuPy stream or an object with `__cuda_stream__`) as a torch stream, for
+    recording events on it (a handle is taken as `device`'s: torch would take it as the
+    current device's)."""
     import torch
 
     if stream is None:
-        return torch.cuda.current_stream()
+        return torch.cuda.current_stream(device)
     if isinstance(stream, torch.cuda.Stream):
         return stream
     from ..backends.triton.launching import stream_handle
-    return torch.cuda.ExternalStream(stream_handle(stream))
+    return torch.cuda.ExternalStream(stream_handle(stream), device=device)
 
 
 def clock_for(kernel: Kernel, args: Any, stream: Any, clocks: dict[Any, Clock]) -> Clock:
     """The clock for launching `kernel` with `args` on `stream`: by the device its arrays live on
-    (as `ct.launch` picks its backend), one per device and stream, kept in `clocks`."""
+    (as `ct.launch` picks its backend and device), one per device and stream, kept in `clocks`."""
     _, arrays, _ = kernel.describe(args)
     if choose_backend(arrays, None).device != CUDA:
         return clocks.setdefault("cpu", WallClock())
-    device = arrays[0].data.device.index if arrays else None
+    device = devices.launch_device(arrays, stream)
     key = (device, id(stream))
     if key not in clocks:
-        import torch
-        clocks[key] = CudaClock(stream, torch.cuda.current_device() if device is None else device)
+        clocks[key] = CudaClock(stream, device)
     return clocks[key]
