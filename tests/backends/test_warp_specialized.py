@@ -116,11 +116,11 @@ def test_attention_gluon(dev, backend, causal, tm, tn, d, seq, dtype):
     import ml_dtypes
     np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
     q, k, v = _inputs(2, 4, 2, seq, seq, d, np_dtype, seed=tm + tn + d + seq)
-    before = _variant_launches()
+    before = gluon_variant_launches(flash_attention)
     got, want = _run(dev, backend, q, k, v, tm, tn, 2, causal)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
     # paired 64-row blocks need an even grid: 300 rows make 5 blocks, which run as the Triton kernel
-    assert _variant_launches() == before + (tm == 128 or seq % (2 * tm) == 0)
+    assert gluon_variant_launches(flash_attention) == before + (tm == 128 or seq % (2 * tm) == 0)
 
 
 @pytest.mark.only_backends("triton")
@@ -135,10 +135,10 @@ def test_attention_gluon_runs_many_blocks_per_program(dev, backend, causal, tm, 
     loops of different lengths); every block matches float64."""
     import ml_dtypes
     q, k, v = _inputs(2, 16, 2, seq, seq, 128, ml_dtypes.bfloat16, seed=tm + seq + causal)
-    before = _variant_launches()
+    before = gluon_variant_launches(flash_attention)
     got, want = _run(dev, backend, q, k, v, tm, 128, 2, causal)
     np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-2)
-    assert _variant_launches() == before + 1
+    assert gluon_variant_launches(flash_attention) == before + 1
 
 
 @pytest.mark.only_backends("triton")
@@ -155,14 +155,14 @@ def test_matmul_gluon(dev, backend, dtype, m, n, k):
     rng = np.random.default_rng(m + n + k)
     a, b = rng.standard_normal((m, k)).astype(np_dtype), rng.standard_normal((k, n)).astype(np_dtype)
     c = dev.poison((m, n), np_dtype)
-    before = _matmul_variant_launches()
+    before = gluon_variant_launches(matmul_kernel)
     grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
     dev.launch(grid, matmul_kernel, (dev.put(a), dev.put(b), c, 128, 256, 64), backend=backend)
     got = dev.get(c).astype(np.float64)
     want = a.astype(np.float64) @ b.astype(np.float64)
     # each product exact in float32, the sum rounded once into the output dtype
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
-    assert _matmul_variant_launches() == before + 1
+    assert gluon_variant_launches(matmul_kernel) == before + 1
 
 
 @pytest.mark.only_backends("triton")
@@ -200,19 +200,6 @@ def test_tf32_matmul_gluon(dev, backend, m, n, k):
     got, written = dev.get(c2), ~np.isnan(dev.get(c2))
     assert written.mean() == pytest.approx(0.5, abs=0.05) and launches() == before + 1
     np.testing.assert_allclose(got[written], want[written], rtol=1e-5, atol=1e-4 * math.sqrt(k))
-
-
-def _matmul_variant_launches() -> int:
-    from tilecraft.backends.gluon import WarpSpecializedKernel
-    from tilecraft.library import matmul_kernel
-    kernels = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in matmul_kernel.variants.values()]
-    return sum(k.variant_launches for k in kernels if k is not None)
-
-
-def _variant_launches() -> int:
-    from tilecraft.backends.gluon import WarpSpecializedKernel
-    kernels = [wrapped_as(v.compiled, WarpSpecializedKernel) for v in flash_attention.variants.values()]
-    return sum(k.variant_launches for k in kernels if k is not None)
 
 
 # ---- on the CPU: which kernels qualify, and the variant compiled for sm_90 -------------------------
