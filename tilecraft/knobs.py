@@ -71,8 +71,8 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "Set to 0 to keep cached launches on a GPU from reading torch tensors through a C++ reader built "
                       "once per machine in the background (backends/triton/tensor_reader.py); set to 'debug' to print why "
                       "it could not be built. A failed build is recorded in Triton's cache (tilecraft_tensor_reader.failed) "
-                      "and not tried again until torch or the compiler changes; 'debug' prints the record's path: delete "
-                      "it to build again.")
+                      "and not tried again for a day, or until torch or the compiler changes; 'debug' prints the record's "
+                      "path: delete it to build again.")
 
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, WARP_SPECIALIZE, TF32_STAGING, ALIGN_STAGING,
        TENSOR_READER)

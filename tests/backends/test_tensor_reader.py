@@ -84,7 +84,8 @@ def test_a_build_outlives_the_process_that_started_it(compiler):
 def test_a_failed_build_is_recorded_and_not_tried_again(compiler):
     """A failed build (no torch headers, say) is recorded in the cache: a later process does not
     run the compiler again, and TILECRAFT_TENSOR_READER=debug prints the recorded reason and
-    where to delete it; once deleted, the next build runs the compiler again."""
+    where to delete it; once deleted, or a day old, the record no longer stands and the next
+    build runs the compiler again."""
     make, runs, cache = compiler
     make('echo "torch/extension.h: No such file or directory" >&2; exit 1')
     with pytest.raises(RuntimeError, match="No such file or directory"):
@@ -102,6 +103,13 @@ def test_a_failed_build_is_recorded_and_not_tried_again(compiler):
         tensor_reader._build()
     assert _runs(runs) == 2
     assert not list(cache.rglob("*.tmp"))
+    # a record a day old no longer stands (a compiler killed for memory exits 1 like a real error)
+    make('echo "fatal error: Killed signal terminated program cc1plus" >&2; exit 1')
+    old = time.time() - tensor_reader.FAILED_RETRY_S - 60
+    os.utime(record, (old, old))
+    with pytest.raises(RuntimeError, match="Killed signal"):
+        tensor_reader._build()
+    assert _runs(runs) == 3
 
 
 def test_a_killed_compiler_is_not_recorded(compiler):

@@ -26,7 +26,7 @@ one g++ run of about 11 s (most of it parsing torch's headers), once per machine
 build, kept in Triton's cache beside the C launcher and built under a file lock, so processes
 started together (torchrun ranks, test workers) build it once. It is built by a process of its
 own (`_COMPILE`), which outlives one that exits within those 11 s (a series of short runs on a
-new machine builds it once), and a failed build is recorded, not tried again by each process.
+new machine builds it once), and a failed build is recorded, not tried again by each process (for a day: FAILED_RETRY_S).
 A background thread started when a launcher module is made (`attach`) starts or waits for the
 build, not the launch that asks for it: an 11 s stall in the second launch of a program (when
 its first quick launcher is made) on each new machine would cost far more than the reader saves
@@ -48,6 +48,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -196,12 +197,22 @@ def _flags() -> list[str]:
             "-ltorch_python", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{root / 'lib'}"]
 
 
+FAILED_RETRY_S = 24 * 3600
+"""A failure record older than this no longer stands: the next process builds again. A compiler
+killed for memory (g++ exits 1: "Killed signal terminated program cc1plus") or a full disk looks
+like any other error, so a record is not kept for good; one build a day at most."""
+
 _COMPILE = r"""
-import fcntl, os, subprocess, sys
-final, failed, source, cxx, *flags = sys.argv[1:]
+import fcntl, os, subprocess, sys, time
+final, failed, retry, source, cxx, *flags = sys.argv[1:]
+def recorded():
+    try:
+        return time.time() - os.path.getmtime(failed) < float(retry)
+    except OSError:
+        return False
 with open(os.path.join(os.path.dirname(final), "build.lock"), "w") as lock:
     fcntl.lockf(lock, fcntl.LOCK_EX)
-    if os.path.exists(final) or os.path.exists(failed):
+    if os.path.exists(final) or recorded():
         sys.exit()
     src = os.path.join(os.path.dirname(final), "reader.cpp")
     out, log = f"{final}.{os.getpid()}.tmp", f"{failed}.{os.getpid()}.tmp"
@@ -228,23 +239,31 @@ with open(os.path.join(os.path.dirname(final), "build.lock"), "w") as lock:
     if not built:
         sys.exit(f"{cxx}: {code!r}")
 """
-"""The build, run by a Python of its own (argv: the module's path, the failure record's, the
-source, the compiler and its flags), detached from the process that needs the reader, so that
-the build outlives a process that exits within its 11 s and the next one finds the module. One
-at a time, under a POSIX lock that dies with the build's process (not its compiler's children),
-held for 10 minutes at most (a compiler still running then is stopped), and none once the module
-or a failure record is there. Only a compiler that ran and exited with an error is recorded; one
-killed by a signal, stopped at the time limit or that could not be started is not: the next
-build tries again. The module and the record appear whole (`os.replace`); the compiler's
-output goes to a file, not a pipe, which a compiler's lingering child (a compile server) would
-keep open."""
+"""The build, run by a Python of its own (argv: the module's path, the failure record's, how
+long a record stands (FAILED_RETRY_S), the source, the compiler and its flags), detached from
+the process that needs the reader, so that the build outlives a process that exits within its
+11 s and the next one finds the module. One at a time, under a POSIX lock that dies with the
+build's process (not its compiler's children), held for 10 minutes at most (a compiler still
+running then is stopped), and none once the module or a standing failure record is there. Only
+a compiler that ran and exited with an error is recorded; one killed by a signal, stopped at the
+time limit or that could not be started is not: the next build tries again. The module and the
+record appear whole (`os.replace`); the compiler's output goes to a file, not a pipe, which a
+compiler's lingering child (a compile server) would keep open."""
+
+
+def _standing(failed: Path) -> bool:
+    """Whether the failure record `failed` is there and younger than FAILED_RETRY_S."""
+    try:
+        return time.time() - failed.stat().st_mtime < FAILED_RETRY_S
+    except OSError:
+        return False
 
 
 def _build() -> Any:
     """The reader's module: from Triton's cache, else built into it by `_COMPILE` (waited for
     here). A failed build is recorded there (`_NAME.failed`, holding the compiler's output)
     and not tried again until torch, the compiler, its flags or the source change the cache key,
-    or the record is deleted."""
+    the record is deleted, or it is FAILED_RETRY_S old."""
     from triton.runtime.build import platform_key
     from triton.runtime.cache import get_cache_manager
     cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++")
@@ -259,12 +278,13 @@ def _build() -> Any:
     path = directory / (_NAME + sysconfig.get_config_var("EXT_SUFFIX"))
     failed = directory / f"{_NAME}.failed"
     code = None
-    if not path.exists() and not failed.exists():
-        argv = [sys.executable, "-I", "-S", "-c", _COMPILE, str(path), str(failed), source, cxx, *flags]
+    if not path.exists() and not _standing(failed):
+        argv = [sys.executable, "-I", "-S", "-c", _COMPILE, str(path), str(failed), str(FAILED_RETRY_S), source, cxx,
+                *flags]
         code = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True).wait()
     if not path.exists():
-        if failed.exists():
+        if _standing(failed):
             raise RuntimeError(f"its build failed (recorded in {failed}; delete it to build again): "
                                f"{failed.read_text()[-2000:]}")
         raise RuntimeError(f"its build's process exited with {code} and left no module")
