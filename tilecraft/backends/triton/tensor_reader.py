@@ -26,7 +26,8 @@ one g++ run of about 11 s (most of it parsing torch's headers), once per machine
 build, kept in Triton's cache beside the C launcher and built under a file lock, so processes
 started together (torchrun ranks, test workers) build it once. It is built by a process of its
 own (`_COMPILE`), which outlives one that exits within those 11 s (a series of short runs on a
-new machine builds it once), and a failed build is recorded, not tried again by each process (for a day: FAILED_RETRY_S).
+new machine builds it once), and a failed build is recorded, not tried again by each process
+(for a day: FAILED_RETRY_S).
 A background thread started when a launcher module is made (`attach`) starts or waits for the
 build, not the launch that asks for it: an 11 s stall in the second launch of a program (when
 its first quick launcher is made) on each new machine would cost far more than the reader saves
