@@ -49,6 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--staged", "--tf32-staged", dest="staged", action="store_true",
                    help="show the staged variant that launches with large float32 (tf32) or misaligned operands run "
                         "on sm_90+ (operands copied in a prologue: rounded, B transposed / rows 16-byte aligned)")
+    p.add_argument("--warp-specialized", action="store_true",
+                   help="show a matmul's warp-specialized Gluon variant, which runs grids of 256 blocks or more on "
+                        "sm_90 (by default the Triton kernel, which runs the other grids, is shown)")
 
 
 def run(opts: argparse.Namespace) -> int:
@@ -61,7 +64,8 @@ def run(opts: argparse.Namespace) -> int:
     args = tuple(parse_arg(a) for a in opts.args)
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
-        info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged)
+        info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged,
+                              warp_specialized=opts.warp_specialized)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except TileError as exc:

@@ -49,7 +49,8 @@ class Inspection:
     split_k: bool = False  # has split-K variants (passes/split_k.py); the stages are the unsplit kernel's
     staging: str = ""  # "": no staged variant (operands copied in a prologue); "variant": it has one; "shown": its stages
     warp_specialized: str = ""  # "shown": the stages are the Gluon variant's ("triton": its source); "variant": a
-    # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's)
+    # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's); "shown
+    # variant": that variant's stages (`warp_specialized=True`)
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -72,7 +73,11 @@ class Inspection:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
                      "(G, S, 1) then FINISH on (G, R, 1), S = min(8, SMs // G), R row slices per tile; the stages "
                      "shown are the unsplit kernel's")
-        if self.warp_specialized == "shown":
+        if self.warp_specialized == "shown variant":
+            text += ("\nwarp-specialized variant shown: grids of 256 blocks or more that fill the SMs' last round "
+                     "well run as this persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the "
+                     "other grids run the Triton kernel (shown without --warp-specialized)")
+        elif self.warp_specialized == "shown":
             text += ("\nwarp-specialized: on this GPU the kernel runs as the Gluon variant shown (a producer warp "
                      "streaming its loop's tiles through TMA, compute warpgroups issuing the MMAs; backends/gluon); "
                      "TILECRAFT_WARP_SPECIALIZE=0 shows and runs the Triton kernel")
@@ -107,11 +112,13 @@ def _resources(cubin: bytes) -> tuple[int | None, int | None]:
 
 
 def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90,
-                   staged: bool = False) -> Inspection:
+                   staged: bool = False, warp_specialized: bool = False) -> Inspection:
     """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
     exactly as a launch on such a GPU would: same specialization facts, same lowering.
     `staged`: the staged variant that launches with large tf32 or misaligned operands run
-    (backends/triton/operand_staging.py; a ValueError if the kernel has none)."""
+    (backends/triton/operand_staging.py; a ValueError if the kernel has none).
+    `warp_specialized`: a matmul's warp-specialized Gluon variant, which runs only on some grids
+    (by default the Triton kernel is shown; a ValueError if the kernel has none)."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
     ir = kernel.lower(specs, arch)
@@ -121,7 +128,12 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
     launch_args = backend_args(flat, as_torch)
-    shown = None if staged else _warp_specialized(compiled, capability, launch_args)
+    if staged and warp_specialized:
+        raise ValueError("choose one of the staged kernel and the warp-specialized variant to show")
+    shown = None if staged else _warp_specialized(compiled, capability, launch_args, warp_specialized)
+    if warp_specialized and not isinstance(shown, tuple):
+        raise ValueError(f"kernel `{ir.name}` has no warp-specialized Gluon variant for these arguments on "
+                         f"sm_{capability}")
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
@@ -134,7 +146,8 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
         registers, spills = _resources(binary.asm["cubin"])
         return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
                           variant.lowered.stages, binary.metadata.shared, registers, spills,
-                          tuple(compiled.fallbacks), split, "", warp_specialized="shown")
+                          tuple(compiled.fallbacks), split, "",
+                          warp_specialized="shown variant" if warp_specialized else "shown")
     else:
         binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])
@@ -152,15 +165,16 @@ def _variant_of(compiled: Any) -> tuple[Any, Any]:
     return ws, None if ws is None else ws.variant()
 
 
-def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any]) -> tuple[Any, Any] | str | None:
+def _warp_specialized(compiled: Any, capability: int, launch_args: list[Any],
+                      chained: bool = False) -> tuple[Any, Any] | str | None:
     """(the warp-specialized Gluon variant a launch on the GPU of `capability` would run, its
     binary); "variant" for a matmul's, which runs only on some grids (`deals_evenly`: inspect
-    shows the Triton kernel); None where the kernel has none or it does not build (the reason
-    joins the kernel's fallbacks)."""
+    shows the Triton kernel unless `chained`); None where the kernel has none or it does not
+    build (the reason joins the kernel's fallbacks)."""
     ws, variant = _variant_of(compiled)
     if variant is None:
         return None
-    if variant.lowered.chained:
+    if variant.lowered.chained and not chained:
         return "variant"
     try:
         return variant, variant.compile_for(capability, launch_args)
