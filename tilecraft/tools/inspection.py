@@ -83,8 +83,8 @@ class Inspection:
                      "TILECRAFT_WARP_SPECIALIZE=0 shows and runs the Triton kernel")
         elif self.warp_specialized == "variant":
             text += ("\nwarp-specialized variant: grids of 256 blocks or more that fill the SMs' last round well run "
-                     "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the stages shown are "
-                     "the Triton kernel's, which runs the other grids")
+                     "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`; --warp-specialized "
+                     "shows it); the stages shown are the Triton kernel's, which runs the other grids")
         if self.staging == "variant":
             text += ("\nstaged variant: launches with large float32 (tf32) or misaligned operands copy them in a "
                      "prologue (rounded, B transposed / rows aligned) and run it (see it with staged=True, --staged); "
