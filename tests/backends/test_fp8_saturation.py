@@ -148,3 +148,22 @@ def test_astype_from_fp8_every_code(dev, src: str, dst: str) -> None:
     out = dev.poison(x.shape, np_dtype(dst))
     dev.launch((4,), cast_to, (dev.put(x), out, 64))
     assert_bits_equal(dev.get(out), want, f"{src} -> {dst}")
+
+
+@ct.kernel
+def constant_fp8(out, C: ct.Constant[float], T: ct.Constant[int]):
+    ct.store(out, (0,), ct.full((T,), C, out.dtype))
+
+
+@pytest.mark.parametrize("dst", list(FORMATS))
+def test_fp8_constants_convert_as_casts_do(dev, dst: str) -> None:
+    """A float constant of an 8-bit float dtype converts as a cast does: past the largest
+    finite value (ties above it and infinities included) it saturates, NaN stays NaN, the rest
+    rounds to nearest even once (it was ml_dtypes' conversion: NaN or inf past the range)."""
+    x = np.array([1000.0, -1000.0, 464.0, -465.0, 1e5, 61441.0, np.inf, -np.inf, np.nan, 432.0 + 2.0**-30,
+                  2.0**-10 * 3, 1e-30, -0.0])
+    want = satfinite_reference(x, dst)
+    for i, c in enumerate(x.tolist()):
+        out = dev.poison((4,), np_dtype(dst))
+        dev.launch((1,), constant_fp8, (out, c, 4))
+        assert_bits_equal(dev.get(out), np.full(4, want[i]), f"constant {c!r} as {dst}")

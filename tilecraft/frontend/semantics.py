@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from ..errors import TileTypeError, TileUnsupportedFeatureError, TileValueError
@@ -39,6 +40,14 @@ def tf32_value(value: float) -> float:
     quantum = 2.0 ** (max(math.frexp(value)[1] - 1, -126) - 10)
     r = round(value / quantum) * quantum  # Python rounds half to even
     return math.copysign(math.inf, r) if abs(r) >= 2.0 ** 128 else r
+
+
+def fp8_value(value: float, dtype: DType) -> float:
+    """`value` converted to an 8-bit float dtype as a cast does (cvt.rn.satfinite): a magnitude
+    past the largest finite one, an infinity too, gives that one with its sign, NaN stays NaN,
+    the rest rounds to nearest even once (ml_dtypes alone gives NaN or inf past the range)."""
+    limit = float(ml_dtypes.finfo(dtype.np_dtype).max)
+    return float(np.array(np.clip(value, -limit, limit), dtype.np_dtype))
 
 
 def is_tile(x: Any) -> bool:
@@ -149,6 +158,8 @@ class Sema:
         """A scalar constant of `dtype`; the value is converted (wrapped/rounded) like a cast."""
         if dtype is dt.tfloat32:
             value = tf32_value(float(value))
+        elif dtype in dt.FLOAT8_VALUE_DTYPES:
+            value = fp8_value(float(value), dtype)
         elif dtype.is_float or dtype.is_restricted:
             value = float(value)
         elif dtype is dt.bool_:
