@@ -61,6 +61,11 @@ sinh, cosh, tanh, pow) only sees normal numbers. `flush_to_zero` ops flush expli
 (compute.py), never through this switch. jax_triton cannot pass it (tilecraft/jax/gpu.py)."""
 
 _lock = threading.Lock()
+_interpreting = threading.Lock()
+"""Held while a kernel runs under Triton's CPU interpreter, which rebinds triton.language's
+functions for the length of a run (interpreter._patch_lang) and restores them after: two threads
+interpreting at once broke each other's kernels ("Did you forget to add @triton.jit ?"), so
+interpreted launches take turns."""
 _modules: dict[str, ModuleType] = {}  # module name -> the module (see load_module)
 _scratch_dir: list[Path] = []
 
@@ -371,7 +376,7 @@ class TritonKernel:
             grid, flat = looped
         if self.interpret:
             ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
-            with ctx:
+            with _interpreting, ctx:
                 self._fn.run(*workarounds.float_arguments(flat), grid=grid, warmup=False)
             return
         if self._descriptors:
