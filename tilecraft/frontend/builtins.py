@@ -405,11 +405,21 @@ _minmax(BinaryFn.MAX, BinaryFn.MAX_NAN, L.maximum, py.max)
 
 
 def _builtin_minmax(fn: BinaryFn, builtin: Any) -> Any:
+    """The builtin min/max: elementwise over two or more arguments (or a tuple's items); one
+    runtime argument is refused, since Python would reduce it (ct.min/ct.max do that)."""
+    name = builtin.__name__
+
     def handler(fc: Any, *args: Any) -> Any:
         if len(args) == 1 and isinstance(args[0], tuple):
             args = args[0]
+        elif len(args) == 1 and isinstance(args[0], Value):
+            raise fc.sema.type_error(f"{name}() of a single tile is not supported: for its {name}imum element use "
+                                     f"ct.{name}(x), for the elementwise {name}imum pass two or more values")
         if not any(isinstance(a, Value) for a in args):
-            return _constant_extreme(tuple(args), builtin)
+            try:
+                return _constant_extreme(tuple(args), builtin)
+            except (TypeError, ValueError) as exc:  # min(), max(5), min("a", 1): Python's own complaint
+                raise fc.sema.type_error(f"{name}(): {exc}") from None
         out = args[0]
         for a in args[1:]:
             out = fc.sema.binary(fn, out, a)
