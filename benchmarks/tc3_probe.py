@@ -1,0 +1,133 @@
+"""Would splitting K across the warps of one block get the small tf32 cases to cuBLAS? (GPU
+probe for choosing what the compiler should generate; not a product benchmark.)
+
+TC3 (1000x500x700 fp32, tf32 MMAs) runs the MatMul sample's 32x32x32 tiles as 512 one-warp
+blocks, about 4 per SM, each walking 22 dependent K steps of ~180 instructions with nothing to
+hide their latency (docs/performance.md, eleventh session); split-K across blocks paid for its
+reduction pass and did not help. Here each block keeps the user's 32x32 output tile but walks K
+S tiles at a time with S warps, one accumulator per warp (a batched [S, 32, 32] MMA), summed
+over the warps once at the end: S times the warps per SM, 1/S of the chain, no second launch,
+deterministic. Rows per case, each checked against float64 then timed (median of
+`triton.testing.do_bench`, L2 flushed), ratio = torch / row:
+
+- `torch`: `a @ b` with tf32 allowed (cuBLAS);
+- `tilecraft`: the sample through `ct.launch`, as the side-by-side runs it;
+- `split S w W s T`: the kernel below, S K-tiles per step, W warps, T pipeline stages.
+
+    PYTHONPATH=$PWD python benchmarks/tc3_probe.py --out $OUT/tc3-probe.json
+    TRITON_INTERPRET=1 python benchmarks/tc3_probe.py --cpu-check       # correctness only, no timing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+if __name__ == "__main__" and "--cpu-check" in sys.argv:  # must precede `import triton`
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import torch
+import triton
+import triton.language as tl
+
+CASES = (("TC3 1000x500x700", (1000, 500, 700)), ("TC2 512x512x768", (512, 512, 768)))
+SPLITS = ((1, 1, 4), (2, 2, 3), (2, 2, 4), (4, 4, 2), (4, 4, 3), (4, 4, 4), (8, 4, 3))  # (S, warps, stages)
+TILE = 32
+
+
+@triton.jit
+def _rn_tf32(x):
+    """float32 rounded to nearest tfloat32 (cvt.rn.tf32.f32), as tilecraft rounds MMA operands."""
+    return tl.inline_asm_elementwise("cvt.rn.tf32.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True,
+                                     pack=1)
+
+
+@triton.jit
+def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, T: tl.constexpr, S: tl.constexpr, STAGES: tl.constexpr,
+                     ROUND: tl.constexpr):
+    """One (T, T) tile of c = a @ b per program; K walked S tiles per step, the S partial
+    products kept apart ([S, T, T]) and summed once after the loop."""
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, T)
+    rm = (pid // grid_n) * T + tl.arange(0, T)
+    rn = (pid % grid_n) * T + tl.arange(0, T)
+    ks = tl.arange(0, S)[:, None] * T + tl.arange(0, T)[None, :]  # [S, T]
+    acc = tl.zeros((S, T, T), tl.float32)
+    for k0 in tl.range(0, K, S * T, num_stages=STAGES):
+        kk = k0 + ks
+        x = tl.load(a + rm[None, :, None] * sam + kk[:, None, :],
+                    mask=(rm[None, :, None] < M) & (kk[:, None, :] < K), other=0.0)  # [S, T(m), T(k)]
+        y = tl.load(b + kk[:, :, None] * sbk + rn[None, None, :],
+                    mask=(kk[:, :, None] < K) & (rn[None, None, :] < N), other=0.0)  # [S, T(k), T(n)]
+        if ROUND:
+            x = _rn_tf32(x)
+            y = _rn_tf32(y)
+        acc = tl.dot(x, y, acc, input_precision="tf32")
+    tl.store(c + rm[:, None] * scm + rn[None, :], tl.sum(acc, axis=0), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, s: int, warps: int, stages: int,
+                 rounded: bool):
+    (m, k), n = a.shape, b.shape[1]
+    grid = (triton.cdiv(m, TILE) * triton.cdiv(n, TILE),)
+
+    def launch() -> None:
+        split_k_in_block[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), T=TILE, S=s,
+                               STAGES=stages, ROUND=rounded, num_warps=warps)
+    return launch
+
+
+def cpu_check() -> None:
+    """Each split on small odd sizes under Triton's interpreter (no rounding: no inline PTX there)."""
+    torch.manual_seed(0)
+    for m, n, k in ((37, 45, 101), (64, 32, 96)):
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        ref = a.double() @ b.double()
+        for s, warps, stages in SPLITS:
+            c = torch.full((m, n), float("nan"))
+            split_launch(a, b, c, s, warps, stages, rounded=False)()
+            err = float((c.double() - ref).norm() / ref.norm())
+            assert err < 1e-5, (m, n, k, s, err)
+            print(f"{m}x{n}x{k} S={s}: rel_err {err:.1e}")
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _results import claim
+    from probing import check_and_time, summary
+
+    import tilecraft as ct
+    from tilecraft.library.matmul import matmul_kernel
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    out = claim(args.out) if args.out else None
+    torch.backends.cuda.matmul.allow_tf32 = True
+    rows = []
+    for name, (m, n, k) in CASES:
+        torch.manual_seed(0)
+        a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+        c = torch.empty(m, n, device="cuda")
+        ref = (a.double() @ b.double()).float()
+        flop = 2 * m * n * k
+        t_ref = triton.testing.do_bench(lambda: a @ b, rep=100, return_mode="median")
+        rows.append(dict(case=name, row="torch", ms=t_ref, ratio=1.0, tflops=flop / t_ref / 1e9))
+        stream = torch.cuda.current_stream()
+        grid = (triton.cdiv(m, TILE) * triton.cdiv(n, TILE), 1, 1)
+        timed = [("tilecraft", lambda: (lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE))))]
+        timed += [(f"split {s} w{w} s{st}", lambda s=s, w=w, st=st: split_launch(a, b, c, s, w, st, True))
+                  for s, w, st in SPLITS]
+        for label, build in timed:
+            row = dict(case=name, row=label, **check_and_time(build, c, ref, t_ref, flop))
+            rows.append(row)
+            print(f"{name:18} {label:16} {summary(row, 'torch')}", flush=True)
+        if out is not None:
+            out.write_json({"gpu": torch.cuda.get_device_name(), "triton": triton.__version__,
+                            "torch": torch.__version__, "rows": rows})
+
+
+if __name__ == "__main__":
+    cpu_check() if "--cpu-check" in sys.argv else main()
