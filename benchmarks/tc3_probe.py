@@ -12,7 +12,8 @@ deterministic. Rows per case, each checked against float64 then timed (median of
 
 - `torch`: `a @ b` with tf32 allowed (cuBLAS);
 - `tilecraft`: the sample through `ct.launch`, as the side-by-side runs it;
-- `split S w W s T`: the kernel below, S K-tiles per step, W warps, T pipeline stages.
+- `BMxBN split S wW sT`: the kernel below, (BM, BN) output tiles, S K-tiles of 32 per step, W
+  warps, T pipeline stages.
 
     PYTHONPATH=$PWD python benchmarks/tc3_probe.py --out $OUT/tc3-probe.json
     TRITON_INTERPRET=1 python benchmarks/tc3_probe.py --cpu-check       # correctness only, no timing
@@ -33,7 +34,10 @@ import triton
 import triton.language as tl
 
 CASES = (("TC3 1000x500x700", (1000, 500, 700)), ("TC2 512x512x768", (512, 512, 768)))
-SPLITS = ((1, 1, 4), (2, 2, 3), (2, 2, 4), (4, 4, 2), (4, 4, 3), (4, 4, 4), (8, 4, 3))  # (S, warps, stages)
+SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
+          (32, 32, 4, 4, 4), (32, 32, 8, 4, 3), (64, 32, 4, 4, 3), (64, 64, 2, 4, 3), (64, 64, 4, 4, 3))
+"""(BM, BN, S, warps, stages): the 32x32 rows keep the sample's tiles (and its L2 traffic: A is
+read once per 32 columns, B once per 32 rows); the larger ones show what the traffic costs."""
 TILE = 32
 
 
@@ -45,16 +49,16 @@ def _rn_tf32(x):
 
 
 @triton.jit
-def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, T: tl.constexpr, S: tl.constexpr, STAGES: tl.constexpr,
-                     ROUND: tl.constexpr):
-    """One (T, T) tile of c = a @ b per program; K walked S tiles per step, the S partial
-    products kept apart ([S, T, T]) and summed once after the loop."""
+def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.constexpr, T: tl.constexpr,
+                     S: tl.constexpr, STAGES: tl.constexpr, ROUND: tl.constexpr):
+    """One (BM, BN) tile of c = a @ b per program; K walked S tiles of T per step, the S partial
+    products kept apart ([S, BM, BN]) and summed once after the loop."""
     pid = tl.program_id(0)
-    grid_n = tl.cdiv(N, T)
-    rm = (pid // grid_n) * T + tl.arange(0, T)
-    rn = (pid % grid_n) * T + tl.arange(0, T)
+    grid_n = tl.cdiv(N, BN)
+    rm = (pid // grid_n) * BM + tl.arange(0, BM)
+    rn = (pid % grid_n) * BN + tl.arange(0, BN)
     ks = tl.arange(0, S)[:, None] * T + tl.arange(0, T)[None, :]  # [S, T]
-    acc = tl.zeros((S, T, T), tl.float32)
+    acc = tl.zeros((S, BM, BN), tl.float32)
     for k0 in tl.range(0, K, S * T, num_stages=STAGES):
         kk = k0 + ks
         x = tl.load(a + rm[None, :, None] * sam + kk[:, None, :],
@@ -68,13 +72,14 @@ def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, T: tl.constexpr, S: tl.con
     tl.store(c + rm[:, None] * scm + rn[None, :], tl.sum(acc, axis=0), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, s: int, warps: int, stages: int,
-                 rounded: bool):
+def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, split: tuple[int, ...], rounded: bool):
+    """The launch of `split_k_in_block` computing c = a @ b with `split` (an entry of SPLITS)."""
     (m, k), n = a.shape, b.shape[1]
-    grid = (triton.cdiv(m, TILE) * triton.cdiv(n, TILE),)
+    bm, bn, s, warps, stages = split
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
 
     def launch() -> None:
-        split_k_in_block[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), T=TILE, S=s,
+        split_k_in_block[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), BM=bm, BN=bn, T=TILE, S=s,
                                STAGES=stages, ROUND=rounded, num_warps=warps)
     return launch
 
@@ -85,12 +90,17 @@ def cpu_check() -> None:
     for m, n, k in ((37, 45, 101), (64, 32, 96)):
         a, b = torch.randn(m, k), torch.randn(k, n)
         ref = a.double() @ b.double()
-        for s, warps, stages in SPLITS:
+        for split in SPLITS:
             c = torch.full((m, n), float("nan"))
-            split_launch(a, b, c, s, warps, stages, rounded=False)()
+            split_launch(a, b, c, split, rounded=False)()
             err = float((c.double() - ref).norm() / ref.norm())
-            assert err < 1e-5, (m, n, k, s, err)
-            print(f"{m}x{n}x{k} S={s}: rel_err {err:.1e}")
+            assert err < 1e-5, (m, n, k, split, err)
+            print(f"{m}x{n}x{k} {label(split)}: rel_err {err:.1e}")
+
+
+def label(split: tuple[int, ...]) -> str:
+    bm, bn, s, warps, stages = split
+    return f"{bm}x{bn} split {s} w{warps} s{stages}"
 
 
 def main() -> None:
@@ -118,8 +128,7 @@ def main() -> None:
         stream = torch.cuda.current_stream()
         grid = (triton.cdiv(m, TILE) * triton.cdiv(n, TILE), 1, 1)
         timed = [("tilecraft", lambda: (lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE))))]
-        timed += [(f"split {s} w{w} s{st}", lambda s=s, w=w, st=st: split_launch(a, b, c, s, w, st, True))
-                  for s, w, st in SPLITS]
+        timed += [(label(split), lambda split=split: split_launch(a, b, c, split, True)) for split in SPLITS]
         for label, build in timed:
             row = dict(case=name, row=label, **check_and_time(build, c, ref, t_ref, flop))
             rows.append(row)
