@@ -45,3 +45,31 @@ def test_builtin_min_max_of_one_argument(which: int, message: str) -> None:
         launch(builtin_minmax, (a, which))
     check_nth_marked_error(ei, builtin_minmax.fn, which)
     assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@ct.kernel
+def none_as_dtype(a, which: ConstInt):
+    t = ct.load(a, index=(0,), shape=(4,))
+    if which == 0:
+        r = ct.zeros((4,), None)  # ERR
+    elif which == 1:
+        r = t.astype(None)  # ERR
+    else:
+        f = None
+        r = f(t)  # ERR
+    ct.store(a, index=(0,), tile=r)
+
+
+@pytest.mark.parametrize("which, message", [
+    (0, 'Invalid argument "dtype" of zeros(): Expected a dtype constant, but given value has type None'),
+    (1, "of astype(): Expected a dtype constant, but given value has type None"),
+    (2, "Cannot call an object of type NoneType"),
+])
+def test_none_is_not_a_dtype(which: int, message: str) -> None:
+    """None read as NumPy's default dtype: ct.zeros(shape, None) was a float64 tile (a store
+    into float32 then failed at the wrong line), and calling None compiled as float64()."""
+    a = np.arange(4, dtype=np.float32)
+    with pytest.raises(ct.TileTypeError, match=message.replace("(", r"\(").replace(")", r"\)")) as ei:
+        launch(none_as_dtype, (a, which))
+    check_nth_marked_error(ei, none_as_dtype.fn, which)
+    assert a.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -74,11 +74,11 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         return fc.inline(target, args, kwargs, node)
     if fn is range and any(isinstance(a, Value) for a in args):
         raise fc.type_error("range() can only be used as the iterable of a for loop", node)
+    if not callable(fn) or records.is_record(fn):
+        raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
-    if not callable(fn) or records.is_record(fn):
-        raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
     _check_host_callable(fc, fn, node)
     if isinstance(fn, type) and issubclass(fn, enum.Enum):
         return _enum_member(fc, fn, args, kwargs, node)

@@ -120,9 +120,12 @@ def dtype_by_name(name: str) -> DType:
 
 
 def to_dtype(obj) -> DType | None:
-    """Map a tilecraft, NumPy, ml_dtypes or torch dtype object to a DType (None if not one)."""
+    """Map a tilecraft, NumPy, ml_dtypes or torch dtype object to a DType (None if not one).
+    None is not a dtype here, though np.dtype(None) is float64."""
     if isinstance(obj, DType):
         return obj
+    if obj is None:
+        return None
     if type(obj).__module__ == "torch" and type(obj).__name__ == "dtype":
         return _BY_NAME.get(str(obj).removeprefix("torch.").replace("bool", "bool_"))
     try:
