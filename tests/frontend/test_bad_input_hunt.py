@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
-from error_location import check_nth_marked_error
+from error_location import check_nth_marked_error, line_of
 
 ConstInt = ct.Constant[int]
 
@@ -73,3 +73,60 @@ def test_none_is_not_a_dtype(which: int, message: str) -> None:
         launch(none_as_dtype, (a, which))
     check_nth_marked_error(ei, none_as_dtype.fn, which)
     assert a.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def stops_at(o, n):
+    while n > 0:
+        if n == 3:
+            ct.store(o, index=(0,), tile=ct.full((4,), 1.0, ct.float32))
+            return
+        n -= 1
+    ct.store(o, index=(0,), tile=ct.full((4,), 2.0, ct.float32))
+
+
+def found(n):
+    while n > 0:
+        if n == 3:
+            return 10
+        n -= 1
+    return 20
+
+
+@ct.kernel
+def constant_returns_in_while(o, p, n):
+    stops_at(o, n)
+    ct.store(p, index=(0,), tile=ct.full((4,), found(n), ct.int32))
+    while n > 5:
+        return
+
+
+@pytest.mark.parametrize("n", [0, 2, 7])
+def test_a_constant_returned_from_inside_a_while_loop(dev, n: int) -> None:
+    """`return` / `return 10` inside a while loop (cuTile allows it) was "`$loopret` is possibly
+    undefined": only runtime values returned from a loop were carried out of it."""
+    o, p = dev.poison((4,), np.float32), dev.poison((4,), np.int32)
+    dev.launch((1,), constant_returns_in_while, (o, p, n))
+    assert dev.get(o).tolist() == [1.0 if n >= 3 else 2.0] * 4
+    assert dev.get(p).tolist() == [10 if n >= 3 else 20] * 4
+
+
+def one_or_half(n):
+    while n > 0:
+        if n == 3:
+            return 1
+        if n == 4:
+            return 0.5
+        n -= 1
+    return 2
+
+
+@ct.kernel
+def mixed_returns_in_while(o, n):
+    ct.store(o, index=(0,), tile=ct.full((4,), one_or_half(n), ct.float32))
+
+
+def test_return_types_differing_inside_a_while_loop_name_the_return_value() -> None:
+    with pytest.raises(ct.TileTypeError, match="Type of return value depends on path taken") as ei:
+        launch(mixed_returns_in_while, (np.zeros(4, np.float32), 5))
+    assert "$loopret" not in str(ei.value)
+    assert ei.value.loc.line == line_of(one_or_half, "while n > 0")

@@ -25,6 +25,7 @@ from .records import has_runtime
 from .values import Undefined
 
 Snapshot = dict[str, Any]
+_UNSET: Any = object()  # a name a snapshot lacks (None is a value: `return None`)
 
 
 def exits_only_by_break(node: ast.While) -> bool:
@@ -63,10 +64,10 @@ def prepare(fc: Any, new: set[str], compile_loop: Callable[[], None], line_key: 
         fc.scope = saved
     out: dict[str, Any] = {}
     for n in sorted(new):
-        seen = [(s.get(n), s.get(line_key(n))) for s in exits]
+        seen = [(s.get(n, _UNSET), s.get(line_key(n))) for s in exits]
         if n in partial:
-            seen = [(v, line) for v, line in seen if v is not None and not isinstance(v, Undefined)]
-        if not seen or any(v is None or isinstance(v, Undefined) for v, _ in seen):
+            seen = [(v, line) for v, line in seen if v is not _UNSET and not isinstance(v, Undefined)]
+        if not seen or any(v is _UNSET or isinstance(v, Undefined) for v, _ in seen):
             continue
         first, first_line = seen[0]
         for v, line in seen[1:]:
@@ -76,6 +77,8 @@ def prepare(fc: Any, new: set[str], compile_loop: Callable[[], None], line_key: 
         else:
             if has_runtime(first) or not all(same(first, v) for v, _ in seen):
                 out[n] = _placeholder(fc, first)
+            elif n in partial:  # one constant at every exit that defines it (`return None`, `return 1`)
+                out[n] = first
     return out
 
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..ir import Block, TileType, Value, ops
 from . import records
-from .rewrite import RETVAL
+from .rewrite import LOOPRET, RETVAL
 from .array_choice import chosen, compatible, is_array_like, selector_in, union
 from .semantics import is_loose, is_tile, type_name
 from .values import LocalFunction, Undefined
@@ -165,7 +165,7 @@ _MISSING = object()
 def path_msg(name: str, *values: tuple[Any, int | None]) -> str:
     """cuTile's message for a variable whose type differs between paths: each (value, line of
     its assignment), the later path first."""
-    what = {RETVAL: "return value", IFEXP: "the conditional expression"}.get(name, f"`{name}`")
+    what = {RETVAL: "return value", LOOPRET: "return value", IFEXP: "the conditional expression"}.get(name, f"`{name}`")
     text = " vs. ".join(f"{type_name(v)}" + (f" (line {line})" if line is not None else "") for v, line in values)
     return f"Type of {what} depends on path taken" + (f": {text}" if values else "")
 
