@@ -68,11 +68,13 @@ def test_a_build_outlives_the_process_that_started_it(compiler):
     the build running: the next process finds the reader and builds nothing (a build in the
     exiting process's thread died with it, and each short run started another)."""
     make, runs, cache = compiler
-    make('sleep 3; cp "$built" "$out"')
+    go = runs.with_name("go")  # the compiler finishes once the test says, after the process has exited
+    make(f'i=0; while [ ! -e "{go}" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done; cp "$built" "$out"')
     started = _python(f"import os, time\ntensor_reader.attach(types.SimpleNamespace(use_reader=print))\n"
                       f"while not os.path.exists({str(runs)!r}): time.sleep(0.02)")  # exits once g++ runs
     assert started.returncode == 0, started.stderr
     assert not list(cache.rglob(SUFFIX)), "the build was over before the process exited"
+    go.touch()
     deadline = time.monotonic() + 30
     while not list(cache.rglob(SUFFIX)) and time.monotonic() < deadline:
         time.sleep(0.1)
