@@ -400,10 +400,20 @@ def _atomic_cas(w: KernelWriter, op: ops.AtomicCAS) -> None:
         w.assign(op.result, f"tl.atomic_cas({ptr}, {expected}, {desired}, {kw})", f"{arr.pointer}_old")
         return
     # tl.atomic_cas has no mask: masked-off lanes compare-and-swap element 0 with
-    # expected -> expected, which never changes memory, and report `expected`.
+    # expected -> expected, which never changes memory, and report `expected`. An empty
+    # array has no element 0 (its pointer may be null), and no lane can be on, so then
+    # nothing runs.
     old = w.define(op.result, f"{arr.pointer}_old")
-    w.emit(f"{old} = tl.atomic_cas(tl.where({m}, {ptr}, {arr.pointer}), {expected}, "
+    cas = (f"{old} = tl.atomic_cas(tl.where({m}, {ptr}, {arr.pointer}), {expected}, "
            f"tl.where({m}, {desired}, {expected}), {kw})")
+    sizes = [s for s in arr.shapes if not (s.isdigit() and int(s) > 0)]
+    if sizes:
+        w.emit(f"{old} = {expected}")
+        w.emit(f"if {' & '.join(f'({s} > 0)' for s in sizes)}:")
+        with w.indented():
+            w.emit(cas)
+    else:
+        w.emit(cas)
     w.emit(f"{old} = tl.where({m}, {old}, {expected})")
 
 
