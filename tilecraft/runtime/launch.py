@@ -109,15 +109,16 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
                 raise TypeError(_NO_STREAM)
             if device is not None and device != devices.current_device():
                 return _launch_on(device, stream, grid, kernel, kernel_args, backend)
-            flat = fast[1] if as_given else backend_args(fast[1], spec.to_array)
-            g = grid
-            if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
-                compiled.launch((g[0], 1, 1), flat, stream)
-            else:
-                grid3 = check_grid(grid)
-                if 0 not in grid3:
-                    compiled.launch(grid3, flat, stream)
-            return
+            flat = fast[1] if as_given else _converted(fast[1], spec)
+            if flat is not None:  # else the full path below says which argument the backend refuses
+                g = grid
+                if type(g) is tuple and len(g) == 1 and type(g[0]) is int and 0 < g[0] <= _GRID_LIMIT:
+                    compiled.launch((g[0], 1, 1), flat, stream)
+                else:
+                    grid3 = check_grid(grid)
+                    if 0 not in grid3:
+                        compiled.launch(grid3, flat, stream)
+                return
     grid3 = check_grid(grid)
     specs, arrays, flat = kernel.describe(kernel_args)
     spec = choose_backend(arrays, backend)
@@ -140,6 +141,15 @@ def launch(stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, /, *,
             kernel.remember_fast(fast_entry, (specialized, spec, as_given,
                                               _quick_for(kernel, kernel_args, fast_entry, specialized, as_given),
                                               device))
+
+
+def _converted(values: list[Any], spec: BackendSpec) -> list[Any] | None:
+    """The fast path's arguments as backend `spec` takes them; None when it refuses one (a
+    tensor that requires grad on the interpreter): its key does not see such properties."""
+    try:
+        return backend_args(values, spec.to_array)
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 def _launch_on(device: int, stream: Any, grid: Any, kernel: Kernel, kernel_args: Any, backend: Any) -> None:
