@@ -3,6 +3,7 @@ written, also when the launch before had arguments of the same kind (the cached 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import tilecraft as ct
@@ -28,4 +29,14 @@ def test_a_tensor_that_requires_grad_after_a_plain_one() -> None:
                        ) as ei:
         ct.launch(None, (2,), copy, (torch.arange(8.0, requires_grad=True), b), backend="interpreter")
     check_error(ei, copy.fn, "# ERR", col_text="a, b")
+    assert (b == -1.0).all()
+
+
+def test_a_python_list_of_numbers_is_not_an_array() -> None:
+    """A list is a list-of-arrays argument; a list of numbers meant as an array gets told how
+    to pass one."""
+    b = np.full(8, -1.0, np.float32)
+    with pytest.raises(TypeError, match=r"Argument `a\[0\]`: a list argument holds arrays only, got float; for an "
+                                        r"array of numbers pass np.asarray\(...\)"):
+        ct.launch(None, (2,), copy, ([0.5] * 8, b))
     assert (b == -1.0).all()

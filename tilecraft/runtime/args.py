@@ -200,7 +200,8 @@ def _list_arg(value: list, path: str, index64: bool) -> ListArg:
     for i, x in enumerate(value):
         arr = to_array(x, f"{path}[{i}]", index64)
         if arr is None:
-            raise TypeError(f"Argument `{path}[{i}]`: a list argument holds arrays only, got {type(x).__name__}")
+            hint = "; for an array of numbers pass np.asarray(...) of the list" if isinstance(x, (int, float)) else ""
+            raise TypeError(f"Argument `{path}[{i}]`: a list argument holds arrays only, got {type(x).__name__}{hint}")
         items.append(arr)
     first = items[0]
     for i, arr in enumerate(items[1:], 1):
