@@ -310,3 +310,26 @@ def test_latency_and_allow_tma_hints_change_nothing(dev) -> None:
         if 0 <= i < 9:
             want[i] = x[i, 1, i] if i < 3 else -1.0
     assert_bits_equal(dev.get(back), want)
+
+
+# ---- operand shapes ------------------------------------------------------------------------------------
+def _gather_wide_mask(x, y): ct.store(y, (0,), ct.gather(x, 2, mask=ct.arange(8, dtype=ct.int32) > 3))
+def _gather_0d_wide_mask(s, y): ct.store(y, (0,), ct.gather(s, (), mask=ct.arange(8, dtype=ct.int32) > 3))
+def _gather_wide_padding(x, y): ct.store(y, (0,), ct.gather(x, 2, padding_value=ct.zeros((8,), ct.float32)))
+def _scatter_wide_value(x, y): ct.scatter(x, 2, ct.arange(8, dtype=ct.float32))
+def _add_wide_update(x, y): ct.atomic_add(x, 2, ct.ones((8,), ct.float32))
+def _cas_wide_desired(x, y): ct.atomic_cas(x, ct.arange(4, dtype=ct.int32)[:, None], 0.0, ct.ones((4, 8), ct.float32))
+
+
+@pytest.mark.parametrize("body", [_gather_wide_mask, _gather_0d_wide_mask, _gather_wide_padding, _scatter_wide_value,
+                                  _add_wide_update, _cas_wide_desired], ids=lambda f: f.__name__.strip("_"))
+def test_operands_must_broadcast_to_the_index_shape(dev, body: Callable) -> None:
+    """The index tiles alone give the shape of a gather, scatter or atomic; a mask, padding,
+    value or update must broadcast to it (cuTile: "... is not broadcastable to the index
+    shape"). Widening it instead made a scatter of eight values to one index eight racing
+    writes, and a 0-d array's gather with a tile mask a tile on the interpreter but a
+    compile error in the Triton code."""
+    kernel = ct.kernel(body)
+    x = dev.put(np.zeros(() if "0d" in body.__name__ else (8,), np.float32))
+    with pytest.raises(ct.TileTypeError, match=r"is not broadcastable to the index shape"):
+        dev.launch((1,), kernel, (x, dev.poison((8,), np.float32)))

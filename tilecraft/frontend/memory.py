@@ -178,8 +178,9 @@ def store(fc: Any, array: Any, /, index: Any, tile: Any, *, order: Any = "C", ch
 
 def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: Any,
                      fn: str) -> tuple[tuple[Value, ...], Value | None, tuple[int, ...]]:
-    """Index tiles and mask broadcast to the common shape S of indices, `extra` operands and
-    mask; returns (index tiles, mask, S)."""
+    """Index tiles broadcast to their common shape S and the mask broadcast to S; returns
+    (index tiles, mask, S). As in cuTile, `extra` operands and the mask must broadcast to S
+    and never widen it (one index and eight values would be eight writes to one element)."""
     nd = arr.type.ndim
     idx = indices if isinstance(indices, tuple) else (indices,)
     if nd == 0 and indices == ():
@@ -195,10 +196,14 @@ def _gather_operands(fc: Any, arr: Value, indices: Any, extra: list[Any], mask: 
     wide = any(t.tile.dtype.bitwidth == 64 or (not t.tile.dtype.signed and t.tile.dtype.bitwidth == 32) for t in tiles)
     tiles = [fc.sema.cast(t, dt.int64 if wide else dt.int32) for t in tiles]
     shape: tuple[int, ...] | None = ()
-    for x in tiles + [e for e in (*extra, mask) if is_tile(e)]:
+    for x in tiles:
         shape = broadcast_shapes(shape, x.tile.shape)
         if shape is None:
-            raise fc.sema.type_error(f"{fn}(): index, value and mask shapes are not broadcastable")
+            raise fc.sema.type_error(f"{fn}(): index shapes {[t.tile.shape for t in tiles]} are not "
+                                     f"broadcastable to a common shape")
+    for x in (e for e in (*extra, mask) if is_tile(e)):
+        if broadcast_shapes(x.tile.shape, shape) != shape:
+            raise fc.sema.type_error(f"{fn}(): shape {x.tile.shape} is not broadcastable to the index shape {shape}")
     m = None
     if mask is not None:
         m = fc.sema.to_tile(mask)
