@@ -168,7 +168,7 @@ def test_every_benchmark_writing_results_claims_its_file():
                                         "gluon_matmul_probe.py", "attention_lengths.py", "launch_side_by_side.py",
                                         "matmul.py", "matmul_probe.py", "merge_side_by_side.py", "row_probe.py", "rowwise.py",
                                         "schedule_sweep.py",
-                                        "side_by_side.py", "size_sweep.py", "tf32_probe.py"}
+                                        "side_by_side.py", "size_sweep.py", "tc3_probe.py", "tf32_probe.py"}
     for path in WRITERS:
         assert "claim(" in path.read_text(), f"{path.name} writes results without benchmarks/_results.claim"
 
