@@ -608,7 +608,10 @@ def _mma(w: KernelWriter, op: ops.Mma) -> None:
     else:
         precision = ""
     fast = f", max_num_imprecise_acc={k}" if adt.bitwidth == 8 and not op.use_fast_acc else ""
-    w.assign(op.result, f"tl.dot({x}, {y}, {w.tensor(acc)}{precision}{fast}, out_dtype={tl_dtype(cdt)})", "acc")
+    wide = workarounds.dot_accumulator(w, cdt)
+    c = w.tensor(acc) if wide is cdt else f"{w.tensor(acc)}.to({tl_dtype(wide)})"
+    dot = f"tl.dot({x}, {y}, {c}{precision}{fast}, out_dtype={tl_dtype(wide)})"
+    w.assign(op.result, dot if wide is cdt else f"{dot}.to({tl_dtype(cdt)})", "acc")
 
 
 _FMA_CHUNK_ELEMENTS = 4096

@@ -133,6 +133,17 @@ def dot_operands(w: "KernelWriter", a: str, b: str, dtype: DType) -> tuple[str, 
     return a, b
 
 
+def dot_accumulator(w: "KernelWriter", dtype: DType) -> DType:
+    """The dtype `tl.dot` accumulates in for an accumulator of `dtype`: the interpreter's dot
+    rounds a @ b to a float16 accumulator's dtype and then its sum with the accumulator again
+    (2048 + 1 + 1 gave 2048, not 2050), so a float16 accumulator's dot runs in float32 and is
+    rounded once after it, as the interpreter backend rounds (tests/backends/
+    test_compute_differential.py)."""
+    if w.target.interpret and dtype is D.float16:
+        return D.float32
+    return dtype
+
+
 # ---- atomics and parameters -------------------------------------------------------------------
 
 def atomic_operands(w: "KernelWriter", operands: list[str], mask: str | None) -> tuple[list[str], str | None]:
