@@ -402,3 +402,25 @@ def test_num_tiles_and_cdiv_edges(dev, size: int) -> None:
 
 
 
+
+@ct.kernel
+def half_power_kernel(out, x, s, e):
+    """x ** 0.5 of a runtime float32 scalar, and of a float64 tile by a constant and a runtime
+    exponent (elements 0, 4..7, 8..11)."""
+    ct.store(out, (0,), ct.astype(s ** 0.5, ct.float64))
+    t = ct.load(x, (0,), (4,))
+    ct.store(out, (1,), t ** 0.5)
+    ct.store(out, (2,), t ** e)
+
+
+@pytest.mark.parametrize("s", [-0.0, -np.inf, 0.0, np.inf, 4.0, -4.0])
+def test_power_one_half_follows_c99(dev, s: float) -> None:
+    """C99 (and CUDA's pow): pow(-0.0, 0.5) = +0.0 and pow(-inf, 0.5) = +inf, not sqrt's -0.0
+    and NaN; NumPy's power takes sqrt for an exponent of 0.5 given as a scalar."""
+    x = np.array([s, -0.0, -np.inf, 2.25])
+    got = launch_out(dev, half_power_kernel, 12, np.float64, (dev.put(x), s, 0.5))[[0, 4, 5, 6, 7, 8, 9, 10, 11]]
+    c99 = {-0.0: 0.0, -np.inf: np.inf, 0.0: 0.0, np.inf: np.inf, 4.0: 2.0, -4.0: np.nan, 2.25: 1.5}
+    want = np.array([c99[v] for v in [s, *x, *x]])
+    np.testing.assert_array_equal(got, want)                                  # NaN matches NaN
+    number = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[number]), np.signbit(want[number]))

@@ -37,6 +37,16 @@ def _order_zeros(fn: Callable[[Any, Any], Any], x: Any, y: Any, *, lowest: bool)
     return np.where(x == y, np.where(keep_x, x, y), r)
 
 
+def _power(x: Any, y: Any) -> Any:
+    """np.power with C99's pow(-0.0, 0.5) = +0.0 and pow(-inf, 0.5) = +inf (CUDA's and
+    Triton's pow): NumPy takes sqrt for an exponent of 0.5 it sees as a scalar (a 0-d
+    operand, or a broadcast one), which gave -0.0 and NaN there."""
+    r = np.power(x, y)
+    if np.asarray(r).dtype.kind != "f":
+        return r
+    return np.where((y == 0.5) & ((x == 0) | (x == -np.inf)), np.abs(x), r)
+
+
 _UNARY: dict[UnaryFn, Callable[[Any], Any]] = kind_table(UnaryFn, {
     UnaryFn.NEG: np.negative, UnaryFn.ABS: np.abs, UnaryFn.NOT: np.invert,
     UnaryFn.EXP: np.exp, UnaryFn.EXP2: np.exp2, UnaryFn.LOG: np.log, UnaryFn.LOG2: np.log2,
@@ -49,7 +59,7 @@ _UNARY: dict[UnaryFn, Callable[[Any], Any]] = kind_table(UnaryFn, {
 _BINARY: dict[BinaryFn, Callable[[Any, Any], Any]] = kind_table(BinaryFn, {
     BinaryFn.ADD: np.add, BinaryFn.SUB: np.subtract, BinaryFn.MUL: np.multiply,
     BinaryFn.TRUEDIV: np.true_divide, BinaryFn.FLOORDIV: np.floor_divide,
-    BinaryFn.MOD: np.remainder, BinaryFn.POW: np.power,
+    BinaryFn.MOD: np.remainder, BinaryFn.POW: _power,
     BinaryFn.MIN: partial(_order_zeros, np.fmin, lowest=True),
     BinaryFn.MAX: partial(_order_zeros, np.fmax, lowest=False),
     BinaryFn.MIN_NAN: partial(_order_zeros, np.minimum, lowest=True),
