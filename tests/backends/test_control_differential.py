@@ -356,6 +356,37 @@ def test_static_iter_with_runtime_ternary(dev, x: float, n: int) -> None:
     np.testing.assert_array_equal(launch_out(dev, static_mix_kernel, 4, np.float32, (x, n)), np.full(4, t))
 
 
+
+@ct.kernel
+def ping_pong_kernel(out, a, b, n, k):
+    """Arrays carried through loops: swap source and destination each step (until a break at
+    step k), then swap once more in a while loop through a runtime ternary; copy the source."""
+    src, dst = a, b
+    for i in range(n):
+        ct.store(dst, (0,), ct.load(src, (0,), (4,)) * 2.0 + i)
+        src, dst = dst, src
+        if i == k:
+            break
+    j = 0
+    while j < 2:
+        src, dst = (dst, src) if j % 2 == 0 else (src, dst)
+        j += 1
+    ct.store(out, (0,), ct.load(src, (0,), (4,)))
+
+
+@pytest.mark.parametrize("n, k", [(0, 9), (1, 9), (4, 9), (5, 2), (3, 0)])
+def test_arrays_swapped_in_loops(dev, n: int, k: int) -> None:
+    bufs = [np.arange(4.0), np.full(4, 100.0)]
+    args = (dev.put(bufs[0].astype(np.float32)), dev.put(bufs[1].astype(np.float32)), n, k)
+    s = 0
+    for i in range(n):
+        bufs[1 - s][:] = bufs[s] * 2 + i
+        s = 1 - s
+        if i == k:
+            break
+    np.testing.assert_array_equal(launch_out(dev, ping_pong_kernel, 4, np.float32, args), bufs[1 - s])
+
+
 # ---- grids, cdiv, num_tiles ------------------------------------------------------------------------------
 @ct.kernel
 def grid_kernel(out):
