@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 if __name__ == "__main__" and "--cpu-check" in sys.argv:  # must precede `import triton`
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -84,23 +85,35 @@ def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, split: tuple
     return launch
 
 
+def label(split: tuple[int, ...]) -> str:
+    bm, bn, s, warps, stages = split
+    return f"{bm}x{bn} split {s} w{warps} s{stages}"
+
+
+def rows_to_time(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rounded: bool) -> list[tuple[str, Callable]]:
+    """(row name, build) per row but torch: build() makes the launch computing c = a @ b."""
+    import tilecraft as ct
+    from tilecraft.library.matmul import matmul_kernel
+    stream = torch.cuda.current_stream() if a.is_cuda else None
+    grid = (triton.cdiv(a.shape[0], TILE) * triton.cdiv(b.shape[1], TILE), 1, 1)
+    rows = [("tilecraft", lambda: lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE)))]
+    return rows + [(label(split), lambda split=split: split_launch(a, b, c, split, rounded)) for split in SPLITS]
+
+
 def cpu_check() -> None:
-    """Each split on small odd sizes under Triton's interpreter (no rounding: no inline PTX there)."""
+    """Every row on small odd sizes under Triton's interpreter (the splits unrounded: no inline
+    PTX there; tilecraft's kernel on its CPU backend)."""
     torch.manual_seed(0)
     for m, n, k in ((37, 45, 101), (64, 32, 96)):
         a, b = torch.randn(m, k), torch.randn(k, n)
         ref = a.double() @ b.double()
-        for split in SPLITS:
-            c = torch.full((m, n), float("nan"))
-            split_launch(a, b, c, split, rounded=False)()
+        c = torch.empty(m, n)
+        for name, build in rows_to_time(a, b, c, rounded=False):
+            c.fill_(float("nan"))
+            build()()
             err = float((c.double() - ref).norm() / ref.norm())
-            assert err < 1e-5, (m, n, k, split, err)
-            print(f"{m}x{n}x{k} {label(split)}: rel_err {err:.1e}")
-
-
-def label(split: tuple[int, ...]) -> str:
-    bm, bn, s, warps, stages = split
-    return f"{bm}x{bn} split {s} w{warps} s{stages}"
+            assert err < (2e-3 if name == "tilecraft" else 1e-5), (m, n, k, name, err)  # tilecraft: tf32
+            print(f"{m}x{n}x{k} {name}: rel_err {err:.1e}")
 
 
 def main() -> None:
@@ -108,31 +121,24 @@ def main() -> None:
     from _results import claim
     from probing import check_and_time, summary
 
-    import tilecraft as ct
-    from tilecraft.library.matmul import matmul_kernel
-
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     out = claim(args.out) if args.out else None
     torch.backends.cuda.matmul.allow_tf32 = True
     rows = []
-    for name, (m, n, k) in CASES:
+    for case, (m, n, k) in CASES:
         torch.manual_seed(0)
         a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
         c = torch.empty(m, n, device="cuda")
         ref = (a.double() @ b.double()).float()
         flop = 2 * m * n * k
         t_ref = triton.testing.do_bench(lambda: a @ b, rep=100, return_mode="median")
-        rows.append(dict(case=name, row="torch", ms=t_ref, ratio=1.0, tflops=flop / t_ref / 1e9))
-        stream = torch.cuda.current_stream()
-        grid = (triton.cdiv(m, TILE) * triton.cdiv(n, TILE), 1, 1)
-        timed = [("tilecraft", lambda: (lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE))))]
-        timed += [(label(split), lambda split=split: split_launch(a, b, c, split, True)) for split in SPLITS]
-        for label, build in timed:
-            row = dict(case=name, row=label, **check_and_time(build, c, ref, t_ref, flop))
+        rows.append(dict(case=case, row="torch", ms=t_ref, ratio=1.0, tflops=flop / t_ref / 1e9))
+        for name, build in rows_to_time(a, b, c, rounded=True):
+            row = dict(case=case, row=name, **check_and_time(build, c, ref, t_ref, flop))
             rows.append(row)
-            print(f"{name:18} {label:16} {summary(row, 'torch')}", flush=True)
+            print(f"{case:18} {name:22} {summary(row, 'torch')}", flush=True)
         if out is not None:
             out.write_json({"gpu": torch.cuda.get_device_name(), "triton": triton.__version__,
                             "torch": torch.__version__, "rows": rows})
