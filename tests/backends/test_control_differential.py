@@ -9,7 +9,9 @@ program in plain Python (exact integers, NumPy float32 for single roundings), ne
 Left out as cuTile leaves them undefined or unspecified (docs/conformance.md): integer // and %
 by zero and the most negative integer // -1, float-to-int conversion of NaN or out-of-range
 values, shifts by the bit width or more, a runtime range step <= 0, and a range counter passing
-2**31 - 1 (the stops below are reached before the counter overflows).
+2**31 - 1: in the loops up to 2**31 - 1 below, each start is a whole number of steps below it,
+so the counter's last increment lands on 2**31 - 1 exactly (one step further would wrap in the
+GPU's int32 counter and never end the loop, where the CPU backends count in Python integers).
 """
 
 from __future__ import annotations
@@ -272,8 +274,8 @@ def range_semantics_kernel(out, n, start, step):
     ct.store(out, (4,), w)
 
 
-@pytest.mark.parametrize("n, start, step", [(5, 0, 2**30), (0, I32_MAX - 10, 7), (3, I32_MAX - 4, 1),
-                                            (4, -5, I32_MAX), (7, I32_MIN, 2**30 + 1), (2, I32_MAX, 1)])
+@pytest.mark.parametrize("n, start, step", [(5, -1, 2**30), (0, I32_MAX - 21, 7), (3, I32_MAX - 4, 1),
+                                            (4, I32_MIN + 1, I32_MAX), (7, I32_MIN, 257 * 65537), (2, I32_MAX, 1)])
 def test_range_bounds_read_once_and_exact_at_int32_edges(dev, n: int, start: int, step: int) -> None:
     r = range(start, I32_MAX, step)
     c = max(n, 0)
