@@ -130,3 +130,21 @@ def test_return_types_differing_inside_a_while_loop_name_the_return_value() -> N
         launch(mixed_returns_in_while, (np.zeros(4, np.float32), 5))
     assert "$loopret" not in str(ei.value)
     assert ei.value.loc.line == line_of(one_or_half, "while n > 0")
+
+
+@ct.kernel
+def constant_indexed_at_runtime(a):
+    s = "abc"[ct.bid(0)]  # ERR
+    ct.store(a, index=(0,), tile=ct.full((1,), 1.0, ct.float32) + len(s))
+
+
+def test_a_constant_indexed_by_a_runtime_value() -> None:
+    """A string constant indexed by a runtime value said Python's "string indices must be
+    integers, not 'Value'", naming tilecraft's internal class (a list display is a tuple,
+    which says "Tuple indices must be constant")."""
+    a = np.zeros(1, np.float32)
+    with pytest.raises(ct.TileTypeError, match=r"A constant str cannot be indexed by a runtime value "
+                                               r"\(Tile\[int32,\(\)\]\): its index must be a compile-time constant") as ei:
+        launch(constant_indexed_at_runtime, (a,))
+    check_nth_marked_error(ei, constant_indexed_at_runtime.fn, 0)
+    assert a.tolist() == [0.0]

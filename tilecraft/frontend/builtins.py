@@ -792,6 +792,9 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
         return fc.inline(getitem, [obj, key], {}, node)
     if isinstance(obj, tuple):
         return _tuple_item(fc, obj, key, node)
+    if isinstance(key, Value):
+        raise fc.type_error(f"A constant {type(obj).__name__} cannot be indexed by a runtime value "
+                            f"({type_name(key)}): its index must be a compile-time constant", node)
     if isinstance(obj, dict) and _hashable(key) and key not in obj:
         raise fc.type_error(f"Key {key!r} not found in dictionary", node)
     return fc.host(lambda: obj[key], (), node)
