@@ -148,3 +148,20 @@ def test_a_constant_indexed_by_a_runtime_value() -> None:
         launch(constant_indexed_at_runtime, (a,))
     check_nth_marked_error(ei, constant_indexed_at_runtime.fn, 0)
     assert a.tolist() == [0.0]
+
+
+@ct.kernel
+def attributes_by_getattr(a, out):
+    t = ct.load(a, index=(0,), shape=(4,))
+    n = getattr(a, "shape")[0] + getattr(t, "shape")[0] * 100
+    u = ct.astype(t, getattr(t, "dtype")) * getattr(a, "ndim")
+    ct.store(out, index=(0,), tile=u + n)
+
+
+def test_getattr_of_a_runtime_array_or_tile_is_its_attribute(dev) -> None:
+    """`getattr(x, "shape")` is `x.shape` for an array or tile too (the spec lists getattr among
+    the usable builtins); it was refused as a runtime argument to a constant-only builtin."""
+    a = np.arange(6, dtype=np.float32)
+    out = dev.poison((4,), np.float32)
+    dev.launch((1,), attributes_by_getattr, (dev.put(a), out))
+    np.testing.assert_array_equal(dev.get(out), a[:4] * 1 + 6 + 400)

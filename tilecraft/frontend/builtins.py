@@ -76,6 +76,8 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         raise fc.type_error("range() can only be used as the iterable of a for loop", node)
     if not callable(fn) or records.is_record(fn):
         raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
+    if fn is py.getattr and len(args) == 2 and not kwargs and isinstance(args[1], str):
+        return attribute(fc, args[0], args[1], node)  # `getattr(a, "shape")` is `a.shape`, a runtime `a` too
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
