@@ -22,15 +22,11 @@ import numpy as np
 import pytest
 
 import tilecraft as ct
+from optest_utils import cdiv, wrap
 
 I32_MIN, I32_MAX = -2**31, 2**31 - 1
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning",
                                         "ignore:divide by zero:RuntimeWarning")
-
-
-def wrap(v: int, bits: int = 32) -> int:
-    """`v` wrapped to a signed integer of `bits` bits (two's complement)."""
-    return (v + 2**(bits - 1)) % 2**bits - 2**(bits - 1)
 
 
 def launch_out(dev, kernel, n: int, dtype, args: tuple, grid: tuple[int, ...] = (1,)) -> np.ndarray:
@@ -69,11 +65,11 @@ def int_scalar_kernel(out, a, b):
     ct.store(out, (21,), a * 3 + 2147483000)
 
 
-def int_scalar_reference(a: int, b: int) -> list[int]:
+def int_scalar_reference(a: int, b: int) -> np.ndarray:
     q, r = divmod(a, b)
-    return [wrap(v) for v in [a + b, a - b, a * b, a // b, a % b, -a, abs(a), min(a, b), max(a, b), a & b, a | b,
-                              a ^ b, ~a, a // -3, a % -3, -7 // b, -7 % b, q * 1000 + r, a >> 3,
-                              int(a < b < 10) + 2 * int(a == b), 7 if a > b else -7, a * 3 + 2147483000]]
+    return wrap([a + b, a - b, a * b, a // b, a % b, -a, abs(a), min(a, b), max(a, b), a & b, a | b,
+                 a ^ b, ~a, a // -3, a % -3, -7 // b, -7 % b, q * 1000 + r, a >> 3,
+                 int(a < b < 10) + 2 * int(a == b), 7 if a > b else -7, a * 3 + 2147483000], np.int32)
 
 
 @pytest.mark.parametrize("a, b", [(7, 2), (-7, 2), (7, -2), (-7, -2), (0, -5), (-1, 3), (I32_MAX, 1),
@@ -102,8 +98,8 @@ def int64_scalar_kernel(out, a: ct.ScalarInt64, b: ct.ScalarInt64, c):
 @pytest.mark.parametrize("a, b, c", [(2**40 + 3, 7, -5), (-2**62, 3, I32_MAX), (2**63 - 1, -1, I32_MIN),
                                      (-9, -4, 3), (5, 9, -7)])
 def test_int64_scalars_with_wide_constants(dev, a: int, b: int, c: int) -> None:
-    want = [wrap(v, 64) for v in [a + 1, a * 3000000000, a + c, a // b, a % b, a >> 40 if b > 0 else a << 3,
-                                  min(a, c), max(a, 2**40), a * b, c * 2**33, -a]]
+    want = wrap([a + 1, a * 3000000000, a + c, a // b, a % b, a >> 40 if b > 0 else a << 3,
+                 min(a, c), max(a, 2**40), a * b, c * 2**33, -a], np.int64)
     got = launch_out(dev, int64_scalar_kernel, 11, np.int64, (a, b, c))
     np.testing.assert_array_equal(got, want)
 
@@ -402,10 +398,6 @@ def grid_kernel(out):
     ct.store(out, (lin * 4 + 1,), y + 1000 * ny)
     ct.store(out, (lin * 4 + 2,), z + 1000 * ct.num_blocks(2))
     ct.store(out, (lin * 4 + 3,), ct.cdiv(lin, 3) + 100 * ct.cdiv(lin + 1, -2))
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @pytest.mark.parametrize("grid", [(3, 1, 1), (1, 5, 1), (3, 3, 5), (2, 1, 3), (1, 1, 1)])
