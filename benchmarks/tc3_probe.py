@@ -35,10 +35,12 @@ import triton
 import triton.language as tl
 
 CASES = (("TC3 1000x500x700", (1000, 500, 700)), ("TC2 512x512x768", (512, 512, 768)))
-SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
-          (32, 32, 4, 4, 4), (32, 32, 8, 4, 3), (64, 32, 4, 4, 3), (64, 64, 2, 4, 3), (64, 64, 4, 4, 3))
+SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 4, 4, 3), (32, 64, 1, 2, 4), (32, 128, 1, 4, 4),
+          (64, 32, 1, 2, 4), (64, 64, 1, 2, 4), (64, 64, 1, 4, 4), (64, 128, 1, 4, 3), (128, 64, 1, 4, 3))
 """(BM, BN, S, warps, stages): the 32x32 rows keep the sample's tiles (and its L2 traffic: A is
-read once per 32 columns, B once per 32 rows); the larger ones show what the traffic costs."""
+read once per 32 columns, B once per 32 rows), split 1, 2 or 4 ways over as many warps; the
+larger ones show what the traffic costs (fewer blocks, each reading its A rows once per BN
+columns), with the warps of a block on separate 32x32 pieces."""
 TILE = 32
 
 
@@ -51,9 +53,14 @@ def _rn_tf32(x):
 
 @triton.jit
 def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.constexpr, T: tl.constexpr,
-                     S: tl.constexpr, STAGES: tl.constexpr, ROUND: tl.constexpr):
+                     S: tl.constexpr, STAGES: tl.constexpr, ROUND: tl.constexpr, BY4: tl.constexpr):
     """One (BM, BN) tile of c = a @ b per program; K walked S tiles of T per step, the S partial
-    products kept apart ([S, BM, BN]) and summed once after the loop."""
+    products kept apart ([S, BM, BN]) and summed once after the loop. BY4: N, K and the strides
+    are multiples of 4 (told to Triton, which only sees multiples of 16 itself: 16-byte loads of
+    TC3's rows of 700 and 500 floats)."""
+    if BY4:
+        N, K = tl.multiple_of(N, 4), tl.multiple_of(K, 4)
+        sam, sbk, scm = tl.multiple_of(sam, 4), tl.multiple_of(sbk, 4), tl.multiple_of(scm, 4)
     pid = tl.program_id(0)
     grid_n = tl.cdiv(N, BN)
     rm = (pid // grid_n) * BM + tl.arange(0, BM)
@@ -78,10 +85,12 @@ def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, split: tuple
     (m, k), n = a.shape, b.shape[1]
     bm, bn, s, warps, stages = split
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    by4 = all(x % 4 == 0 for x in (n, k, a.stride(0), b.stride(0), c.stride(0)))
 
     def launch() -> None:
         split_k_in_block[grid](a, b, c, m, n, k, a.stride(0), b.stride(0), c.stride(0), BM=bm, BN=bn, T=TILE, S=s,
-                               STAGES=stages, ROUND=rounded, num_warps=warps)
+                               STAGES=stages, ROUND=rounded, BY4=by4,
+                               num_warps=warps)
     return launch
 
 
@@ -104,7 +113,7 @@ def cpu_check() -> None:
     """Every row on small odd sizes under Triton's interpreter (the splits unrounded: no inline
     PTX there; tilecraft's kernel on its CPU backend)."""
     torch.manual_seed(0)
-    for m, n, k in ((37, 45, 101), (64, 32, 96)):
+    for m, n, k in ((37, 45, 101), (64, 32, 96), (70, 44, 132)):  # the last: multiples of 4
         a, b = torch.randn(m, k), torch.randn(k, n)
         ref = a.double() @ b.double()
         c = torch.empty(m, n)
