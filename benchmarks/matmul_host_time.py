@@ -1,6 +1,7 @@
 """Host time per cached launch of cuTile's MatMul sample at one shape (GPU only): how long
-`ct.launch` takes on the CPU, the GPU time per launch back to back, and a cProfile of the
-launches by cumulative time. A benchmark that times each launch after an L2 flush measures the
+`ct.launch` takes on the CPU (median over rounds of 10 launches, each round after a synchronize,
+so that the launch queue never fills and blocks the host), the GPU time per launch back to back,
+and a cProfile of the launches by cumulative time. A benchmark that times each launch after an L2 flush measures the
 host's time too wherever it exceeds the flush's (the GPU then waits between its events), so a
 slow launch path can look like a slow kernel there.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import statistics
 import time
 
 import torch
@@ -46,10 +48,14 @@ def main() -> None:
         launch()
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-1)
-    start = time.perf_counter()
-    for _ in range(args.launches):
-        launch()
-    host_us = (time.perf_counter() - start) / args.launches * 1e6
+    rounds = []  # host time per launch in rounds of 10 launches, each round after a synchronize:
+    for _ in range(max(args.launches // 10, 1)):  # the launch queue never fills (it would block the host)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            launch()
+        rounds.append((time.perf_counter() - start) / 10 * 1e6)
+    host_us = statistics.median(rounds)
     torch.cuda.synchronize()
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     begin.record()
@@ -58,7 +64,8 @@ def main() -> None:
     end.record()
     torch.cuda.synchronize()
     gpu_us = begin.elapsed_time(end) / args.launches * 1e3
-    print(f"{m}x{n}x{k} {args.dtype} {args.tiles}: host {host_us:.1f} us per launch, "
+    print(f"{m}x{n}x{k} {args.dtype} {args.tiles}: host {host_us:.1f} us per launch (median of {len(rounds)} rounds "
+          f"of 10, min {min(rounds):.1f}), "
           f"back to back {gpu_us:.1f} us per launch", flush=True)
     profile = cProfile.Profile()
     profile.enable()

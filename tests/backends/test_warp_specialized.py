@@ -720,15 +720,19 @@ def test_cached_variant_launches_call_the_compiled_kernel(monkeypatch):
 
 @pytest.mark.only_backends("triton")
 def test_matmul_gluon_cached_launches(dev, backend):
-    """On the H200: the Gluon matmul launched five times on the same arrays, the output poisoned
-    in place before each, is right every time, through the fast path's launcher (from the third
-    launch on, the compiled kernel called without JITFunction.run)."""
+    """On the H200: the Gluon matmul launched six times, on two sets of arrays in turn, each
+    output poisoned before its launch, is right every time, through the fast path's launcher
+    (from the third launch on, the compiled kernel called without JITFunction.run, each array's
+    descriptors encoded once: a launch must take the descriptors of its own arrays)."""
     torch = pytest.importorskip("torch")
     from tilecraft.library import matmul_kernel
     kernel = matmul_kernel.replace_hints()  # its own cache: the first launches compile
     a, b, c, want, grid = gluon_matmul_case("cuda")
-    for _ in range(5):
-        c.fill_(float("nan"))
-        dev.launch(grid, kernel, (a, b, c, 128, 256, 64), backend=backend)
-        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
-    assert gluon_variant_launches(kernel) == 5
+    b2 = torch.randn_like(b)
+    cases = [(b, c, want), (b2, torch.empty_like(c), a.double() @ b2.double())]
+    for i in range(6):
+        b_i, c_i, want_i = cases[i % 2]
+        c_i.fill_(float("nan"))
+        dev.launch(grid, kernel, (a, b_i, c_i, 128, 256, 64), backend=backend)
+        torch.testing.assert_close(c_i.double(), want_i, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
+    assert gluon_variant_launches(kernel) == 6

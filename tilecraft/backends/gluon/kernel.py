@@ -3,8 +3,9 @@
 `WarpSpecializedKernel` wraps the Triton backend's kernel: on an sm_90 GPU it launches the
 Gluon variant (lower.py), built at the first launch; a variant Gluon cannot build (an op it
 does not take, layouts it cannot reconcile, shared memory) is given up for good, with the
-reason in `fallbacks`, and the wrapped kernel launches instead. Tensor descriptors are made
-on the host at every launch (Gluon takes them as arguments)."""
+reason in `fallbacks`, and the wrapped kernel launches instead. Tensor descriptors are made on
+the host (Gluon takes them as arguments): at every launch through Triton's JITFunction, once per
+array on the direct launches that follow (`GluonKernel.direct`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from triton.runtime.jit import mangle_type
 
 from ..base import ChosenPerGrid, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, load_module, write_source
+from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.launching import current_stream, stream_context, stream_handle
 from .lower import GluonLowered, deals_evenly
 
@@ -76,34 +78,47 @@ class GluonKernel:
         """Launch over the user's `grid` (divided by `grid_divisor`); a persistent kernel runs
         one program per SM (at most one per block) and takes that grid as its last arguments.
         `dependent` is not taken: `WarpSpecializedKernel` sends programmatic dependent launches
-        to the Triton kernel. Returns Triton's compiled kernel that ran (`launch_compiled`)."""
-        flat, grid = self._arguments(grid, args)
+        to the Triton kernel. Returns Triton's compiled kernel that ran (for `direct`)."""
+        head, tail, grid = self._arguments(grid, args)
+        flat = (*head, *self.descriptors(args), *tail)
         options = self._options()
         if stream is None or stream_handle(stream) == current_stream():
             return self._fn[grid](*flat, **options)
         with stream_context(stream):
             return self._fn[grid](*flat, **options)
 
-    def launch_compiled(self, compiled: Any, grid: Grid, args: Sequence[Any], stream: Any = None) -> None:
+    def direct(self, compiled: Any) -> Callable[[Grid, Sequence[Any], Any], None]:
         """`launch` through `compiled`, what `launch` returned for arguments of the same
         specialization on the same grid, without Triton's JITFunction.run (which binds the
-        arguments and builds a cache key on every call): its launcher is called as JITFunction.run
-        calls it, with no launch hooks, as `DirectLauncher` calls a Triton kernel's."""
-        flat, grid = self._arguments(grid, args)
-        handle = current_stream() if stream is None else stream_handle(stream)
-        compiled.run(grid[0], grid[1], grid[2], handle, compiled.function, compiled.packed_metadata, None, None, None,
-                     *flat)
+        arguments and builds a cache key on every call): Triton's C launch function with each
+        descriptor encoded once per array (`ExpandedLauncher`); where that is not to be had,
+        the compiled kernel's launcher as JITFunction.run calls it, with no launch hooks (its
+        wrapper then encodes the descriptors at every launch)."""
+        specs = self.lowered.descriptors
+        make = [functools.partial(TensorDescriptor.from_tensor, block_shape=list(d.block), layout=layout)
+                for d, layout in zip(specs, self._layouts or ())]
+        expanded = ExpandedLauncher.of(compiled, make)
 
-    def _arguments(self, grid: Grid, args: Sequence[Any]) -> tuple[tuple, Grid]:
-        """(the kernel's arguments, its launch grid) for a launch of the user's `grid`."""
-        flat = (*self._flatten(*args), *self.descriptors(args))
+        def launch(grid: Grid, args: Sequence[Any], stream: Any = None) -> None:
+            head, tail, grid = self._arguments(grid, args)
+            handle = current_stream() if stream is None else stream_handle(stream)
+            if expanded is not None:
+                expanded.launch(grid, handle, head, [args[d.param] for d in specs], tail)
+                return
+            compiled.run(grid[0], grid[1], grid[2], handle, compiled.function, compiled.packed_metadata, None, None,
+                         None, *head, *self.descriptors(args), *tail)
+        return launch
+
+    def _arguments(self, grid: Grid, args: Sequence[Any]) -> tuple[tuple, tuple, Grid]:
+        """(the kernel's arguments before its descriptors, those after them, its launch grid) for
+        a launch of the user's `grid`."""
+        head = self._flatten(*args)
         grid = (grid[0] // self.lowered.grid_divisor, grid[1], grid[2])
-        if self.lowered.persistent:
-            flat = (*flat, *grid)
-            blocks = grid[0] * grid[1] * grid[2]
-            work = (grid[0] + 1) // 2 * grid[1] * grid[2] if self.lowered.units_paired else blocks
-            grid = (min(work, _multiprocessors(args)), 1, 1)
-        return flat, grid
+        if not self.lowered.persistent:
+            return head, (), grid
+        blocks = grid[0] * grid[1] * grid[2]
+        work = (grid[0] + 1) // 2 * grid[1] * grid[2] if self.lowered.units_paired else blocks
+        return head, grid, (min(work, _multiprocessors(args)), 1, 1)
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile for sm_<capability> without a GPU (`args`: arrays may live on the CPU; needed
@@ -125,7 +140,7 @@ class GluonKernel:
         return options
 
     def specialize(self, args: Sequence[Any]) -> "GluonKernel":
-        """Itself: every launch makes its descriptors (no faster launcher)."""
+        """Itself: its faster launches are `direct`'s, made per compiled kernel."""
         return self
 
 
@@ -202,30 +217,31 @@ class WarpSpecializedLauncher:
     (`main`, made after the first such launch, which takes the Triton kernel's normal path: its
     compile, and its refit where it does not fit, may not have happened yet; attention never
     needs it). A repeated launch on the variant's last grid calls the compiled kernel that grid's
-    launch returned (`GluonKernel.launch_compiled`), without Triton's JITFunction.run: H200, the
-    MatMul sample at bf16 4000x3000x2000, 68.9 -> 37.3 us of host time per launch
-    (benchmarks/results/gluon-direct-h200-2026-12-01.log)."""
+    launch returned (`GluonKernel.direct`), without Triton's JITFunction.run: H200, the MatMul
+    sample at bf16 4000x3000x2000, 68.9 -> 37.3 us of host time per launch
+    (benchmarks/results/gluon-direct-h200-2026-12-01.log), most of the rest its three
+    descriptors, now encoded once per array."""
 
     def __init__(self, kernel: WarpSpecializedKernel) -> None:
         self.kernel = kernel
         self.main: Any = None
         self._takes = ChosenPerGrid(lambda grid, args: (v := kernel.variant()) is not None and v.takes(grid, args))
-        self._compiled: tuple[Grid, Any] | None = None  # the last grid the variant ran, its compiled kernel
+        self._direct: tuple[Grid, Callable] | None = None  # the last grid the variant ran, its direct launch
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         variant = self.kernel.variant() if self._takes.get(grid, args, dependent) else None
         if variant is not None:  # None also once the variant was given up
-            last = self._compiled
+            last = self._direct
             if last is not None and last[0] == grid:
                 # this launcher's arguments keep their specialization (the fast-path key) but for
                 # the grid, which a persistent variant takes as int arguments: Triton specializes
                 # those (a multiple of 16 or not), so the compiled kernel is kept per grid
-                variant.launch_compiled(last[1], grid, args, stream)
+                last[1](grid, args, stream)
                 self.kernel.variant_launches += 1
                 return
             compiled = self.kernel.run_variant(variant, grid, args, stream)
             if compiled is not None:
-                self._compiled = (grid, compiled)
+                self._direct = (grid, variant.direct(compiled))
             return
         if self.main is None:  # a normal launch first: it compiles and, where it does not fit, refits the kernel
             self.kernel.main.launch(grid, args, stream)

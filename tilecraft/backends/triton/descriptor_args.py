@@ -1,0 +1,81 @@
+"""Launching a compiled kernel that takes host tensor descriptors, each descriptor encoded once
+per array rather than at every launch.
+
+Triton's launcher for such a kernel wraps its C launch function in Python
+(`triton.backends.nvidia.driver.wrap_handle_tensordesc`): at every call it encodes each
+`TensorDescriptor` argument into a 128-byte CUtensorMap (`cuTensorMapEncodeTiled`) followed by the
+array's shape and strides, and the descriptor itself was validated when it was made. An encoding
+depends only on the array's address, dtype, shape and strides and on the kernel's metadata for that
+descriptor (block, swizzle, element type), so `ExpandedLauncher` keeps the encoded arguments per
+(descriptor, address, dtype, shape, strides) and calls the C function with them, with the leading
+arguments the wrapper passes. Where the launcher is not shaped that way (another Triton, global or
+profiling scratch), `ExpandedLauncher.of` returns None and the caller keeps Triton's path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+CACHE_LIMIT = 64
+"""Encoded descriptors kept per launcher; past this the cache starts over (arrays that change
+at every launch then cost what Triton's path costs, plus a dict lookup)."""
+
+
+def encode(descriptor: Any, meta: Any) -> list[Any]:
+    """Triton's expansion of one host descriptor argument (CUtensorMap, shape..., strides...)."""
+    from triton.backends.nvidia.driver import make_tensordesc_arg
+    return make_tensordesc_arg(descriptor, meta)
+
+
+def _c_launch(run: Any) -> Callable[..., Any] | None:
+    """The C launch function under Triton's descriptor wrapper: the wrapper's closure holds it as
+    `launcher` (Triton 3.6); None for anything else."""
+    wrapper = getattr(run, "launch", None)
+    names = getattr(getattr(wrapper, "__code__", None), "co_freevars", ())
+    if "launcher" not in names or not wrapper.__closure__:
+        return None
+    return wrapper.__closure__[names.index("launcher")].cell_contents
+
+
+class ExpandedLauncher:
+    """`launch(grid, stream, head, arrays, tail)` runs `compiled` with arguments `head`, then a
+    descriptor of each of `arrays` (made by `make[i]` on a cache miss), then `tail`."""
+
+    def __init__(self, compiled: Any, c_launch: Callable[..., Any], metas: Sequence[Any],
+                 make: Sequence[Callable[[Any], Any]]) -> None:
+        run = compiled.run
+        self._c_launch = c_launch
+        self._lead = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
+                      compiled.packed_metadata, None, None, None)
+        self._metas = list(metas)
+        self._make = list(make)
+        self._encoded: dict[tuple, tuple] = {}
+
+    @classmethod
+    def of(cls, compiled: Any, make: Sequence[Callable[[Any], Any]]) -> "ExpandedLauncher | None":
+        """The launcher for `compiled`, whose descriptor parameters `make` makes (in order); None
+        where Triton's own path must run it."""
+        run = getattr(compiled, "run", None)
+        c_launch = _c_launch(run)
+        metas = getattr(getattr(compiled, "metadata", None), "tensordesc_meta", None)
+        if c_launch is None or not metas or len(metas) != len(make) or any(m is None for m in metas) \
+                or run.global_scratch_size or run.profile_scratch_size:
+            return None
+        return cls(compiled, c_launch, metas, make)
+
+    def launch(self, grid: tuple[int, int, int], stream: int, head: Sequence[Any], arrays: Sequence[Any],
+               tail: Sequence[Any] = ()) -> None:
+        expanded: list[Any] = []
+        for i, array in enumerate(arrays):
+            expanded.extend(self._descriptor(i, array))
+        self._c_launch(grid[0], grid[1], grid[2], stream, *self._lead, *head, *expanded, *tail)
+
+    def _descriptor(self, i: int, array: Any) -> tuple:
+        """Descriptor i of `array`, encoded (once per address, dtype, shape and strides)."""
+        key = (i, array.data_ptr(), array.dtype, array.shape, array.stride())
+        hit = self._encoded.get(key)
+        if hit is None:
+            if len(self._encoded) >= CACHE_LIMIT:
+                self._encoded.clear()
+            hit = self._encoded[key] = tuple(encode(self._make[i](array), self._metas[i]))
+        return hit
