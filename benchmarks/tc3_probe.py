@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 if __name__ == "__main__" and "--cpu-check" in sys.argv:  # must precede `import triton`
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -41,6 +43,9 @@ SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 4, 4, 3), (32, 64, 1, 2
 read once per 32 columns, B once per 32 rows), split 1, 2 or 4 ways over as many warps; the
 larger ones show what the traffic costs (fewer blocks, each reading its A rows once per BN
 columns), with the warps of a block on separate 32x32 pieces."""
+TMA_SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
+              (32, 32, 8, 8, 2))
+"""The same with TMA loads (rows `tma ...`): the sample's tiles, S K tiles per step on S warps."""
 TILE = 32
 
 
@@ -80,6 +85,40 @@ def split_k_in_block(a, b, c, M, N, K, sam, sbk, scm, BM: tl.constexpr, BN: tl.c
     tl.store(c + rm[:, None] * scm + rn[None, :], tl.sum(acc, axis=0), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def tma_split_k(a_desc, b_desc, c_desc, N, K, BM: tl.constexpr, BN: tl.constexpr, T: tl.constexpr,
+                S: tl.constexpr, STAGES: tl.constexpr, ROUND: tl.constexpr):
+    """`split_k_in_block` with TMA loads, as tilecraft's kernel loads: each step one (BM, S*T) tile
+    of a and one (S*T, BN) tile of b (zero past the arrays' ends), viewed as S tiles of T."""
+    pid = tl.program_id(0)
+    grid_n = tl.cdiv(N, BN)
+    m0 = (pid // grid_n) * BM
+    n0 = (pid % grid_n) * BN
+    acc = tl.zeros((S, BM, BN), tl.float32)
+    for k0 in tl.range(0, K, S * T, num_stages=STAGES):
+        x = tl.permute(tl.reshape(a_desc.load([m0, k0]), [BM, S, T]), [1, 0, 2])  # [S, BM, T]
+        y = tl.reshape(b_desc.load([k0, n0]), [S, T, BN])  # [S, T, BN]
+        if ROUND:
+            x = _rn_tf32(x)
+            y = _rn_tf32(y)
+        acc = tl.dot(x, y, acc, input_precision="tf32")
+    c_desc.store([m0, n0], tl.sum(acc, axis=0))
+
+
+def tma_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, split: tuple[int, ...], rounded: bool):
+    """The launch of `tma_split_k` computing c = a @ b with `split` (an entry of TMA_SPLITS)."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    (m, k), n = a.shape, b.shape[1]
+    bm, bn, s, warps, stages = split
+    descs = (TensorDescriptor.from_tensor(a, [bm, s * TILE]), TensorDescriptor.from_tensor(b, [s * TILE, bn]),
+             TensorDescriptor.from_tensor(c, [bm, bn]))
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+
+    def launch() -> None:
+        tma_split_k[grid](*descs, n, k, BM=bm, BN=bn, T=TILE, S=s, STAGES=stages, ROUND=rounded, num_warps=warps)
+    return launch
+
+
 def split_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, split: tuple[int, ...], rounded: bool):
     """The launch of `split_k_in_block` computing c = a @ b with `split` (an entry of SPLITS)."""
     (m, k), n = a.shape, b.shape[1]
@@ -99,6 +138,25 @@ def label(split: tuple[int, ...]) -> str:
     return f"{bm}x{bn} split {s} w{warps} s{stages}"
 
 
+def host_descriptor_launch(stream: Any, grid: tuple[int, int, int], a: torch.Tensor, b: torch.Tensor,
+                           c: torch.Tensor) -> Callable[[], None]:
+    """The sample through `ct.launch` (a kernel object of its own) with tensor descriptors made on
+    the host, which tilecraft does from HOST_DESCRIPTOR_BLOCKS blocks (TC3 has 512): is the
+    per-block descriptor setup what the TMA rows above save?"""
+    import tilecraft as ct
+    from tilecraft.backends.triton import launching
+    from tilecraft.library.matmul import matmul_kernel
+    kernel = matmul_kernel.replace_hints()
+
+    def launch() -> None:
+        kept, launching.HOST_DESCRIPTOR_BLOCKS = launching.HOST_DESCRIPTOR_BLOCKS, 1
+        try:
+            ct.launch(stream, grid, kernel, (a, b, c, TILE, TILE, TILE))
+        finally:
+            launching.HOST_DESCRIPTOR_BLOCKS = kept
+    return launch
+
+
 def rows_to_time(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rounded: bool) -> list[tuple[str, Callable]]:
     """(row name, build) per row but torch: build() makes the launch computing c = a @ b."""
     import tilecraft as ct
@@ -106,14 +164,20 @@ def rows_to_time(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rounded: boo
     stream = torch.cuda.current_stream() if a.is_cuda else None
     grid = (triton.cdiv(a.shape[0], TILE) * triton.cdiv(b.shape[1], TILE), 1, 1)
     rows = [("tilecraft", lambda: lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE)))]
-    return rows + [(label(split), lambda split=split: split_launch(a, b, c, split, rounded)) for split in SPLITS]
+    if a.is_cuda:
+        rows.append(("tilecraft, host descriptors", lambda: host_descriptor_launch(stream, grid, a, b, c)))
+    rows += [(label(split), lambda split=split: split_launch(a, b, c, split, rounded)) for split in SPLITS]
+    if any(t.stride(0) * t.element_size() % 16 for t in (a, b, c)):
+        return rows  # TMA needs rows of whole 16-byte units (TC3's and TC2's are)
+    return rows + [("tma " + label(split), lambda split=split: tma_launch(a, b, c, split, rounded))
+                   for split in TMA_SPLITS]
 
 
 def cpu_check() -> None:
     """Every row on small odd sizes under Triton's interpreter (the splits unrounded: no inline
     PTX there; tilecraft's kernel on its CPU backend)."""
     torch.manual_seed(0)
-    for m, n, k in ((37, 45, 101), (64, 32, 96), (70, 44, 132)):  # the last: multiples of 4
+    for m, n, k in ((37, 45, 101), (64, 32, 96), (70, 44, 132)):  # the last two: TMA rows too
         a, b = torch.randn(m, k), torch.randn(k, n)
         ref = a.double() @ b.double()
         c = torch.empty(m, n)
@@ -123,6 +187,20 @@ def cpu_check() -> None:
             err = float((c.double() - ref).norm() / ref.norm())
             assert err < (2e-3 if name == "tilecraft" else 1e-5), (m, n, k, name, err)  # tilecraft: tf32
             print(f"{m}x{n}x{k} {name}: rel_err {err:.1e}")
+
+
+def host_time(launch: Callable[[], None]) -> float:
+    """Host time per launch in us: the median over rounds of 10 launches, each after a
+    synchronize (the launch queue never fills and blocks the host)."""
+    rounds = []
+    for _ in range(20):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(10):
+            launch()
+        rounds.append((time.perf_counter() - start) / 10 * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(rounds)
 
 
 def main() -> None:
@@ -146,8 +224,11 @@ def main() -> None:
         rows.append(dict(case=case, row="torch", ms=t_ref, ratio=1.0, tflops=flop / t_ref / 1e9))
         for name, build in rows_to_time(a, b, c, rounded=True):
             row = dict(case=case, row=name, **check_and_time(build, c, ref, t_ref, flop))
+            if name.startswith("tilecraft"):
+                row["host_us"] = host_time(build())
             rows.append(row)
-            print(f"{case:18} {name:22} {summary(row, 'torch')}", flush=True)
+            print(f"{case:18} {name:22} {summary(row, 'torch')}" + (f", host {row['host_us']:.1f} us per launch"
+                  if "host_us" in row else ""), flush=True)
         if out is not None:
             out.write_json({"gpu": torch.cuda.get_device_name(), "triton": triton.__version__,
                             "torch": torch.__version__, "rows": rows})

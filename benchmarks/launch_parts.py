@@ -1,0 +1,88 @@
+"""Where a cached launch's host time goes for kernels that take tensor descriptors (GPU only):
+`ct.launch` of cuTile's MatMul sample timed whole and, inside it, the call into Triton's C
+launch function alone, for the Gluon variant (bf16 4000x3000x2000, 128x256x64 tiles: host
+descriptors through `ExpandedLauncher`) and for a kernel whose programs make their descriptors
+(tf32 1000x500x700 with 32x32x32 tiles, TC3: Triton's launcher allocates their global scratch at
+every launch). Medians over rounds of 10 launches, each round after a synchronize.
+
+    PYTHONPATH=$PWD:$PWD/.conformance/shim:$PWD/.conformance/samples python3 benchmarks/launch_parts.py
+
+Prints only (no result file): paste what matters into a results row.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+import cuda.tile as ct  # tilecraft through the conformance shim
+import MatMul  # the sample, from .conformance/samples
+from tilecraft.backends.triton import descriptor_args, launching
+
+inner: list[float] = []
+
+
+def _timed(call):
+    def timed(*args):
+        start = time.perf_counter()
+        try:
+            return call(*args)
+        finally:
+            inner.append(time.perf_counter() - start)
+    return timed
+
+
+_expanded_init = descriptor_args.ExpandedLauncher.__init__
+_direct_init = launching.DirectLauncher.__init__
+
+
+def _expanded(self, compiled, c_launch, metas, make):
+    _expanded_init(self, compiled, _timed(c_launch), metas, make)
+
+
+def _direct(self, *args, **kwargs):
+    _direct_init(self, *args, **kwargs)
+    self._call = _timed(self._call)  # Triton's launcher (CudaLauncher.__call__, or its C function)
+
+
+descriptor_args.ExpandedLauncher.__init__ = _expanded
+launching.DirectLauncher.__init__ = _direct
+
+
+def case(name: str, shape: tuple[int, int, int], dtype: torch.dtype, tiles: tuple[int, int, int]) -> None:
+    m, n, k = shape
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    c = torch.empty(m, n, device="cuda", dtype=dtype)
+    stream = torch.cuda.current_stream()
+    grid = (ct.cdiv(m, tiles[0]) * ct.cdiv(n, tiles[1]), 1, 1)
+    kernel = MatMul.matmul_kernel
+
+    def launch() -> None:
+        ct.launch(stream, grid, kernel, (a, b, c, *tiles))
+
+    for _ in range(5):
+        launch()
+    torch.cuda.synchronize()
+    whole, parts = [], []
+    for _ in range(20):
+        torch.cuda.synchronize()
+        inner.clear()
+        start = time.perf_counter()
+        for _ in range(10):
+            launch()
+        whole.append((time.perf_counter() - start) / 10 * 1e6)
+        parts.append(sum(inner) / 10 * 1e6 if inner else float("nan"))
+    torch.cuda.synchronize()
+    print(f"{name}: ct.launch {statistics.median(whole):.1f} us, of it Triton's launcher "
+          f"{statistics.median(parts):.1f} us (medians of 20 rounds of 10; min {min(whole):.1f} / {min(parts):.1f})",
+          flush=True)
+
+
+if __name__ == "__main__":
+    case("Gluon variant, bf16 4000x3000x2000 128x256x64", (4000, 3000, 2000), torch.bfloat16, (128, 256, 64))
+    case("TC3 tf32 1000x500x700 32x32x32 (descriptors made by the programs)", (1000, 500, 700), torch.float32,
+         (32, 32, 32))
+    case("TC2 tf32 512x512x768 32x32x32", (512, 512, 768), torch.float32, (32, 32, 32))
