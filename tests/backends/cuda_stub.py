@@ -122,8 +122,16 @@ def missing() -> str | None:
     return None
 
 
+_BUILT: list[tuple[Any, StubDriver]] = []
+
+
 def build(directory: Path) -> tuple[Any, StubDriver]:
-    """(launcher module, its stand-in driver), built in `directory` (callers skip on `missing()`)."""
+    """(launcher module, its stand-in driver), built in `directory` (callers skip on `missing()`)
+    the first time in this process and the same pair after: a second stand-in library would be
+    a second copy, and the second module would still call the first (the loader reuses the
+    loaded library of the same name), so its driver would record nothing."""
+    if _BUILT:
+        return _BUILT[0]
     from triton.backends.nvidia import driver
     from triton.runtime.build import compile_module_from_src
 
@@ -148,7 +156,8 @@ def build(directory: Path) -> tuple[Any, StubDriver]:
             del os.environ["TRITON_CACHE_DIR"]
         else:
             os.environ["TRITON_CACHE_DIR"] = before
-    return module, StubDriver(library)
+    _BUILT.append((module, StubDriver(library)))
+    return _BUILT[0]
 
 
 class _Meta:

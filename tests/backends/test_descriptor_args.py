@@ -1,7 +1,8 @@
-"""ExpandedLauncher (backends/triton/descriptor_args.py) against Triton 3.6's own descriptor
-wrapper, on the CPU: the C launch function is a recorder and the CUtensorMap encoding a stand-in
-that counts its calls, so what is checked is which arguments reach the C function and when a
-descriptor is encoded again."""
+"""ExpandedLauncher (backends/triton/descriptor_args.py) on the CPU: against Triton 3.6's own
+descriptor wrapper (the C launch function a recorder, tilecraft's C launcher left out), and
+through tilecraft's C launcher built against the stand-in driver (cuda_stub.py). The CUtensorMap
+encoding is a stand-in that counts its calls, so what is checked is which arguments reach the
+launch and when a descriptor is encoded again."""
 
 from __future__ import annotations
 
@@ -9,13 +10,22 @@ from types import SimpleNamespace
 
 import pytest
 
+import cuda_stub
+
 torch = pytest.importorskip("torch")
 driver = pytest.importorskip("triton.backends.nvidia.driver")
 
-from tilecraft.backends.triton import descriptor_args  # noqa: E402
+from tilecraft.backends.triton import descriptor_args, native_launch  # noqa: E402
 from tilecraft.backends.triton.descriptor_args import CACHE_LIMIT, ExpandedLauncher  # noqa: E402
 
 METAS = [{"block_size": [16, 32]}, {"block_size": [32, 16]}]
+SIGNATURE = {"n": "i32", "a_desc": "tensordesc<fp32[16, 32]>", "b_desc": "tensordesc<fp32[32, 16]>", "m": "i32"}
+
+
+@pytest.fixture
+def triton_only(monkeypatch):
+    """No tilecraft C launcher (as on a machine without a C compiler): Triton's C function launches."""
+    monkeypatch.setattr(native_launch, "launcher_for", lambda *a, **k: None)
 
 
 def _encode(encoded: list):
@@ -28,20 +38,21 @@ def _encode(encoded: list):
 
 def _compiled(calls: list, scratch: int = 0) -> SimpleNamespace:
     """A CompiledKernel whose launcher is Triton's descriptor wrapper around a recording C launch
-    (signature: an int, two descriptors, an int)."""
-    signature = {"n": "i32", "a_desc": "tensordesc<fp32[16, 32]>", "b_desc": "tensordesc<fp32[32, 16]>", "m": "i32"}
-    run = SimpleNamespace(launch=driver.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, METAS),
+    (SIGNATURE: an int, two descriptors, an int)."""
+    run = SimpleNamespace(launch=driver.wrap_handle_tensordesc(lambda *a: calls.append(a), SIGNATURE, METAS),
                           launch_cooperative_grid=False, launch_pdl=True, global_scratch_size=scratch,
                           profile_scratch_size=0)
-    return SimpleNamespace(run=run, function="fn", packed_metadata="packed",
-                           metadata=SimpleNamespace(tensordesc_meta=METAS))
+    metadata = SimpleNamespace(tensordesc_meta=METAS, num_ctas=1, launch_cooperative_grid=False, launch_pdl=False,
+                               global_scratch_size=scratch, profile_scratch_size=0, num_warps=4, shared=1024)
+    return SimpleNamespace(run=run, function=0x5EED, packed_metadata="packed", metadata=metadata,
+                           src=SimpleNamespace(signature=SIGNATURE))
 
 
 def _make(block):
     return lambda t: SimpleNamespace(base=t, shape=list(t.shape), strides=list(t.stride()), block_shape=block)
 
 
-def test_passes_what_tritons_wrapper_passes_and_encodes_once_per_array(monkeypatch):
+def test_passes_what_tritons_wrapper_passes_and_encodes_once_per_array(monkeypatch, triton_only):
     encoded: list = []
     monkeypatch.setattr(descriptor_args, "encode", _encode(encoded))
     monkeypatch.setattr(driver, "make_tensordesc_arg", _encode([]))
@@ -52,7 +63,7 @@ def test_passes_what_tritons_wrapper_passes_and_encodes_once_per_array(monkeypat
     a, b = torch.zeros(64, 96), torch.zeros(96, 48)
     launcher.launch((3, 1, 1), 7, (5,), [a, b], (9,))
     # Triton's own path: the wrapper expands TensorDescriptor-like arguments itself
-    lead = (3, 1, 1, 7, "fn", False, True, None, None, "packed", None, None, None)
+    lead = (3, 1, 1, 7, 0x5EED, False, True, None, None, "packed", None, None, None)
     compiled.run.launch(*lead, 5, _make([16, 32])(a), _make([32, 16])(b), 9)
     assert calls[0] == calls[1]
     assert calls[0][:13] == lead and calls[0][13] == 5 and calls[0][-1] == 9
@@ -71,7 +82,7 @@ def test_passes_what_tritons_wrapper_passes_and_encodes_once_per_array(monkeypat
     assert 128 in calls[5] and 128 not in calls[4]  # the row stride that reached the kernel
 
 
-def test_cache_is_bounded(monkeypatch):
+def test_cache_is_bounded(monkeypatch, triton_only):
     encoded: list = []
     monkeypatch.setattr(descriptor_args, "encode", _encode(encoded))
     launcher = ExpandedLauncher.of(_compiled([]), [_make([16, 32]), _make([32, 16])])
@@ -83,7 +94,7 @@ def test_cache_is_bounded(monkeypatch):
     assert len(encoded) == len(arrays) + 2  # b again after the cache started over
 
 
-def test_declines_other_launchers():
+def test_declines_other_launchers(triton_only):
     make = [_make([16, 32]), _make([32, 16])]
     assert ExpandedLauncher.of(_compiled([], scratch=128), make) is None  # global scratch: Triton allocates it
     plain = _compiled([])
@@ -91,3 +102,48 @@ def test_declines_other_launchers():
     assert ExpandedLauncher.of(plain, make) is None
     assert ExpandedLauncher.of(_compiled([]), make[:1]) is None  # descriptors the kernel does not take
     assert ExpandedLauncher.of(SimpleNamespace(run=lambda *a: None), make) is None  # a stand-in compiled kernel
+
+
+def test_descriptor_parameters_expand_as_tritons_launcher_expands_them():
+    """tilecraft's C launcher takes a host descriptor as Triton's launcher passes it: the map,
+    then the shape (int32) and strides (int64); only when asked, and only with every
+    descriptor's metadata (without it Triton passes the base pointer instead)."""
+    compiled = _compiled([])
+    assert native_launch.argument_types(compiled, descriptors=True) == b"imiiqqmiiqqi"
+    assert native_launch.argument_types(compiled) is None
+    compiled.metadata.tensordesc_meta = [METAS[0], None]
+    assert native_launch.argument_types(compiled, descriptors=True) is None
+
+
+@pytest.mark.skipif(cuda_stub.missing() is not None, reason="the C launcher cannot be built here")
+def test_tilecraft_c_launcher_takes_the_maps(monkeypatch, tmp_path):
+    """Through tilecraft's C launcher (stand-in driver): each descriptor reaches the kernel as its
+    map's bytes (the stand-in records a parameter's first 8), shape and strides, between the
+    head and the tail; the launcher refuses a map that is not 128 bytes, and map_bytes anything
+    but Triton's tensor map."""
+    module, stub = cuda_stub.build(tmp_path / "launcher")
+    maps = {}
+
+    def encode(desc, meta):
+        raw = maps.setdefault(desc.base.data_ptr(), bytes([len(maps) + 1]) * 128)
+        return [SimpleNamespace(raw=raw), *desc.shape, *desc.strides]
+    monkeypatch.setattr(descriptor_args, "encode", encode)
+    compiled = _compiled([])
+    native = native_launch.launcher_for(compiled, module, descriptors=True)
+    stand_in = native._replace(module=SimpleNamespace(map_bytes=lambda m: m.raw))  # Triton's maps need a GPU
+    launcher = descriptor_args.ExpandedLauncher(compiled, lambda *a: pytest.fail("Triton's launch ran"), METAS,
+                                                [_make([16, 32]), _make([32, 16])], stand_in)
+    a, b = torch.zeros(64, 96), torch.zeros(96, 48)
+    stub.set(types=b"iQiiqqQiiqqi")  # a map recorded as its first 8 bytes
+    try:
+        launcher.launch((3, 2, 1), 7, (5,), [a, b], (9,))
+        got = stub.last()
+    finally:
+        stub.set()  # the stand-in is shared by the process's tests
+    first = [int.from_bytes(maps[t.data_ptr()][:8], "little") for t in (a, b)]
+    assert got.values == (5, first[0], 64, 96, 96, 1, first[1], 96, 48, 48, 1, 9, 0, 0)
+    assert got.grid == (3, 2, 1) and got.block == (128, 1, 1) and got.shared == 1024 and got.stream == 7
+    with pytest.raises(TypeError, match="128 bytes"):
+        module.launch(1, 1, 1, 0, 0x5EED, 128, 0, b"m", native.head[4], b"short")
+    with pytest.raises(TypeError, match="PyCUtensorMap"):
+        module.map_bytes(b"\0" * 128)

@@ -7,14 +7,18 @@ Triton's launcher for such a kernel wraps its C launch function in Python
 array's shape and strides, and the descriptor itself was validated when it was made. An encoding
 depends only on the array's address, dtype, shape and strides and on the kernel's metadata for that
 descriptor (block, swizzle, element type), so `ExpandedLauncher` keeps the encoded arguments per
-(descriptor, address, dtype, shape, strides) and calls the C function with them, with the leading
-arguments the wrapper passes. Where the launcher is not shaped that way (another Triton, global or
-profiling scratch), `ExpandedLauncher.of` returns None and the caller keeps Triton's path.
+(descriptor, address, dtype, shape, strides) and launches with them through tilecraft's C launcher
+(native_launch.py, which takes each map as its 128 bytes), else through Triton's C function with
+the leading arguments the wrapper passes. Where Triton's launcher is not shaped that way (another
+Triton, global or profiling scratch), `ExpandedLauncher.of` returns None and the caller keeps
+Triton's path.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
+
+from . import native_launch
 
 CACHE_LIMIT = 64
 """Encoded descriptors kept per launcher; past this the cache starts over (arrays that change
@@ -37,19 +41,30 @@ def _c_launch(run: Any) -> Callable[..., Any] | None:
     return wrapper.__closure__[names.index("launcher")].cell_contents
 
 
+class _Encoded(NamedTuple):
+    """One descriptor's arguments: as Triton's C function takes them, and as tilecraft's does."""
+
+    triton: tuple
+    native: tuple | None
+
+
 class ExpandedLauncher:
     """`launch(grid, stream, head, arrays, tail)` runs `compiled` with arguments `head`, then a
-    descriptor of each of `arrays` (made by `make[i]` on a cache miss), then `tail`."""
+    descriptor of each of `arrays` (made by `make[i]` on a cache miss), then `tail`; through
+    `native` (tilecraft's C launcher, which declines where its CUDA context is not current) when
+    there is one, else Triton's C function `c_launch`."""
 
     def __init__(self, compiled: Any, c_launch: Callable[..., Any], metas: Sequence[Any],
-                 make: Sequence[Callable[[Any], Any]]) -> None:
+                 make: Sequence[Callable[[Any], Any]], native: native_launch.Native | None = None) -> None:
         run = compiled.run
         self._c_launch = c_launch
         self._lead = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None,
                       compiled.packed_metadata, None, None, None)
         self._metas = list(metas)
         self._make = list(make)
-        self._encoded: dict[tuple, tuple] = {}
+        self._native = native
+        self._pointers: list[int] | None = None  # positions in `head` of arrays (the native launch takes addresses)
+        self._encoded: dict[tuple, _Encoded] = {}
 
     @classmethod
     def of(cls, compiled: Any, make: Sequence[Callable[[Any], Any]]) -> "ExpandedLauncher | None":
@@ -61,21 +76,33 @@ class ExpandedLauncher:
         if c_launch is None or not metas or len(metas) != len(make) or any(m is None for m in metas) \
                 or run.global_scratch_size or run.profile_scratch_size:
             return None
-        return cls(compiled, c_launch, metas, make)
+        return cls(compiled, c_launch, metas, make, native_launch.launcher_for(compiled, descriptors=True))
 
     def launch(self, grid: tuple[int, int, int], stream: int, head: Sequence[Any], arrays: Sequence[Any],
                tail: Sequence[Any] = ()) -> None:
-        expanded: list[Any] = []
-        for i, array in enumerate(arrays):
-            expanded.extend(self._descriptor(i, array))
-        self._c_launch(grid[0], grid[1], grid[2], stream, *self._lead, *head, *expanded, *tail)
+        encoded = [self._descriptor(i, array) for i, array in enumerate(arrays)]
+        native = self._native
+        if native is not None:
+            if self._pointers is None:
+                self._pointers = [i for i, x in enumerate(head) if hasattr(x, "data_ptr")]
+            if self._pointers:
+                head = list(head)
+                for i in self._pointers:
+                    head[i] = head[i].data_ptr()
+            if native.launch(grid[0], grid[1], grid[2], stream, *native.head, *head,
+                             *(x for e in encoded for x in e.native), *tail):
+                return
+        self._c_launch(grid[0], grid[1], grid[2], stream, *self._lead, *head, *(x for e in encoded for x in e.triton),
+                       *tail)
 
-    def _descriptor(self, i: int, array: Any) -> tuple:
+    def _descriptor(self, i: int, array: Any) -> _Encoded:
         """Descriptor i of `array`, encoded (once per address, dtype, shape and strides)."""
         key = (i, array.data_ptr(), array.dtype, array.shape, array.stride())
         hit = self._encoded.get(key)
         if hit is None:
             if len(self._encoded) >= CACHE_LIMIT:
                 self._encoded.clear()
-            hit = self._encoded[key] = tuple(encode(self._make[i](array), self._metas[i]))
+            triton = tuple(encode(self._make[i](array), self._metas[i]))
+            native = None if self._native is None else (self._native.module.map_bytes(triton[0]), *triton[1:])
+            hit = self._encoded[key] = _Encoded(triton, native)
         return hit

@@ -7,8 +7,9 @@ launches through `cuLaunchKernelEx`: on the H200 host that is 4.0 us of a cached
 (`benchmarks/results/launch-profile-h200-2026-12-01-b.txt`). This launcher takes the arguments
 as a vector call (no argument tuple) and packs each by one letter of `types`. It covers what the
 fast path launches: one CTA per program, no cooperative grid or dependent launch, no scratch
-memory, and scalar parameters of integer, float32 or float64 type; `launcher_for` returns None
-for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
+memory, and scalar parameters of integer, float32 or float64 type, and (asked for:
+`descriptors`) host tensor descriptors as Triton's launcher expands them; `launcher_for` returns
+None for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
 It launches only where the CUDA context its kernel was loaded in is current, and declines
 (returns False) where another device's is (runtime/devices.py: `ct.launch` then makes the
 arrays' device current): comparing the context it reads anyway costs nothing.
@@ -52,6 +53,7 @@ _SOURCE = r"""
 #include <Python.h>
 
 #define MAX_PARAMS %(max_params)d
+#define MAX_MAPS 16
 #define MAX_STEPS 8
 #define MAX_TENSORS 32
 %(tensor_header)s
@@ -154,8 +156,19 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   shared = (unsigned int)PyLong_AsUnsignedLong(args[6]);
   Slot slots[MAX_PARAMS];
   void* params[MAX_PARAMS];
-  int n = 0;
+  _Alignas(128) CUtensorMap maps[MAX_MAPS];
+  int n = 0, nmaps = 0;
   for (Py_ssize_t i = 0; i < ntypes; ++i) {
+    if (types[i] == 'm') {  /* a TMA descriptor: its 128 bytes (map_bytes), copied to aligned memory */
+      PyObject* m = args[9 + i];
+      if (nmaps == MAX_MAPS || !PyBytes_Check(m) || PyBytes_GET_SIZE(m) != (Py_ssize_t)sizeof(CUtensorMap)) {
+        PyErr_SetString(PyExc_TypeError, "launch: a tensor map parameter takes the 128 bytes of map_bytes()");
+        return NULL;
+      }
+      memcpy(&maps[nmaps], PyBytes_AS_STRING(m), sizeof(CUtensorMap));
+      params[n++] = &maps[nmaps++];
+      continue;
+    }
     int packed = pack(types[i], args[9 + i], &slots[n]);
     if (packed < 0) return NULL;
     if (packed) { params[n] = &slots[n]; ++n; }
@@ -495,7 +508,21 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   return (PyObject*)q;
 }
 
+/* Triton's host tensor map object (triton.backends.nvidia.PyCUtensorMap, Triton 3.6's driver.c):
+   the map its fill_tma_descriptor encoded, 128-byte aligned after the object's head. */
+typedef struct { PyObject_HEAD _Alignas(128) CUtensorMap tensorMap; } TritonTensorMap;
+
+/* map_bytes(m) -> the 128 bytes of Triton's tensor map `m`, for a launch's 'm' parameter. */
+static PyObject* map_bytes(PyObject* self, PyObject* m) {
+  if (strcmp(Py_TYPE(m)->tp_name, "triton.backends.nvidia.PyCUtensorMap") != 0) {
+    PyErr_Format(PyExc_TypeError, "map_bytes() takes Triton's PyCUtensorMap, not %%s", Py_TYPE(m)->tp_name);
+    return NULL;
+  }
+  return PyBytes_FromStringAndSize((const char*)&((TritonTensorMap*)m)->tensorMap, sizeof(CUtensorMap));
+}
+
 static PyMethodDef methods[] = {
+  {"map_bytes", map_bytes, METH_O, "The 128 bytes of Triton's PyCUtensorMap."},
   {"launch", (PyCFunction)(void (*)(void))launch, METH_FASTCALL, "Launch a loaded CUDA kernel."},
   {"quick", make_quick, METH_VARARGS, "The quick launcher of one specialization."},
   {"context", current_context, METH_NOARGS, "The CUDA context current in this thread, as an int (0: none)."},
@@ -535,15 +562,25 @@ def _module() -> Any:
     return module
 
 
-def argument_types(compiled: Any) -> bytes | None:
+def argument_types(compiled: Any, descriptors: bool = False) -> bytes | None:
     """The packing letters of `compiled`'s parameters, or None when this launcher cannot launch
-    it (see the module's docstring)."""
+    it (see the module's docstring). With `descriptors`, a kernel that takes host tensor
+    descriptors is launched too, each descriptor parameter given as Triton's launcher expands
+    it: its map ('m', the bytes of `map_bytes`), then its shape (int32) and strides (int64)."""
     meta = compiled.metadata
+    tensordesc = getattr(meta, "tensordesc_meta", None)
     if (getattr(meta, "num_ctas", 1) != 1 or meta.launch_cooperative_grid or meta.launch_pdl
-            or meta.global_scratch_size or meta.profile_scratch_size or getattr(meta, "tensordesc_meta", None)):
+            or meta.global_scratch_size or meta.profile_scratch_size
+            or (tensordesc and (not descriptors or any(m is None for m in tensordesc)))):
         return None
     letters = []
     for ty in compiled.src.signature.values():
+        if isinstance(ty, str) and ty.startswith("tensordesc"):
+            if not tensordesc:
+                return None  # a descriptor Triton's launcher would decompose into its base pointer
+            rank = ty.count(",") + 1
+            letters.append("m" + "i" * rank + "q" * rank)
+            continue
         letter = "p" if isinstance(ty, str) and ty.startswith("*") else _TYPES.get(ty)
         if letter is None:
             return None
@@ -564,10 +601,11 @@ class Native(NamedTuple):
     module: Any
 
 
-def launcher_for(compiled: Any, module: Any = None) -> Native | None:
+def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False) -> Native | None:
     """The launcher of `compiled` (a loaded Triton CompiledKernel) from `module` (default: the
-    one built here), or None when this launcher cannot launch `compiled`."""
-    types = argument_types(compiled)
+    one built here), or None when this launcher cannot launch `compiled` (`descriptors`: see
+    `argument_types`)."""
+    types = argument_types(compiled, descriptors)
     native = (module or _module()) if types is not None else None
     if native is None:
         return None
