@@ -194,6 +194,7 @@ def direct_launcher(kernel: Any, args: tuple, module: Any, host_variant: Any = N
     dl._slots = dl._small_grid = dl._small = dl._host = None
     dl._host_variant = host_variant
     dl._descriptors = False
+    dl._expanded = None  # no host descriptors
     dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature), module)
     dl._native, dl._native_head = dl._launcher[:2]
     dl._call = dl._head = None  # Triton's launcher: none on the CPU

@@ -172,7 +172,7 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
     dl = object.__new__(launching.DirectLauncher)
     dl._flatten = baked_flatten(compiled.lowered, args, flat)
     dl._fused_args = launching.baked_exprs(compiled.lowered, args, flat, address="p{}")
-    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._launcher = None
+    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._launcher = dl._expanded = None
     dl._descriptors, dl._native, dl._native_head = False, lambda *xs: calls.append(xs) or True, ("f", 128, 0, b"t")
     quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(), dl.fused_launch(),
                            2**24 - 1)

@@ -346,6 +346,57 @@ def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
     assert calls == [(3, 2, 1)]
 
 
+def test_host_descriptor_launches_make_each_arrays_descriptors_once(monkeypatch):
+    """A host-descriptor variant's specialized launcher (`launching.expanded_launch`) hands
+    Triton's C function what Triton's own wrapper hands it for the generated TensorDescriptor
+    expressions (the C launcher and the CUtensorMap encoding are stand-ins here), makes each
+    array's descriptors once, and makes new ones for another array."""
+    from types import SimpleNamespace
+    from triton.backends.nvidia import driver
+    from tilecraft.backends.triton import descriptor_args, launching, native_launch
+    k = K("host_descriptors")
+    a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
+    i, j = k.bid(0), k.bid(1)
+    k.store(o, [i, j], k.load(a, [i, j], (4, 8), order=(1, 0), padding=PaddingMode.NAN))
+    a_t, out = randn(13, 12)[:, :10], poison((10, 16))
+    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 6)
+    host = run(k, (3, 2), [a_t, out], INTERP_DESC).host_descriptor_kernel()
+    encoded = []
+
+    def encode(desc, meta):
+        encoded.append(desc.base.data_ptr())
+        return [(desc.base.data_ptr(), tuple(desc.shape), tuple(desc.strides), tuple(desc.block_shape), desc.padding),
+                *desc.shape, *desc.strides]
+    monkeypatch.setattr(descriptor_args, "encode", encode)
+    monkeypatch.setattr(driver, "make_tensordesc_arg", encode)
+    monkeypatch.setattr(native_launch, "launcher_for", lambda *a, **kw: None)
+    calls = []
+    signature = host.lowered.signature
+    metas = [{} for t in signature.values() if t.startswith("tensordesc")]
+    run_ = SimpleNamespace(launch=driver.wrap_handle_tensordesc(lambda *x: calls.append(x), signature, metas),
+                           launch_cooperative_grid=False, launch_pdl=False, global_scratch_size=0, profile_scratch_size=0)
+    compiled = SimpleNamespace(run=run_, function=7, packed_metadata=(4, 1, 0), metadata=SimpleNamespace(
+        tensordesc_meta=metas), src=SimpleNamespace(signature=signature))
+    expanded, flatten = launching.expanded_launch(compiled, host.lowered, [a_t, out], host._flatten(a_t, out))
+    dl = launching.DirectLauncher(compiled, flatten, True, expanded=expanded)
+    dl.launch((3, 2, 1), [a_t, out], 5)
+    baked = launching.baked_flatten(host.lowered, [a_t, out], host._flatten(a_t, out))(a_t, out)
+    run_.launch(3, 2, 1, 5, 7, False, False, None, None, (4, 1, 0), None, None, None, *baked)
+    assert len(calls) == 2 and calls[0] == calls[1]
+    assert encoded == [a_t.data_ptr(), out.data_ptr()] * 2  # Triton's wrapper encoded them again
+    dl.launch((3, 2, 1), [a_t, out], 5)
+    other = poison((10, 16))
+    dl.launch((3, 2, 1), [a_t, other], 5)
+    assert encoded[4:] == [other.data_ptr()] and calls[2] == calls[0]
+
+
+    def moved(x):  # a launch argument of `out`'s launch as `other`'s
+        if isinstance(x, tuple):
+            return tuple(moved(y) for y in x)
+        return other.data_ptr() if x == out.data_ptr() else x
+    assert calls[3] == moved(calls[0])
+
+
 def test_zero_d_array_beside_descriptor_loads():
     k = K("sum_to_scalar")
     a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 0)

@@ -44,7 +44,7 @@ from ...errors import Location, TileAssertionError, TileCompilerExecutionError
 from . import fitting
 from . import interpret_workarounds as workarounds
 from . import printing
-from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator,
+from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator, expanded_launch,
                         grid_loop_launch, host_descriptors_allowed, launch_lambda, many_blocks, sm_slots,
                         stream_context, stream_handle)
 from .emitter import Target
@@ -454,12 +454,16 @@ class TritonKernel:
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         if not self.lowered.grid_loop:
             compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"))
-        flat = (*flat, 1, 1, 1)
-        compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-        return DirectLauncher(compiled, baked, self._descriptors, self._programs(flat),
-                              lambda: self.small_grid_kernel().specialize(args), host_variant=host)
+            expanded = expanded_launch(compiled, self.lowered, args, flat)
+            return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, host_variant=host,
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"),
+                                  expanded=expanded[0] if expanded else None)
+        looped = (*flat, 1, 1, 1)
+        compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
+        expanded = expanded_launch(compiled, self.lowered, args, flat)
+        return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, self._programs(looped),
+                              lambda: self.small_grid_kernel().specialize(args), host_variant=host,
+                              expanded=expanded[0] if expanded else None)
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a

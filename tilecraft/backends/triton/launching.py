@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import torch
 import triton
@@ -26,6 +26,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ..base import FusedLaunch
 from . import native_launch
+from .descriptor_args import ExpandedLauncher
 from .lower import LoweredKernel
 
 _thread = threading.local()
@@ -170,6 +171,39 @@ _PLAIN = re.compile(r"[ap]\d+|-?\d+")
 """A fused launch's argument: an argument, an address or a constant int (nothing to evaluate)."""
 
 
+class Expanded(NamedTuple):
+    """A host-descriptor kernel's launch through `ExpandedLauncher` (descriptor_args.py): the
+    descriptors are the arguments `start` to `start + count` of its flattened arguments, made
+    from the kernel arguments at `arrays`."""
+
+    launcher: ExpandedLauncher
+    start: int
+    count: int
+    arrays: tuple[int, ...]
+
+
+def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any],
+                    flat: tuple) -> tuple[Expanded, Callable[..., tuple]] | None:
+    """For a kernel taking host descriptors (`LoweredKernel.host_descriptors`), specialized for
+    `args` (`flat`: flattened the general way): its `Expanded` launch and the flattening it
+    takes (`baked_flatten`'s with None for each descriptor); None where it has no descriptors,
+    list arguments, or a launcher ExpandedLauncher cannot call."""
+    made = lowered.host_descriptors
+    exprs = baked_exprs(lowered, args, flat) if made else None
+    if exprs is None:
+        return None
+    start, count = made[0][0], len(made)
+    if [m[0] for m in made] != list(range(start, start + count)):
+        return None
+    launcher = ExpandedLauncher.of(compiled, [launch_lambda(m[2]) for m in made])
+    if launcher is None:
+        return None
+    exprs[start:start + count] = ["None"] * count
+    params = ", ".join(f"a{i}" for i in range(len(args)))
+    flatten = launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
+    return Expanded(launcher, start, count, tuple(m[1] for m in made)), flatten
+
+
 class DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher, for one argument
     specialization (see the module's docstring; made by `TritonKernel.specialize`). A grid-loop
@@ -183,9 +217,10 @@ class DirectLauncher:
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
-                 fused_args: Sequence[str] | None = None) -> None:
+                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = flatten
+        self._expanded = expanded
         self._fused_args = fused_args
         self._slots = slots
         self._small_grid = small_grid
@@ -218,6 +253,10 @@ class DirectLauncher:
                 return self._host_launcher().launch(grid, args, stream)
             grid, flat = looped
         handle = current_stream() if stream is None else stream_handle(stream)
+        if self._expanded is not None:
+            ex = self._expanded
+            ex.launcher.launch(grid, handle, flat[:ex.start], [args[i] for i in ex.arrays], flat[ex.start + ex.count:])
+            return
         if self._native is not None and self._native(grid[0], grid[1], grid[2], handle, *self._native_head, *flat):
             return
         if self._descriptors:

@@ -54,6 +54,7 @@ class LoweredKernel:
     prints: PrintPlan | None = None  # kernels with Print ops: their records (printing.py)
     launch: tuple[str, ...] = ()  # the expressions `flatten` returns, one per Triton argument
     flattened: bool = False  # grid-loop kernels: the grid loop is flattened into the pipelined loop
+    host_descriptors: tuple[tuple[int, int, str], ...] = ()  # per host descriptor: see memory.descriptor_params
 
     @property
     def uses_descriptors(self) -> bool:
@@ -158,8 +159,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
     kname = w.fresh(fn.name)
     aligned: list[int] = []
     params, signature, launch = param_kernel_args(w, fn, facts, aligned)
-    if target.host_descriptors:
-        memory.descriptor_params(w, fn, params, signature, launch)
+    host_descriptors = memory.descriptor_params(w, fn, params, signature, launch) if target.host_descriptors else ()
     printing.add_params(w, fn, params, signature)
     if plan.grid_loop:
         sizes = (w.fresh("grid_x"), w.fresh("grid_y"), w.fresh("grid_z"))
@@ -192,7 +192,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          _descriptor_arrays(fn, plan), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
                          asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
-                         printing.plan_prints(fn), tuple(launch), plan.flatten_grid)
+                         printing.plan_prints(fn), tuple(launch), plan.flatten_grid, host_descriptors)
 
 
 def flatten_lambda(nargs: int, launch: Sequence[str]) -> str:

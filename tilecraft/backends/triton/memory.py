@@ -51,7 +51,7 @@ def _padding_value(w: KernelWriter, mode: PaddingMode, dtype: DType) -> str | No
 # ---- tensor descriptors and carried pointer tiles (made from the plan) -----------------------
 
 def descriptor_params(w: KernelWriter, fn: Function, params: list[str], signature: dict[str, str],
-                      launch: list[str]) -> None:
+                      launch: list[str]) -> tuple[tuple[int, int, str], ...]:
     """The plan's tensor descriptors as kernel parameters (`Target.host_descriptors`), each made
     on the host at the launch (Triton's `TensorDescriptor`, of the array's shape and strides,
     as `emit_descriptors` would make it in the kernel). A descriptor made in the kernel is
@@ -59,17 +59,25 @@ def descriptor_params(w: KernelWriter, fn: Function, params: list[str], signatur
     short programs several percent (H200: benchmarks/results/attention-probe-h200-2026-12-01-c.json);
     one made on the host costs a few microseconds of host time per launch instead. Appends each
     descriptor to `params`, `signature` and `launch` (its `TensorDescriptor` expression over the
-    runtime argument `a<i>`) and names it in `w.descriptors`, which `emit_descriptors` skips."""
+    runtime argument `a<i>`) and names it in `w.descriptors`, which `emit_descriptors` skips.
+    Returns, per descriptor, (its position in `launch`, the argument's, `lambda t: ...` making it
+    from that array), for launchers that make each array's descriptor once (descriptor_args.py)."""
     position = {p.id: i for i, p in enumerate(fn.params)}
+    made = []
     for desc in w.plan.descriptors:
         arr, i, dtype = w.arrays[desc.array.id], position[desc.array.id], desc.array.type.dtype
         w.descriptors[desc] = name = w.fresh(f"{arr.pointer}_desc")
         params.append(name)
         signature[name] = f"tensordesc<{SIGNATURE_TYPES[dtype]}[{', '.join(map(str, desc.block))}]>"
-        base = f"a{i}.view(torch.uint8)" if dtype is D.float8_e8m0fnu else f"a{i}"
-        shape = ", ".join(f"a{i}.shape[{k}]" for k in range(len(arr.shapes)))
-        strides = ", ".join(f"a{i}.stride({k})" if s else "1" for k, s in enumerate(arr.strides))
-        launch.append(f"TensorDescriptor({base}, [{shape}], [{strides}], {list(desc.block)}, {desc.padding!r})")
+
+        def expr(a: str, arr=arr, dtype=dtype, desc=desc) -> str:
+            base = f"{a}.view(torch.uint8)" if dtype is D.float8_e8m0fnu else a
+            shape = ", ".join(f"{a}.shape[{k}]" for k in range(len(arr.shapes)))
+            strides = ", ".join(f"{a}.stride({k})" if s else "1" for k, s in enumerate(arr.strides))
+            return f"TensorDescriptor({base}, [{shape}], [{strides}], {list(desc.block)}, {desc.padding!r})"
+        made.append((len(launch), i, f"lambda t: {expr('t')}"))
+        launch.append(expr(f"a{i}"))
+    return tuple(made)
 
 
 def emit_descriptors(w: KernelWriter) -> None:
