@@ -1,9 +1,11 @@
 """Where a cached launch's host time goes for kernels that take tensor descriptors (GPU only):
-`ct.launch` of cuTile's MatMul sample timed whole and, inside it, the call into Triton's C
-launch function alone, for the Gluon variant (bf16 4000x3000x2000, 128x256x64 tiles: host
-descriptors through `ExpandedLauncher`) and for a kernel whose programs make their descriptors
-(tf32 1000x500x700 with 32x32x32 tiles, TC3: Triton's launcher allocates their global scratch at
-every launch). Medians over rounds of 10 launches, each round after a synchronize.
+`ct.launch` of cuTile's MatMul sample timed whole and, inside it, the C launch alone (tilecraft's
+C launcher, or Triton's launcher where that one runs), for the Gluon variant (bf16
+4000x3000x2000, 128x256x64 tiles: host descriptors through `ExpandedLauncher`), for a kernel
+whose programs make their descriptors (tf32 1000x500x700 with 32x32x32 tiles, TC3: Triton's
+launcher allocates their global scratch at every launch), for TC3 again on its host-descriptor
+variant, and for TC2 (tilecraft's C quick path). Medians over rounds of 10 launches, each round
+after a synchronize.
 
     PYTHONPATH=$PWD:$PWD/.conformance/shim:$PWD/.conformance/samples python3 benchmarks/launch_parts.py
 
@@ -38,8 +40,10 @@ _expanded_init = descriptor_args.ExpandedLauncher.__init__
 _direct_init = launching.DirectLauncher.__init__
 
 
-def _expanded(self, compiled, c_launch, metas, make):
-    _expanded_init(self, compiled, _timed(c_launch), metas, make)
+def _expanded(self, compiled, c_launch, metas, make, native=None):
+    if native is not None:  # tilecraft's C launcher: its launch timed instead of Triton's
+        native = native._replace(launch=_timed(native.launch))
+    _expanded_init(self, compiled, _timed(c_launch), metas, make, native)
 
 
 def _direct(self, *args, **kwargs):
@@ -51,17 +55,25 @@ descriptor_args.ExpandedLauncher.__init__ = _expanded
 launching.DirectLauncher.__init__ = _direct
 
 
-def case(name: str, shape: tuple[int, int, int], dtype: torch.dtype, tiles: tuple[int, int, int]) -> None:
+def case(name: str, shape: tuple[int, int, int], dtype: torch.dtype, tiles: tuple[int, int, int],
+         host_descriptors: bool = False) -> None:
+    """`host_descriptors`: the kernel's own object, launching its host-descriptor variant whatever
+    its block count (launching.HOST_DESCRIPTOR_BLOCKS set to 1 for its launches)."""
     m, n, k = shape
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
     c = torch.empty(m, n, device="cuda", dtype=dtype)
     stream = torch.cuda.current_stream()
     grid = (ct.cdiv(m, tiles[0]) * ct.cdiv(n, tiles[1]), 1, 1)
-    kernel = MatMul.matmul_kernel
+    kernel = MatMul.matmul_kernel.replace_hints() if host_descriptors else MatMul.matmul_kernel
 
     def launch() -> None:
-        ct.launch(stream, grid, kernel, (a, b, c, *tiles))
+        kept = launching.HOST_DESCRIPTOR_BLOCKS
+        launching.HOST_DESCRIPTOR_BLOCKS = 1 if host_descriptors else kept
+        try:
+            ct.launch(stream, grid, kernel, (a, b, c, *tiles))
+        finally:
+            launching.HOST_DESCRIPTOR_BLOCKS = kept
 
     for _ in range(5):
         launch()
@@ -76,7 +88,7 @@ def case(name: str, shape: tuple[int, int, int], dtype: torch.dtype, tiles: tupl
         whole.append((time.perf_counter() - start) / 10 * 1e6)
         parts.append(sum(inner) / 10 * 1e6 if inner else float("nan"))
     torch.cuda.synchronize()
-    print(f"{name}: ct.launch {statistics.median(whole):.1f} us, of it Triton's launcher "
+    print(f"{name}: ct.launch {statistics.median(whole):.1f} us, of it the C launch "
           f"{statistics.median(parts):.1f} us (medians of 20 rounds of 10; min {min(whole):.1f} / {min(parts):.1f})",
           flush=True)
 
@@ -85,4 +97,5 @@ if __name__ == "__main__":
     case("Gluon variant, bf16 4000x3000x2000 128x256x64", (4000, 3000, 2000), torch.bfloat16, (128, 256, 64))
     case("TC3 tf32 1000x500x700 32x32x32 (descriptors made by the programs)", (1000, 500, 700), torch.float32,
          (32, 32, 32))
+    case("TC3 as above, host descriptors", (1000, 500, 700), torch.float32, (32, 32, 32), host_descriptors=True)
     case("TC2 tf32 512x512x768 32x32x32", (512, 512, 768), torch.float32, (32, 32, 32))

@@ -111,6 +111,11 @@ def test_descriptor_parameters_expand_as_tritons_launcher_expands_them():
     compiled = _compiled([])
     assert native_launch.argument_types(compiled, descriptors=True) == b"imiiqqmiiqqi"
     assert native_launch.argument_types(compiled) is None
+    gluon = dict(SIGNATURE, b_desc="tensordesc<bf16[128, 64, 2],NVMMASharedLayout(swizzle_byte_width=128, "
+                 "element_bitwidth=16, rank=3)>")  # a Gluon descriptor's type: its layout after the block
+    compiled.src.signature = gluon
+    assert native_launch.argument_types(compiled, descriptors=True) == b"imiiqqmiiiqqqi"
+    compiled.src.signature = SIGNATURE
     compiled.metadata.tensordesc_meta = [METAS[0], None]
     assert native_launch.argument_types(compiled, descriptors=True) is None
 

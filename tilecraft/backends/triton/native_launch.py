@@ -30,6 +30,7 @@ header and library settings.
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Callable, NamedTuple, Sequence
 
 from ..base import CHECK_ALIGN, CHECK_CALL, CHECK_PATH, CHECK_RANGE, CHECK_VALUE, QuickChecks
@@ -40,6 +41,9 @@ _TYPES = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", "i
 """Triton signature type -> packing letter ('p': a pointer given as an int, 'x': not passed)."""
 
 _MAX_PARAMS = 256
+
+_DESCRIPTOR_BLOCK = re.compile(r"tensordesc<[^[>]*\[([^]]*)\]")
+"""A descriptor parameter's Triton type: group 1 is its block shape (as Triton's launcher reads it)."""
 
 _FROM_ARG, _FROM_ADDRESS, _FROM_CONSTANT = range(3)
 """Where a quick launcher's parameter comes from: an argument, an address, a constant."""
@@ -578,7 +582,10 @@ def argument_types(compiled: Any, descriptors: bool = False) -> bytes | None:
         if isinstance(ty, str) and ty.startswith("tensordesc"):
             if not tensordesc:
                 return None  # a descriptor Triton's launcher would decompose into its base pointer
-            rank = ty.count(",") + 1
+            block = _DESCRIPTOR_BLOCK.match(ty)  # a Gluon descriptor's type names its layout after the block
+            if block is None:
+                return None
+            rank = block[1].count(",") + 1
             letters.append("m" + "i" * rank + "q" * rank)
             continue
         letter = "p" if isinstance(ty, str) and ty.startswith("*") else _TYPES.get(ty)
