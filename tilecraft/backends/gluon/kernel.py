@@ -23,7 +23,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
 from ..base import ChosenPerGrid, WrappedKernel
-from ..triton.compile import GPU_MATH_OPTIONS, load_module, write_source
+from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.launching import current_stream, stream_context, stream_handle
 from .lower import GluonLowered, deals_evenly
@@ -82,10 +82,11 @@ class GluonKernel:
         head, tail, grid = self._arguments(grid, args)
         flat = (*head, *self.descriptors(args), *tail)
         options = self._options()
-        if stream is None or stream_handle(stream) == current_stream():
-            return self._fn[grid](*flat, **options)
-        with stream_context(stream):
-            return self._fn[grid](*flat, **options)
+        with TRITON_LANGUAGE:
+            if stream is None or stream_handle(stream) == current_stream():
+                return self._fn[grid](*flat, **options)
+            with stream_context(stream):
+                return self._fn[grid](*flat, **options)
 
     def direct(self, compiled: Any) -> Callable[[Grid, Sequence[Any], Any], None]:
         """`launch` through `compiled`, what `launch` returned for arguments of the same
@@ -131,7 +132,8 @@ class GluonKernel:
         sig.update((name, "i32") for name in self.lowered.grid_names)
         attrs = {(i,): [["tt.divisibility", 16]] for i in self.lowered.aligned}
         src = GluonASTSource(self._fn, signature=sig, attrs=attrs)
-        return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())
+        with TRITON_LANGUAGE:
+            return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options())
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = dict(GPU_MATH_OPTIONS, num_warps=self.lowered.num_warps)

@@ -61,11 +61,14 @@ sinh, cosh, tanh, pow) only sees normal numbers. `flush_to_zero` ops flush expli
 (compute.py), never through this switch. jax_triton cannot pass it (tilecraft/jax/gpu.py)."""
 
 _lock = threading.Lock()
-_interpreting = threading.Lock()
-"""Held while a kernel runs under Triton's CPU interpreter, which rebinds triton.language's
-functions for the length of a run (interpreter._patch_lang) and restores them after: two threads
-interpreting at once broke each other's kernels ("Did you forget to add @triton.jit ?"), so
-interpreted launches take turns."""
+TRITON_LANGUAGE = threading.RLock()
+"""Held while Triton's language module is in use: while a kernel runs under Triton's CPU
+interpreter, which rebinds triton.language's functions for the length of a run
+(interpreter._patch_lang) and restores them after, and while Triton's JIT or compiler runs for a
+GPU, which looks those functions up. Two threads interpreting at once broke each other's kernels
+("Did you forget to add @triton.jit ?"), and a GPU compile beside an interpreted run failed as if
+tilecraft had generated bad code, so they take turns. Cached launches (launching.py's launchers)
+neither compile nor interpret, and do not take it."""
 _modules: dict[str, ModuleType] = {}  # module name -> the module (see load_module)
 _scratch_dir: list[Path] = []
 
@@ -318,7 +321,8 @@ class TritonKernel:
             return INTERPRET_PROGRAMS
         device = torch.cuda.current_device()
         if device not in self._slots:
-            compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
+            with TRITON_LANGUAGE:
+                compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
             self._slots[device] = sm_slots(compiled)
         return self._slots[device]
 
@@ -376,7 +380,7 @@ class TritonKernel:
             grid, flat = looped
         if self.interpret:
             ctx = workarounds.device_asserts() if self.lowered.has_assert else contextlib.nullcontext()
-            with _interpreting, ctx:
+            with TRITON_LANGUAGE, ctx:
                 self._fn.run(*workarounds.float_arguments(flat), grid=grid, warmup=False)
             return
         if self._descriptors:
@@ -384,11 +388,12 @@ class TritonKernel:
         options = dict(self._options, launch_pdl=True) if dependent else self._options
         if self.lowered.asserts:
             return self._launch_checked(grid, flat, stream, options)
-        if stream is None or stream_handle(stream) == current_stream():
-            self._fn.run(*flat, grid=grid, warmup=False, **options)
-        else:
-            with stream_context(stream):
+        with TRITON_LANGUAGE:
+            if stream is None or stream_handle(stream) == current_stream():
                 self._fn.run(*flat, grid=grid, warmup=False, **options)
+            else:
+                with stream_context(stream):
+                    self._fn.run(*flat, grid=grid, warmup=False, **options)
 
     def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any, options: dict[str, Any]) -> None:
         """A GPU launch of a kernel with `ct.assert_`: its stream is synchronized before the launch
@@ -412,7 +417,8 @@ class TritonKernel:
                     exc.add_note(f"(raised before kernel `{self.lowered.name}` was launched: earlier work "
                                  f"on the GPU failed)")
                     raise
-            self._fn.run(*flat, grid=grid, warmup=False, **options)
+            with TRITON_LANGUAGE:
+                self._fn.run(*flat, grid=grid, warmup=False, **options)
             if capturing:
                 return
             try:
@@ -453,13 +459,15 @@ class TritonKernel:
         baked = baked_flatten(self.lowered, args, flat)
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         if not self.lowered.grid_loop:
-            compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
+            with TRITON_LANGUAGE:
+                compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
             expanded = expanded_launch(compiled, self.lowered, args, flat)
             return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, host_variant=host,
                                   fused_args=baked_exprs(self.lowered, args, flat, address="p{}"),
                                   expanded=expanded[0] if expanded else None)
         looped = (*flat, 1, 1, 1)
-        compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
+        with TRITON_LANGUAGE:
+            compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
         expanded = expanded_launch(compiled, self.lowered, args, flat)
         return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host,
@@ -491,7 +499,8 @@ class TritonKernel:
                         if name not in grid and type(v) is int and v % 16 == 0}
         attrs = {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
-        return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
+        with TRITON_LANGUAGE:
+            return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
 
     # ---- errors --------------------------------------------------------------------------------
     def _generated_line(self, exc: BaseException) -> int | None:

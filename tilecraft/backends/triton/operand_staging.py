@@ -30,7 +30,7 @@ import triton
 from ...ir import Function, ops
 from ...passes.operand_staging import Copy, Staged
 from ..base import ArrayFacts, CompiledKernel, FusedLaunch, WrappedKernel, array_facts, needs_index64
-from .compile import _load, write_source
+from .compile import TRITON_LANGUAGE, _load, write_source
 from .helpers import HELPERS
 from .heuristics import WGMMA_ROWS
 from . import native_launch
@@ -231,8 +231,9 @@ class StagedLauncher:
             example = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
             grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE), 1)
             scalars = (x.shape[0], x.shape[1], x.stride(0), x.stride(1), strides[0], copy.transposed, TILE)
-            compiled = _prologue(False, copy.rounded).run(x, example, *scalars[:5], TRANSPOSE=copy.transposed, T=TILE,
-                                                          num_warps=4, grid=grid, warmup=True)
+            with TRITON_LANGUAGE:
+                compiled = _prologue(False, copy.rounded).run(x, example, *scalars[:5], TRANSPOSE=copy.transposed,
+                                                              T=TILE, num_warps=4, grid=grid, warmup=True)
             compiled._init_handles()
             native = native_launch.launcher_for(compiled)
             if native is None:  # no C compiler here: StagedKernel.launch stages
@@ -281,6 +282,7 @@ def stage_copy(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> tor
         out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
         if x.numel():
             grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE))
-            _prologue(interpret, copy.rounded)[grid](x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1),
-                                                     strides[0], TRANSPOSE=copy.transposed, T=TILE, num_warps=4)
+            with TRITON_LANGUAGE:  # compiles or interprets
+                _prologue(interpret, copy.rounded)[grid](x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1),
+                                                         strides[0], TRANSPOSE=copy.transposed, T=TILE, num_warps=4)
     return out
