@@ -518,7 +518,8 @@ typedef struct { PyObject_HEAD _Alignas(128) CUtensorMap tensorMap; } TritonTens
 
 /* map_bytes(m) -> the 128 bytes of Triton's tensor map `m`, for a launch's 'm' parameter. */
 static PyObject* map_bytes(PyObject* self, PyObject* m) {
-  if (strcmp(Py_TYPE(m)->tp_name, "triton.backends.nvidia.PyCUtensorMap") != 0) {
+  if (strcmp(Py_TYPE(m)->tp_name, "triton.backends.nvidia.PyCUtensorMap") != 0
+      || Py_TYPE(m)->tp_basicsize < (Py_ssize_t)sizeof(TritonTensorMap)) {  /* not the layout read below */
     PyErr_Format(PyExc_TypeError, "map_bytes() takes Triton's PyCUtensorMap, not %%s", Py_TYPE(m)->tp_name);
     return NULL;
   }
