@@ -138,6 +138,60 @@ def test_break_continue_for_and_while(dev, n: int, skip: int, stop_at: int) -> N
 
 
 @ct.kernel
+def counted_break_kernel(out, start, stop, step, stop_at):
+    """A for loop with a break over range(start, stop, step), ending at the first i >= stop_at,
+    with a continue; and nested for loops with breaks, the inner one's bound the outer counter."""
+    trips = 0
+    last = -1
+    for i in range(start, stop, step):
+        if i >= stop_at:
+            break
+        if trips == 10:  # a bound on a counter that wrapped past the int32 limit (a bug): fail, not hang
+            break
+        trips += 1
+        if i % 3 == 0:
+            continue
+        last = i
+    pairs = 0
+    for a in range(6):
+        if a == 4:
+            break
+        for b in range(1000000000):
+            if b > a:
+                break
+            pairs += 1
+    ct.store(out, (0,), ct.astile((trips, last, pairs, 0), dtype=ct.int32))
+
+
+I32_MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize("start, stop, step, stop_at", [
+    (0, 1000000000, 1, 5),  # ends at the break: as a for loop it would have run to a billion
+    (I32_MAX - 5, I32_MAX, 4, I32_MAX),  # the counter's next value would wrap: two iterations
+    (-7, 20, 6, 100), (3, 3, 1, 100), (5, 40, -2, 100), (5, 40, 0, 100)])  # a step <= 0: none
+def test_for_loops_with_break_end_at_it(dev, start: int, stop: int, step: int, stop_at: int) -> None:
+    """A for loop with a break compiles to a while loop over its counter (so the break ends it)
+    with the range's iterations: read once, none for a step <= 0, none past the int32 limit."""
+    trips, last = 0, -1
+    for i in range(start, stop, step) if step > 0 else ():
+        if i >= stop_at or trips == 10:
+            break
+        trips += 1
+        if i % 3 == 0:
+            continue
+        last = i
+    from conftest import kernel_ir
+    from tilecraft.ir import ops
+    ir = kernel_ir(counted_break_kernel, np.zeros(4, np.int32), start, stop, step, stop_at)
+    kinds = [type(op) for op in ir.walk()]
+    assert ops.For not in kinds and kinds.count(ops.While) == 3
+    out = dev.poison((4,), np.int32)
+    dev.launch((1,), counted_break_kernel, (out, start, stop, step, stop_at))
+    np.testing.assert_array_equal(dev.get(out), [trips, last, 1 + 2 + 3 + 4, 0])
+
+
+@ct.kernel
 def while_kernel(out, x0):
     """Collatz steps of x0 (runtime condition), loop-carried tuple (fib)."""
     x = x0

@@ -30,7 +30,7 @@ from .rewrite import BREAK, CONTINUE, LOOPRET, RETVAL, EnterWith, ExitWith, rewr
 from .records import has_runtime, special_method
 from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
 from . import loop_exits
-from .loops import emit_loop
+from .loops import counted_start, counted_while, emit_loop
 from .tuples import contains, tuple_compare
 from .static import call_static_def, indirect_use, keyword_function, static_call, static_iter_items
 from .values import LocalFunction, ParsedFunction, Undefined
@@ -176,6 +176,7 @@ class FunctionCompiler:
         self.caller = caller
         self.name = name
         self.loop_exits: list[list[dict[str, Any]]] = []  # per enclosing loop: the scope at each break
+        self.counted_loops = 0  # for loops with a break compiled so far (counted_for names their counters)
         body = parsed.fdef.body if isinstance(parsed.fdef, ast.FunctionDef) else []
         self.local_names = assigned_names(body)  # names local to the function (Python's rule)
 
@@ -352,14 +353,10 @@ class FunctionCompiler:
         bounds = [self.sema.index_scalar(v, "A range() bound") if isinstance(v, Value) else v for v in (lb, ub, step)]
         idx_dtype = self.sema.common_dtype(*bounds)
         bounds = [self.sema.to_tile(v, idx_dtype) for v in bounds]
+        if getattr(node, "tc_break", False):
+            return self.counted_for(node, bounds, is_loose(step))
         saved_flags = self._exit_flags()
         body = node.body
-        if getattr(node, "tc_break", False):
-            self.scope[BREAK] = False
-            guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=BREAK, ctx=ast.Load())), body=body, orelse=[])
-            body = [ast.fix_missing_locations(ast.copy_location(guard, node))]
-            ast.copy_location(guard.test, node)
-            ast.copy_location(guard.test.operand, node)
         target = node.target.id
 
         def run(scope: dict[str, Any], args: list[Value]) -> None:
@@ -370,6 +367,19 @@ class FunctionCompiler:
         emit_loop(self, bounds, [TileType(idx_dtype)], assigned_names(body) - {target}, run, node)
         self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
         self._restore_exit_flags(saved_flags)
+
+    def counted_for(self, node: ast.For, bounds: list[Value], positive: bool) -> None:
+        """A for loop with a break, run as a while loop over its counter that the break ends
+        (loops.counted_while); `positive`: the step is a constant, checked positive."""
+        self.counted_loops += 1
+        names = {k: f"$for{self.counted_loops}.{k.lower()}" for k in ("GO", "COUNTER", "NEXT", "STEP", "STOP")}
+        self.scope.update(zip((names["COUNTER"], names["STOP"], names["STEP"]), bounds))
+        self.scope[names["GO"]] = self.expr(counted_start(names, positive, node))
+        target = node.target.id
+        self.stmt_While(counted_while(node, target, names))
+        for name in names.values():
+            self.scope.pop(name, None)
+        self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
 
     def _exit_flags(self) -> dict[str, Any]:
         """The enclosing loop's break/continue flags, which a nested loop reuses by name."""

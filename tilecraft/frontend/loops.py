@@ -155,3 +155,44 @@ def _carried_array(fc: Any, name: str, i: int, leaf: Any, decoder: Any,
     if any(all(o is not p for p in options) for o in options_of(leaf)):
         raise _MoreArrays((name, i), union(*options, leaf))
     return selector_in(fc, leaf, options)
+
+
+_COUNTED = """
+while GO:
+    TARGET = COUNTER
+    NEXT = COUNTER + STEP
+    GO = (NEXT < STOP) & (NEXT > COUNTER)
+    COUNTER = NEXT
+"""
+
+
+def counted_start(names: dict[str, str], positive: bool, node: ast.For) -> ast.expr:
+    """GO's value before `counted_while`'s loop: the start is below the stop, and the step is
+    positive (a range with a step <= 0 runs no iteration here, as a For does) unless known."""
+    text = "COUNTER < STOP" if positive else "(COUNTER < STOP) & (STEP > 0)"
+    expr = ast.parse(text, mode="eval").body
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name):
+            n.id = names[n.id]
+        ast.copy_location(n, node)
+    return expr
+
+
+def counted_while(node: ast.For, target: str, names: dict[str, str]) -> ast.While:
+    """`for target in range(...)` with a break, as a while loop over its counter, which the break
+    ends at once (as a for loop, the rest of its iterations would run with the body skipped).
+    `names` maps GO, COUNTER, NEXT, STEP and STOP to the scope names holding them: before the
+    loop, COUNTER the start, STEP and STOP the range's (read once), GO whether an iteration
+    runs. Each iteration advances the counter first (a `continue` skips only the body) and goes
+    on while the next value is below the stop and did not wrap past the counter's largest value,
+    so the iterations are the range's, as the for loop's are."""
+    loop = ast.parse(_COUNTED).body[0]
+    assert isinstance(loop, ast.While)
+    for n in ast.walk(loop):
+        if isinstance(n, ast.Name):
+            n.id = target if n.id == "TARGET" else names[n.id]
+        ast.copy_location(n, node)
+    loop.body += node.body
+    for flag in ("tc_break", "tc_break_at", "tc_continue_at"):
+        setattr(loop, flag, getattr(node, flag, None))
+    return loop
