@@ -165,3 +165,31 @@ def test_getattr_of_a_runtime_array_or_tile_is_its_attribute(dev) -> None:
     out = dev.poison((4,), np.float32)
     dev.launch((1,), attributes_by_getattr, (dev.put(a), out))
     np.testing.assert_array_equal(dev.get(out), a[:4] * 1 + 6 + 400)
+
+
+@ct.kernel
+def attributes_with_defaults(a, out):
+    t = ct.load(a, index=(0,), shape=(4,))
+    n = getattr(a, "shape")[0] + getattr(t, "missing", 100) + getattr(a, "ndim", 7) * 1000
+    flags = hasattr(t, "dtype") * 10000 + hasattr(a, "missing") * 20000 + hasattr(a, "strides") * 40000
+    ct.store(out, index=(0,), tile=t + n + flags + getattr(a, "nothing", t))
+
+
+@ct.kernel
+def attribute_missing(a):
+    t = ct.load(a, index=(0,), shape=(4,))
+    ct.store(a, index=(0,), tile=getattr(t, "missing"))  # ERR
+
+
+def test_getattr_default_and_hasattr_on_runtime_arrays_and_tiles(dev) -> None:
+    """getattr's default and hasattr work on a runtime array or tile as on Python objects: the
+    attribute where it has one, the default (False) where not; without a default, a missing
+    attribute is the located error it was. Both were refused as runtime arguments to
+    constant-only builtins."""
+    a = np.arange(6, dtype=np.float32)
+    out = dev.poison((4,), np.float32)
+    dev.launch((1,), attributes_with_defaults, (dev.put(a), out))
+    np.testing.assert_array_equal(dev.get(out), a[:4] * 2 + 6 + 100 + 1000 + 10000 + 40000)
+    with pytest.raises(ct.TileTypeError, match="Tile has no attribute `missing`") as ei:
+        launch(attribute_missing, (a,))
+    check_nth_marked_error(ei, attribute_missing.fn, 0)

@@ -13,7 +13,7 @@ import operator
 import types
 from typing import Any
 
-from ..errors import TileStaticAssertionError, TileUnsupportedCallError, TileValueError
+from ..errors import TileStaticAssertionError, TileTypeError, TileUnsupportedCallError, TileValueError
 from ..ir import ArrayType, BinaryFn, CompareFn, UnaryFn, Value, ops
 from ..ir.kinds import DIRECTED, UNARY_RULES, GridDependency
 from ..language import dtypes as dt
@@ -76,8 +76,9 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
         raise fc.type_error("range() can only be used as the iterable of a for loop", node)
     if not callable(fn) or records.is_record(fn):
         raise fc.type_error(f"Cannot call an object of type {type(fn).__name__}", node)
-    if fn is py.getattr and len(args) == 2 and not kwargs and isinstance(args[1], str):
-        return attribute(fc, args[0], args[1], node)  # `getattr(a, "shape")` is `a.shape`, a runtime `a` too
+    if fn in (py.getattr, py.hasattr) and 2 <= len(args) <= 2 + (fn is py.getattr) and not kwargs \
+            and isinstance(args[1], str):
+        return _getattr(fc, fn is py.hasattr, args, node)  # `getattr(a, "shape")` is `a.shape`, a runtime `a` too
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
         name = getattr(fn, "__name__", type(fn).__name__)
         raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
@@ -85,6 +86,22 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
     if isinstance(fn, type) and issubclass(fn, enum.Enum):
         return _enum_member(fc, fn, args, kwargs, node)
     return fc.host(lambda: fn(*args, **kwargs), (), node)
+
+
+class _MissingAttribute(TileTypeError):
+    """`attribute` found no attribute of that name (what getattr's default and hasattr catch)."""
+
+
+def _getattr(fc: Any, has: bool, args: list[Any], node: ast.AST) -> Any:
+    """getattr(obj, name[, default]) or hasattr(obj, name), obj a runtime array or tile too: the
+    attribute as `obj.name` reads it; the default (or False) where it has none."""
+    try:
+        found = attribute(fc, args[0], args[1], node)
+    except _MissingAttribute:
+        if has or len(args) == 3:
+            return False if has else args[2]
+        raise
+    return True if has else found
 
 
 def _enum_member(fc: Any, cls: type[enum.Enum], args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> Any:
@@ -731,7 +748,7 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
             return t.ndim
         if name in _TILE_METHODS:
             return BoundMethod(_TILE_METHODS[name], obj, name)
-        raise fc.type_error(f"Tile has no attribute `{name}`", node)
+        raise _MissingAttribute(f"Tile has no attribute `{name}`", fc.loc(node))
     if is_array(obj):
         at: ArrayType = obj.type
         if name == "dtype":
@@ -748,19 +765,19 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
             return BoundMethod(tiled_view, obj, name)
         if name == "get_raw_memory":
             return BoundMethod(get_raw_memory, obj, name)
-        raise fc.type_error(f"Array has no attribute `{name}`", node)
+        raise _MissingAttribute(f"Array has no attribute `{name}`", fc.loc(node))
     if isinstance(obj, RawMemory):
         if name in RAW_MEMORY_METHODS:
             return BoundMethod(RAW_MEMORY_METHODS[name], obj, name)
         if name == "dtype":
             return obj.dtype
-        raise fc.type_error(f"RawArrayMemory has no attribute `{name}`", node)
+        raise _MissingAttribute(f"RawArrayMemory has no attribute `{name}`", fc.loc(node))
     if isinstance(obj, TiledView):
         if name in VIEW_METHODS:
             return BoundMethod(VIEW_METHODS[name], obj, name)
         if name in VIEW_ATTRS:
             return getattr(obj, VIEW_ATTRS[name])
-        raise fc.type_error(f"TiledView has no attribute `{name}`", node)
+        raise _MissingAttribute(f"TiledView has no attribute `{name}`", fc.loc(node))
     if fc.sema.is_number(obj):  # a Python or NumPy number is a 0-d tile in tile code
         if name in _TILE_METHODS:
             return BoundMethod(_TILE_METHODS[name], obj, name)
@@ -772,7 +789,7 @@ def attribute(fc: Any, obj: Any, name: str, node: ast.AST) -> Any:
     try:
         return getattr(obj, name)
     except AttributeError as exc:
-        raise fc.type_error(str(exc), node) from None
+        raise _MissingAttribute(str(exc), fc.loc(node)) from None
 
 
 def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
