@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import TileTypeError, TileUnsupportedFeatureError, TileValueError
@@ -46,7 +45,7 @@ def fp8_value(value: float, dtype: DType) -> float:
     """`value` converted to an 8-bit float dtype as a cast does (cvt.rn.satfinite): a magnitude
     past the largest finite one, an infinity too, gives that one with its sign, NaN stays NaN,
     the rest rounds to nearest even once (ml_dtypes alone gives NaN or inf past the range)."""
-    limit = float(ml_dtypes.finfo(dtype.np_dtype).max)
+    limit = dtype.max_finite
     return float(np.array(np.clip(value, -limit, limit), dtype.np_dtype))
 
 

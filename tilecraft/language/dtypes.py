@@ -70,6 +70,11 @@ class DType:
     def itemsize(self) -> int:
         return max(1, self.bitwidth // 8)
 
+    @property
+    def max_finite(self) -> float:
+        """The largest finite value of a float type (what casts to an 8-bit float saturate to)."""
+        return float(ml_dtypes.finfo(self.np_dtype).max)
+
     def __call__(self, value=None):
         raise RuntimeError(f"{self.name}(...) can only be called inside a tile kernel")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import ml_dtypes
 import numpy as np
 
 from ...language import dtypes as D
@@ -191,7 +190,7 @@ def _to_fp8(src: DType, dst: DType, mode: RoundingMode | None) -> Convert:
     value rounds (so 464, a tie, and 500 give 448 in float8_e4m3fn, where ml_dtypes gives
     NaN; 1e5 and inf give 57344 in float8_e5m2, not inf); a NaN stays a NaN. Integers and
     float64 clip in float64 (exact within the range), the other floats in float32."""
-    limit = float(ml_dtypes.finfo(dst.np_dtype).max)
+    limit = dst.max_finite
     wide = F64 if src is D.float64 or not is_floating(src) else F32
     convert = _float_to_float(D.float64 if wide == F64 else D.float32, dst, mode)
     return lambda x: convert(np.clip(np.asarray(x).astype(wide, copy=False), -limit, limit))
