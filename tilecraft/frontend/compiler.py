@@ -21,13 +21,14 @@ from ..errors import Location, TileError, TileRecursionError, TileSyntaxError, T
 from ..ir import BinaryFn, Block, Builder, CompareFn, Op, TileType, UnaryFn, Value
 from ..language import ops as L
 from . import combine, packing, reductions  # noqa: F401  (register reduce/scan, packing, the reductions)
-from .builtins import attribute, call, matmul, subscript
+from .builtins import attribute, call, matmul
 from .comprehension import tuple_comprehension
 from .contexts import WITHS, close_withs, compile_with, enter_with, exit_with
 from .printing import joined_str
 from .merge import IFEXP, LINE, merge_branches, path_msg
 from .rewrite import BREAK, CONTINUE, LOOPRET, RETVAL, EnterWith, ExitWith, rewrite_function
 from .records import has_runtime, special_method
+from .subscripts import subscript
 from .semantics import Sema, describe, is_array, is_loose, is_tile, type_name
 from . import loop_exits
 from .loops import counted_start, counted_while, emit_loop
