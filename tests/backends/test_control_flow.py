@@ -143,6 +143,7 @@ def counted_break_kernel(out, start, stop, step, stop_at):
     with a continue; and nested for loops with breaks, the inner one's bound the outer counter."""
     trips = 0
     last = -1
+    i = 0.5  # a float before the loop: the loop's counter is its own, not this variable carried
     for i in range(start, stop, step):
         if i >= stop_at:
             break

@@ -377,10 +377,12 @@ class FunctionCompiler:
         self.scope.update(zip((names["COUNTER"], names["STOP"], names["STEP"]), bounds))
         self.scope[names["GO"]] = self.expr(counted_start(names, positive, node))
         target = node.target.id
+        after = Undefined(f"`{target}` is possibly undefined after the loop")
+        self.scope[target] = after  # the counter's copy is the loop's own, not a value carried in
         self.stmt_While(counted_while(node, target, names))
         for name in names.values():
             self.scope.pop(name, None)
-        self.scope[target] = Undefined(f"`{target}` is possibly undefined after the loop")
+        self.scope[target] = after
 
     def _exit_flags(self) -> dict[str, Any]:
         """The enclosing loop's break/continue flags, which a nested loop reuses by name."""
