@@ -4,8 +4,9 @@ C launcher, or Triton's launcher where that one runs), for the Gluon variant (bf
 4000x3000x2000, 128x256x64 tiles: host descriptors through `ExpandedLauncher`), for a kernel
 whose programs make their descriptors (tf32 1000x500x700 with 32x32x32 tiles, TC3: Triton's
 launcher allocates their global scratch at every launch), for TC3 again on its host-descriptor
-variant, and for TC2 (tilecraft's C quick path). Medians over rounds of 10 launches, each round
-after a synchronize.
+variant, and for TC2 (tilecraft's C quick path). `ct.launch`: the median over rounds of 10
+launches, each round after a synchronize (`probing.host_rounds`); the C launch: the median of
+those launches.
 
     PYTHONPATH=$PWD:$PWD/.conformance/shim:$PWD/.conformance/samples python3 benchmarks/launch_parts.py
 
@@ -14,6 +15,7 @@ Prints only (no result file): paste what matters into a results row.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -21,6 +23,7 @@ import torch
 
 import cuda.tile as ct  # tilecraft through the conformance shim
 import MatMul  # the sample, from .conformance/samples
+import probing
 from tilecraft.backends.triton import descriptor_args, launching
 
 inner: list[float] = []
@@ -68,29 +71,16 @@ def case(name: str, shape: tuple[int, int, int], dtype: torch.dtype, tiles: tupl
     kernel = MatMul.matmul_kernel.replace_hints() if host_descriptors else MatMul.matmul_kernel
 
     def launch() -> None:
-        kept = launching.HOST_DESCRIPTOR_BLOCKS
-        launching.HOST_DESCRIPTOR_BLOCKS = 1 if host_descriptors else kept
-        try:
+        with probing.host_descriptors_always() if host_descriptors else contextlib.nullcontext():
             ct.launch(stream, grid, kernel, (a, b, c, *tiles))
-        finally:
-            launching.HOST_DESCRIPTOR_BLOCKS = kept
 
     for _ in range(5):
         launch()
-    torch.cuda.synchronize()
-    whole, parts = [], []
-    for _ in range(20):
-        torch.cuda.synchronize()
-        inner.clear()
-        start = time.perf_counter()
-        for _ in range(10):
-            launch()
-        whole.append((time.perf_counter() - start) / 10 * 1e6)
-        parts.append(sum(inner) / 10 * 1e6 if inner else float("nan"))
-    torch.cuda.synchronize()
-    print(f"{name}: ct.launch {statistics.median(whole):.1f} us, of it the C launch "
-          f"{statistics.median(parts):.1f} us (medians of 20 rounds of 10; min {min(whole):.1f} / {min(parts):.1f})",
-          flush=True)
+    inner.clear()
+    whole = probing.host_rounds(launch)
+    part = statistics.median(inner) * 1e6 if inner else float("nan")
+    print(f"{name}: ct.launch {statistics.median(whole):.1f} us (median of 20 rounds of 10, min {min(whole):.1f}), "
+          f"of it the C launch {part:.1f} us (median of the launches)", flush=True)
 
 
 if __name__ == "__main__":

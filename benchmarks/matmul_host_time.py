@@ -17,12 +17,12 @@ import argparse
 import cProfile
 import pstats
 import statistics
-import time
 
 import torch
 
 import cuda.tile as ct  # tilecraft through the conformance shim, or cuTile
 import MatMul  # the sample, from .conformance/samples
+from probing import host_rounds
 
 
 def main() -> None:
@@ -48,15 +48,8 @@ def main() -> None:
         launch()
     torch.cuda.synchronize()
     torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-1)
-    rounds = []  # host time per launch in rounds of 10 launches, each round after a synchronize:
-    for _ in range(max(args.launches // 10, 1)):  # the launch queue never fills (it would block the host)
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(10):
-            launch()
-        rounds.append((time.perf_counter() - start) / 10 * 1e6)
+    rounds = host_rounds(launch, max(args.launches // 10, 1))
     host_us = statistics.median(rounds)
-    torch.cuda.synchronize()
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     begin.record()
     for _ in range(args.launches):

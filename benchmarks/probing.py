@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import triton
@@ -186,3 +187,29 @@ def record_compile(out: Any, rows: list[dict], row: dict[str, Any], build: Calla
     rows.append(row)
     print(row, flush=True)
     out.write_json({"mode": "compile-only sm_90", "rows": rows, "triton": triton.__version__})
+
+
+def host_rounds(launch: Callable[[], None], rounds: int = 20, per_round: int = 10) -> list[float]:
+    """Host time per launch (us) of `launch` in each of `rounds` rounds of `per_round` launches,
+    each round after a synchronize, so the launch queue never fills and blocks the host."""
+    times = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(per_round):
+            launch()
+        times.append((time.perf_counter() - start) / per_round * 1e6)
+    torch.cuda.synchronize()
+    return times
+
+
+@contextmanager
+def host_descriptors_always() -> Iterator[None]:
+    """tilecraft's launches inside take their kernels' host-descriptor variants whatever their
+    block count (launching.HOST_DESCRIPTOR_BLOCKS set to 1, restored after)."""
+    from tilecraft.backends.triton import launching
+    kept, launching.HOST_DESCRIPTOR_BLOCKS = launching.HOST_DESCRIPTOR_BLOCKS, 1
+    try:
+        yield
+    finally:
+        launching.HOST_DESCRIPTOR_BLOCKS = kept

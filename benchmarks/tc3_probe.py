@@ -25,7 +25,6 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -144,16 +143,13 @@ def host_descriptor_launch(stream: Any, grid: tuple[int, int, int], a: torch.Ten
     the host, which tilecraft does from HOST_DESCRIPTOR_BLOCKS blocks (TC3 has 512): is the
     per-block descriptor setup what the TMA rows above save?"""
     import tilecraft as ct
-    from tilecraft.backends.triton import launching
+    from probing import host_descriptors_always
     from tilecraft.library.matmul import matmul_kernel
     kernel = matmul_kernel.replace_hints()
 
     def launch() -> None:
-        kept, launching.HOST_DESCRIPTOR_BLOCKS = launching.HOST_DESCRIPTOR_BLOCKS, 1
-        try:
+        with host_descriptors_always():
             ct.launch(stream, grid, kernel, (a, b, c, TILE, TILE, TILE))
-        finally:
-            launching.HOST_DESCRIPTOR_BLOCKS = kept
     return launch
 
 
@@ -189,24 +185,10 @@ def cpu_check() -> None:
             print(f"{m}x{n}x{k} {name}: rel_err {err:.1e}")
 
 
-def host_time(launch: Callable[[], None]) -> float:
-    """Host time per launch in us: the median over rounds of 10 launches, each after a
-    synchronize (the launch queue never fills and blocks the host)."""
-    rounds = []
-    for _ in range(20):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(10):
-            launch()
-        rounds.append((time.perf_counter() - start) / 10 * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(rounds)
-
-
 def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _results import claim
-    from probing import check_and_time, summary
+    from probing import check_and_time, host_rounds, summary
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)
@@ -225,7 +207,7 @@ def main() -> None:
         for name, build in rows_to_time(a, b, c, rounded=True):
             row = dict(case=case, row=name, **check_and_time(build, c, ref, t_ref, flop))
             if name.startswith("tilecraft"):
-                row["host_us"] = host_time(build())
+                row["host_us"] = statistics.median(host_rounds(build()))
             rows.append(row)
             print(f"{case:18} {name:22} {summary(row, 'torch')}" + (f", host {row['host_us']:.1f} us per launch"
                   if "host_us" in row else ""), flush=True)
