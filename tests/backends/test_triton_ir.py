@@ -377,8 +377,9 @@ def test_host_descriptor_launches_make_each_arrays_descriptors_once(monkeypatch)
                            launch_cooperative_grid=False, launch_pdl=False, global_scratch_size=0, profile_scratch_size=0)
     compiled = SimpleNamespace(run=run_, function=7, packed_metadata=(4, 1, 0), metadata=SimpleNamespace(
         tensordesc_meta=metas), src=SimpleNamespace(signature=signature))
-    expanded, flatten = launching.expanded_launch(compiled, host.lowered, [a_t, out], host._flatten(a_t, out))
-    dl = launching.DirectLauncher(compiled, flatten, True, expanded=expanded)
+    expanded = launching.expanded_launch(compiled, host.lowered, [a_t, out], host._flatten(a_t, out))
+    dl = launching.DirectLauncher(compiled, launching.baked_flatten(host.lowered, [a_t, out], host._flatten(a_t, out)),
+                                  True, expanded=expanded)
     dl.launch((3, 2, 1), [a_t, out], 5)
     baked = launching.baked_flatten(host.lowered, [a_t, out], host._flatten(a_t, out))(a_t, out)
     run_.launch(3, 2, 1, 5, 7, False, False, None, None, (4, 1, 0), None, None, None, *baked)

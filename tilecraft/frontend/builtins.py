@@ -32,9 +32,8 @@ from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .subtiles import extract, insert
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
-from .subscripts import hashable
-from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, is_array, is_list, is_loose, is_pow2,
-                        is_tile, type_name)
+from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, hashable, is_array, is_list, is_loose,
+                        is_pow2, is_tile, type_name)
 from .values import BoundMethod, LocalFunction
 
 

@@ -166,15 +166,22 @@ while GO:
 """
 
 
+def _instantiated(tree: ast.AST, names: dict[str, str], node: ast.For) -> ast.AST:
+    """`tree` (parsed from a template of this module) with each name renamed by `names`, at
+    `node`'s location."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            n.id = names[n.id]
+        ast.copy_location(n, node)
+    return tree
+
+
 def counted_start(names: dict[str, str], positive: bool, node: ast.For) -> ast.expr:
     """GO's value before `counted_while`'s loop: the start is below the stop, and the step is
     positive (a range with a step <= 0 runs no iteration here, as a For does) unless known."""
     text = "COUNTER < STOP" if positive else "(COUNTER < STOP) & (STEP > 0)"
-    expr = ast.parse(text, mode="eval").body
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Name):
-            n.id = names[n.id]
-        ast.copy_location(n, node)
+    expr = _instantiated(ast.parse(text, mode="eval").body, names, node)
+    assert isinstance(expr, ast.expr)
     return expr
 
 
@@ -186,12 +193,8 @@ def counted_while(node: ast.For, target: str, names: dict[str, str]) -> ast.Whil
     runs. Each iteration advances the counter first (a `continue` skips only the body) and goes
     on while the next value is below the stop and did not wrap past the counter's largest value,
     so the iterations are the range's, as the for loop's are."""
-    loop = ast.parse(_COUNTED).body[0]
+    loop = _instantiated(ast.parse(_COUNTED).body[0], {**names, "TARGET": target}, node)
     assert isinstance(loop, ast.While)
-    for n in ast.walk(loop):
-        if isinstance(n, ast.Name):
-            n.id = target if n.id == "TARGET" else names[n.id]
-        ast.copy_location(n, node)
     loop.body += node.body
     for flag in ("tc_break", "tc_break_at", "tc_continue_at"):
         setattr(loop, flag, getattr(node, flag, None))

@@ -49,6 +49,15 @@ def fp8_value(value: float, dtype: DType) -> float:
     return float(np.array(np.clip(value, -limit, limit), dtype.np_dtype))
 
 
+def hashable(x: Any) -> bool:
+    """Whether `x` can be a dict key or set member (a constant compared by lookup)."""
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
 def is_tile(x: Any) -> bool:
     return isinstance(x, Value) and isinstance(x.type, TileType)
 

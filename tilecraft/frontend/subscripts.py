@@ -11,15 +11,7 @@ from typing import Any
 from ..ir import Value, ops
 from . import records
 from .array_choice import ArrayChoice
-from .semantics import is_array, is_list, is_tile, type_name
-
-
-def hashable(x: Any) -> bool:
-    try:
-        hash(x)
-        return True
-    except TypeError:
-        return False
+from .semantics import hashable, is_array, is_list, is_tile, type_name
 
 
 def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:

@@ -458,20 +458,15 @@ class TritonKernel:
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
-        if not self.lowered.grid_loop:
-            with TRITON_LANGUAGE:
-                compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
-            expanded = expanded_launch(compiled, self.lowered, args, flat)
-            return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, host_variant=host,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"),
-                                  expanded=expanded[0] if expanded else None)
-        looped = (*flat, 1, 1, 1)
+        looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
         with TRITON_LANGUAGE:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
         expanded = expanded_launch(compiled, self.lowered, args, flat)
-        return DirectLauncher(compiled, expanded[1] if expanded else baked, self._descriptors, self._programs(looped),
-                              lambda: self.small_grid_kernel().specialize(args), host_variant=host,
-                              expanded=expanded[0] if expanded else None)
+        if not self.lowered.grid_loop:
+            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host,
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded)
+        return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
+                              lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a

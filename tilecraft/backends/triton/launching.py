@@ -172,22 +172,22 @@ _PLAIN = re.compile(r"[ap]\d+|-?\d+")
 
 
 class Expanded(NamedTuple):
-    """A host-descriptor kernel's launch through `ExpandedLauncher` (descriptor_args.py): the
-    descriptors are the arguments `start` to `start + count` of its flattened arguments, made
-    from the kernel arguments at `arrays`."""
+    """A host-descriptor kernel's launch through `ExpandedLauncher` (descriptor_args.py): its
+    arguments flattened by `flatten` (`baked_flatten`'s with None for each descriptor), the
+    descriptors being those `start` to `start + count`, made from the kernel arguments at
+    `arrays`."""
 
     launcher: ExpandedLauncher
+    flatten: Callable[..., tuple]
     start: int
     count: int
     arrays: tuple[int, ...]
 
 
-def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any],
-                    flat: tuple) -> tuple[Expanded, Callable[..., tuple]] | None:
+def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> Expanded | None:
     """For a kernel taking host descriptors (`LoweredKernel.host_descriptors`), specialized for
-    `args` (`flat`: flattened the general way): its `Expanded` launch and the flattening it
-    takes (`baked_flatten`'s with None for each descriptor); None where it has no descriptors,
-    list arguments, or a launcher ExpandedLauncher cannot call."""
+    `args` (`flat`: flattened the general way): its `Expanded` launch; None where it has no
+    descriptors, list arguments, or a launcher ExpandedLauncher cannot call."""
     made = lowered.host_descriptors
     exprs = baked_exprs(lowered, args, flat) if made else None
     if exprs is None:
@@ -201,7 +201,7 @@ def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any],
     exprs[start:start + count] = ["None"] * count
     params = ", ".join(f"a{i}" for i in range(len(args)))
     flatten = launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
-    return Expanded(launcher, start, count, tuple(m[1] for m in made)), flatten
+    return Expanded(launcher, flatten, start, count, tuple(m[1] for m in made))
 
 
 class DirectLauncher:
@@ -212,6 +212,8 @@ class DirectLauncher:
     with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
     for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`:
     `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch).
+    `expanded`: a host-descriptor kernel's launch with each array's descriptors made once
+    (`expanded_launch`; its flattening replaces `flatten`).
     It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
     runtime/devices.py); its native launches decline where another device's context is."""
 
@@ -219,7 +221,7 @@ class DirectLauncher:
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
                  fused_args: Sequence[str] | None = None, expanded: Expanded | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
-        self._flatten = flatten
+        self._flatten = expanded.flatten if expanded is not None else flatten
         self._expanded = expanded
         self._fused_args = fused_args
         self._slots = slots

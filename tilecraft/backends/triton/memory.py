@@ -22,7 +22,7 @@ from ...language.dtypes import DType
 from ...language.enums import MemoryOrder, MemoryScope, PaddingMode
 from . import interpret_workarounds as workarounds
 from .emitter import ArrayParam, KernelWriter, broadcast_index, covers, rule, shape_of
-from .plan import tile_shape
+from .plan import Descriptor, tile_shape
 from .spelling import SIGNATURE_TYPES, is_float, negative_zero, py_literal, tl_dtype
 
 
@@ -69,15 +69,18 @@ def descriptor_params(w: KernelWriter, fn: Function, params: list[str], signatur
         w.descriptors[desc] = name = w.fresh(f"{arr.pointer}_desc")
         params.append(name)
         signature[name] = f"tensordesc<{SIGNATURE_TYPES[dtype]}[{', '.join(map(str, desc.block))}]>"
-
-        def expr(a: str, arr=arr, dtype=dtype, desc=desc) -> str:
-            base = f"{a}.view(torch.uint8)" if dtype is D.float8_e8m0fnu else a
-            shape = ", ".join(f"{a}.shape[{k}]" for k in range(len(arr.shapes)))
-            strides = ", ".join(f"{a}.stride({k})" if s else "1" for k, s in enumerate(arr.strides))
-            return f"TensorDescriptor({base}, [{shape}], [{strides}], {list(desc.block)}, {desc.padding!r})"
-        made.append((len(launch), i, f"lambda t: {expr('t')}"))
-        launch.append(expr(f"a{i}"))
+        made.append((len(launch), i, f"lambda t: {_host_descriptor('t', arr, desc)}"))
+        launch.append(_host_descriptor(f"a{i}", arr, desc))
     return tuple(made)
+
+
+def _host_descriptor(a: str, arr: ArrayParam, desc: Descriptor) -> str:
+    """The `TensorDescriptor` expression of `desc` over the array named `a` (`arr`: its kernel
+    names, whose strides say which are 1)."""
+    base = f"{a}.view(torch.uint8)" if desc.array.type.dtype is D.float8_e8m0fnu else a
+    shape = ", ".join(f"{a}.shape[{k}]" for k in range(len(arr.shapes)))
+    strides = ", ".join(f"{a}.stride({k})" if s else "1" for k, s in enumerate(arr.strides))
+    return f"TensorDescriptor({base}, [{shape}], [{strides}], {list(desc.block)}, {desc.padding!r})"
 
 
 def emit_descriptors(w: KernelWriter) -> None:
