@@ -193,6 +193,7 @@ def direct_launcher(kernel: Any, args: tuple, module: Any, host_variant: Any = N
     dl._fused_args = launching.baked_exprs(compiled.lowered, runtime, flat, address="p{}")
     dl._slots = dl._small_grid = dl._small = dl._host = None
     dl._host_variant = host_variant
+    dl._host_ran = False
     dl._descriptors = False
     dl._expanded = None  # no host descriptors
     dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature), module)

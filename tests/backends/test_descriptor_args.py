@@ -152,3 +152,69 @@ def test_tilecraft_c_launcher_takes_the_maps(monkeypatch, tmp_path):
         module.launch(1, 1, 1, 0, 0x5EED, 128, 0, b"m", native.head[4], b"short")
     with pytest.raises(TypeError, match="PyCUtensorMap"):
         module.map_bytes(b"\0" * 128)
+
+
+@pytest.mark.skipif(cuda_stub.missing() is not None, reason="the C launcher cannot be built here")
+def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeypatch, tmp_path):
+    """The runtime's quick path for a host-descriptor kernel (`DirectLauncher.fused_launch` of an
+    `expanded_launch`), in C and as its Python expression: a launch passes each descriptor as its
+    array's map (the stand-in driver records a parameter's first 8 bytes), shape and strides,
+    as `DirectLauncher.launch` does; a map is made once per array address and kept (more
+    addresses than the C launcher keeps per descriptor are made again, never mixed up), in C
+    only for a launch that goes ahead, and an argument of another layout is declined."""
+    from tilecraft import knobs
+    from tilecraft.backends.base import FusedLaunch
+    from tilecraft.backends.triton import launching
+    from tilecraft.runtime.fastpath import quick_launcher
+    module, stub = cuda_stub.build(tmp_path / "launcher")
+    maps: dict[int, bytes] = {}
+
+    def encode(desc, meta):
+        raw = maps.setdefault(desc.base.data_ptr(), (len(maps) + 1).to_bytes(8, "little") * 16)
+        return [SimpleNamespace(raw=raw), *desc.shape, *desc.strides]
+    monkeypatch.setattr(descriptor_args, "encode", encode)
+    stand_in = SimpleNamespace(launch=module.launch, quick=module.quick, map_bytes=lambda m: m.raw)
+    real_launcher_for = native_launch.launcher_for
+    monkeypatch.setattr(native_launch, "launcher_for",  # Triton's maps need a GPU: the stand-in's bytes instead
+                        lambda compiled, m=None, descriptors=False: real_launcher_for(compiled, module, descriptors)
+                        ._replace(module=stand_in))
+    compiled = _compiled([])
+    made = ((1, 0, "lambda t: TensorDescriptor(t, list(t.shape), list(t.stride()), [16, 32])"),
+            (2, 1, "lambda t: TensorDescriptor(t, list(t.shape), list(t.stride()), [32, 16])"))
+    lowered = SimpleNamespace(host_descriptors=made, launch=("a2", "D0", "D1", "a3"))
+    a, b = torch.zeros(64, 96), torch.zeros(96, 48)
+    expanded = launching.expanded_launch(compiled, lowered, (a, b, 5, 9), (5, None, None, 9))
+    assert expanded.fused_args == ("a2", "m0.0", "64", "96", "96", "1", "m1.1", "96", "48", "48", "1", "a3")
+    dl = launching.DirectLauncher(compiled, None, True, expanded=expanded)
+    asked = []  # what the C launcher asks Python for: the maps it does not keep
+    map_bytes = expanded.launcher.map_bytes
+    expanded.launcher.map_bytes = lambda d, t: asked.append((d, t.data_ptr())) or map_bytes(d, t)
+    fused = dl.fused_launch()
+    quicks = [quick_launcher((False,) * 4, (a, b, 5, 9), knobs.BACKEND, knobs.BACKEND.raw(), launch, 2**24 - 1)
+              for launch in (FusedLaunch(fused.expr, fused.env), fused)]
+    assert [type(q).__name__ for q in quicks] == ["function", "Quick"]
+    stub.set(types=b"iQiiqqQiiqqi")  # a map recorded as its first 8 bytes
+    try:
+        bs = [torch.zeros(96, 48) for _ in range(6)]
+        for quick in quicks:
+            for i in (0, 1, 2, 3, 4, 5, 0, 5, 2):  # six addresses of b: more than the C launcher keeps
+                assert quick(7, (3, 2), (a, bs[i], -5, 11)) is True
+                got = stub.last()
+                first = [int.from_bytes(maps[t.data_ptr()][:8], "little") for t in (a, bs[i])]
+                assert got.values == (-5, first[0], 64, 96, 96, 1, first[1], 96, 48, 48, 1, 11, 0, 0)
+                assert got.grid == (3, 2, 1) and got.stream == 7
+                dl.launch((3, 2, 1), (a, bs[i], -5, 11), 7)  # the launcher's own launch: the same
+                assert stub.last() == got
+            assert len(maps) == 8  # each array's map made once (a's and b's by expanded_launch)
+            asked.clear()
+            for _ in range(3):
+                assert quick(7, (3, 2), (a, bs[2], -5, 11)) is True and stub.last() == got
+            assert asked == ([] if quick is quicks[1] else [(0, a.data_ptr()), (1, bs[2].data_ptr())] * 3)
+            launches = stub.launches
+            assert quick(7, (3, 2), (a, torch.zeros(96, 64)[:, :48], -5, 11)) is False  # other strides
+            assert quick(7, (3, 2), (a, torch.zeros(96, 48, dtype=torch.float64), -5, 11)) is False
+            assert stub.launches == launches and len(maps) == 8
+        stub.set(types=b"iQiiqqQiiqqi", context=False)  # not launched: the C launcher makes no map
+        assert quicks[1](7, (3, 2), (a, torch.zeros(96, 48), -5, 11)) is False and len(maps) == 8
+    finally:
+        stub.set()  # the stand-in is shared by the process's tests

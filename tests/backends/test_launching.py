@@ -160,8 +160,8 @@ def test_int_arguments_change_divisibility_between_cached_launches(dev):
 
 def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
     """`DirectLauncher.fused_launch`, run by the runtime's quick path, gives the native launcher
-    what `DirectLauncher.launch` gives it; it declines the grids `launch` hands to its
-    host-descriptor variant, and is None for a grid-loop kernel or without the native launcher."""
+    what `DirectLauncher.launch` gives it; a kernel's with a host-descriptor variant is that
+    variant's, declining the grids `launch` keeps for the kernel; it is None for a grid-loop kernel or without the native launcher."""
     from tilecraft import knobs
     from tilecraft.backends.triton import launching
     from tilecraft.runtime.fastpath import quick_launcher
@@ -180,11 +180,14 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
     assert quick(0, (6,), (x2, y2, 1.5, 32))
     dl.launch((6, 1, 1), (x2, y2, 1.5), 0)
     assert calls[0] == calls[1] and x2.data_ptr() in calls[0] and 1.5 in calls[0]
-    dl._host_variant = lambda: pytest.fail("made the host variant")
+    kernel = object.__new__(launching.DirectLauncher)
+    kernel.__dict__.update(dl.__dict__, _host_variant=lambda: dl, _host_ran=False)  # its variant for many blocks: `dl`
+    assert kernel.fused_launch() is None  # not before that variant has run: it is not compiled for the quick path
+    kernel._host_ran = True
     monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
-    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(), dl.fused_launch(),
-                           2**24 - 1)
-    assert quick(0, (3,), (x2, y2, 1.5, 32)) and not quick(0, (4,), (x2, y2, 1.5, 32)) and len(calls) == 3
+    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(),
+                           kernel.fused_launch(), 2**24 - 1)
+    assert not quick(0, (3,), (x2, y2, 1.5, 32)) and quick(0, (4,), (x2, y2, 1.5, 32)) and len(calls) == 3
     dl._slots = 132
     assert dl.fused_launch() is None
     dl._slots, dl._native = None, None

@@ -172,16 +172,23 @@ def test_without_a_context_or_with_a_launch_error(stub, driver):
             quick(0, (6,), args)
 
 
-def test_grids_for_the_host_descriptor_variant_are_declined(stub, driver, monkeypatch):
+def test_a_kernel_with_a_host_descriptor_variant_launches_that_variant_from_its_grids(stub, driver, monkeypatch):
+    """A launcher whose launches of HOST_DESCRIPTOR_BLOCKS blocks or more run its host-descriptor
+    variant (`DirectLauncher.launch`) quick-launches that variant for those grids, made once,
+    and declines smaller grids, which the kernel itself runs (its own descriptors)."""
     monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
     args = _args()
-    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0], host_variant=lambda: pytest.fail("made the variant"))
+    made = []
+    host = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0], host_variant=lambda: made.append(1) or host)
+    dl._host_ran = True
     driver.set(types=dl._native_head[3])
     quicks = _pair(dl, scale_shift, args)
-    for grid, launches in (((3,), True), ((1, 3), True), ((4,), False), ((2, 2), False), ((1, 1, 4), False),
-                           ((LIMIT, LIMIT, LIMIT), False), ((LIMIT,), False)):
+    for grid, launches in (((3,), False), ((1, 3), False), ((4,), True), ((2, 2), True), ((1, 1, 4), True),
+                           ((LIMIT, LIMIT, LIMIT), True), ((LIMIT,), True), ((1, 1, 1), False)):
         for quick in quicks:
             assert (_outcome(quick, driver, 0, grid, args)[1] is not None) is launches, grid
+    assert made == [1]
 
 
 def test_no_references_are_leaked(stub, driver):
@@ -192,13 +199,17 @@ def test_no_references_are_leaked(stub, driver):
     sparse, unsupported = torch.randn(6, 32).to_sparse(), object()  # errors: data_ptr, stream_handle
     failing = [(unsupported, (6,), args), (0, (6,), (sparse, *args[1:])), (2**64, (6,), args)]
     watched = (*args, stream, handle, other[0], sparse, unsupported)
+
+    def calls(n):
+        for _ in range(n):
+            assert native(handle, (6,), args) and native(stream, (6, 1), args) and not native(0, (6,), other)
+            assert not native(None, (6,), args) and not native(0, (0,), args)
+            for call in failing:
+                with pytest.raises((TypeError, RuntimeError, OverflowError)):
+                    native(*call)
+    calls(1)  # first calls may cache what holds an argument (the small int 32 is the interpreter's: shared)
     counts = [sys.getrefcount(x) for x in watched]
-    for _ in range(200):
-        assert native(handle, (6,), args) and native(stream, (6, 1), args) and not native(0, (6,), other)
-        assert not native(None, (6,), args) and not native(0, (0,), args)
-        for call in failing:
-            with pytest.raises((TypeError, RuntimeError, OverflowError)):
-                native(*call)
+    calls(200)
     assert [sys.getrefcount(x) for x in watched] == counts
     tracemalloc.start()  # and no new objects (addresses, shapes, ...) kept
     try:
@@ -215,7 +226,7 @@ def test_numpy_arrays_are_read_along_their_paths(stub, driver):
     along attribute paths (`ctypes.data`, `flags.writeable`), as the generated Python reads them."""
     module = stub[0]
     launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi", cuda_stub.CONTEXT), module)
-    native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"), many_blocks=0,
+    native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"), fewest_blocks=0,
                                stream=(_Handle, "handle", launching.stream_handle))
     made = []
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0, 3, a1)",
@@ -273,14 +284,21 @@ def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
 def test_a_malformed_table_is_refused(stub):
     module = stub[0]
     base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
-                many_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1,
-                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),))
+                fewest_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1,
+                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),), encode=None)
     assert type(module.quick(*base.values())).__name__ == "Quick"
+    array = dict(base, types=(torch.Tensor,), addresses=((0, (("data_ptr", True),)),), encode=lambda d, a: b"\0" * 128)
+    assert type(module.quick(*{**array, "params": (("m", 3, 0, 0),)}.values())).__name__ == "Quick"
     for change in ({"checks": ((9, 0, None, None),)}, {"checks": ((4, 0, 15, 0),)}, {"checks": ((0, 3, None, 1),)},
                    {"params": (("i", 0, 5, None),)}, {"params": (("i", 1, 0, None),)}, {"params": (("x", 0, 0, None),)},
                    {"checks": ((3, 0, (), 1),)}):
         with pytest.raises((ValueError, TypeError)):
             module.quick(*{**base, **change}.values())
+    for change in ({"params": (("i", 3, 0, 0),)}, {"params": (("m", 3, 0, 16),)}, {"params": (("m", 3, 1, 0),)},
+                   {"params": (("m", 3, 0, 0),), "encode": None}, {"params": (("m", 3, 0, 0),) * 17}):
+        # a map: only as 'm', of one of 16 descriptors, of an array, with `encode`, at most 16 of them
+        with pytest.raises((ValueError, TypeError)):
+            module.quick(*{**array, **change}.values())
 
 
 class _Int(int):
@@ -432,7 +450,7 @@ def test_each_tensor_launches_only_specializations_of_its_own_key(stub, driver):
     module = stub[0]
     launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p", cuda_stub.CONTEXT), module)
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0)", {"_launch": module.launch, "_head": launcher.head},
-                        functools.partial(native_launch.quick, launcher, ("p0",), many_blocks=0,
+                        functools.partial(native_launch.quick, launcher, ("p0",), fewest_blocks=0,
                                           stream=(_Handle, "handle", launching.stream_handle)))
     tensors = _tensors()
     keys = [_key(t) for t in tensors]

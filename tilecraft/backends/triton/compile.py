@@ -464,7 +464,8 @@ class TritonKernel:
         expanded = expanded_launch(compiled, self.lowered, args, flat)
         if not self.lowered.grid_loop:
             return DirectLauncher(compiled, baked, self._descriptors, host_variant=host,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded)
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
+                                  host_ran=self._host is not None)
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)
 

@@ -95,6 +95,20 @@ class ExpandedLauncher:
         self._c_launch(grid[0], grid[1], grid[2], stream, *self._lead, *head, *(x for e in encoded for x in e.triton),
                        *tail)
 
+    @property
+    def native(self) -> native_launch.Native | None:
+        """tilecraft's C launcher of the kernel, where it has one."""
+        return self._native
+
+    def expansion(self, i: int, array: Any) -> tuple:
+        """Descriptor i of `array` as tilecraft's C launcher takes it: its map's 128 bytes, then
+        the shape and strides Triton's launcher passes (only with `native`)."""
+        return self._descriptor(i, array).native
+
+    def map_bytes(self, i: int, array: Any) -> bytes:
+        """The map's 128 bytes of descriptor i of `array` (only with `native`)."""
+        return self._descriptor(i, array).native[0]
+
     def _descriptor(self, i: int, array: Any) -> _Encoded:
         """Descriptor i of `array`, encoded (once per address, dtype, shape and strides)."""
         key = (i, array.data_ptr(), array.dtype, array.shape, array.stride())

@@ -167,21 +167,25 @@ def baked_flatten(lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> C
     return launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
 
 
-_PLAIN = re.compile(r"[ap]\d+|-?\d+")
-"""A fused launch's argument: an argument, an address or a constant int (nothing to evaluate)."""
+_PLAIN = re.compile(r"[ap]\d+|-?\d+|m\d+\.\d+")
+"""A fused launch's argument: an argument, an address, a constant int (nothing to evaluate), or
+the tensor map of a descriptor of an argument (`native_launch.quick`'s `m<d>.<j>`)."""
+_MAP = re.compile(r"m(\d+)\.(\d+)")
 
 
 class Expanded(NamedTuple):
     """A host-descriptor kernel's launch through `ExpandedLauncher` (descriptor_args.py): its
     arguments flattened by `flatten` (`baked_flatten`'s with None for each descriptor), the
     descriptors being those `start` to `start + count`, made from the kernel arguments at
-    `arrays`."""
+    `arrays`. `fused_args`: per packing letter of its native launcher, as `native_launch.quick`
+    takes them (None without that launcher)."""
 
     launcher: ExpandedLauncher
     flatten: Callable[..., tuple]
     start: int
     count: int
     arrays: tuple[int, ...]
+    fused_args: tuple[str, ...] | None
 
 
 def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> Expanded | None:
@@ -198,10 +202,16 @@ def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any], 
     launcher = ExpandedLauncher.of(compiled, [launch_lambda(m[2]) for m in made])
     if launcher is None:
         return None
+    arrays = tuple(m[1] for m in made)
     exprs[start:start + count] = ["None"] * count
     params = ", ".join(f"a{i}" for i in range(len(args)))
     flatten = launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
-    return Expanded(launcher, flatten, start, count, tuple(m[1] for m in made))
+    fused = None
+    if launcher.native is not None:  # each map then its shape and strides, the same for every call with this key
+        plain = baked_exprs(lowered, args, flat, address="p{}")
+        maps = [(f"m{d}.{j}", *map(str, launcher.expansion(d, args[j])[1:])) for d, j in enumerate(arrays)]
+        fused = (*plain[:start], *(x for m in maps for x in m), *plain[start + count:])
+    return Expanded(launcher, flatten, start, count, arrays, fused)
 
 
 class DirectLauncher:
@@ -213,13 +223,15 @@ class DirectLauncher:
     for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`:
     `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch).
     `expanded`: a host-descriptor kernel's launch with each array's descriptors made once
-    (`expanded_launch`; its flattening replaces `flatten`).
+    (`expanded_launch`; its flattening replaces `flatten`). `host_ran`: the host-descriptor
+    variant has run (see `fused_launch`).
     It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
     runtime/devices.py); its native launches decline where another device's context is."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
-                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None) -> None:
+                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None,
+                 host_ran: bool = False) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = expanded.flatten if expanded is not None else flatten
         self._expanded = expanded
@@ -229,6 +241,7 @@ class DirectLauncher:
         self._small: Any = None
         self._host_variant = host_variant
         self._host: Any = None
+        self._host_ran = host_ran
         if descriptors or launcher.global_scratch_size or launcher.profile_scratch_size:
             self._descriptors = descriptors
             self._call = launcher
@@ -273,22 +286,38 @@ class DirectLauncher:
 
     def fused_launch(self) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
-        native launcher's call, declining the grids `launch` hands to its host-descriptor
-        variant. Its `native` makes the whole quick launcher in C instead (the grids it declines
-        fixed at HOST_DESCRIPTOR_BLOCKS as it is now); the expression stays what the C one is
-        tested against. None for a grid-loop kernel, without the native launcher, or with an
-        argument that is more than an address, a scalar or a constant."""
-        if self._native is None or self._slots is not None or self._fused_args is None \
-                or not all(_PLAIN.fullmatch(e) for e in self._fused_args):
+        native launcher's call, with each host descriptor's map kept per address. For a kernel
+        with a host-descriptor variant, where that variant has run (`host_ran`: its launcher is
+        then made without compiling anything new), the variant's, declining the grids `launch`
+        keeps for the kernel itself (fewer than HOST_DESCRIPTOR_BLOCKS as it is now). Its
+        `native` makes the whole quick launcher in C instead; the expression stays what the C
+        one is tested against. None for a grid-loop kernel, without the native launcher, or with
+        an argument that is more than an address, a scalar, a constant or a descriptor's map."""
+        if self._slots is not None:
             return None
-        env: dict[str, Any] = {"_native": self._native, "_stream": stream_handle, "_many": many_blocks}
-        env.update((f"_h{i}", v) for i, v in enumerate(self._native_head))
-        args = [f"_h{i}" for i in range(len(self._native_head))] + list(self._fused_args)
+        if self._host_variant is not None:
+            host = self._host_launcher() if self._host_ran else None
+            return host.fused_with(max(HOST_DESCRIPTOR_BLOCKS, 1)) if isinstance(host, DirectLauncher) else None
+        return self.fused_with(1)
+
+    def fused_with(self, fewest: int) -> FusedLaunch | None:
+        """`fused_launch`, declining grids of fewer than `fewest` blocks."""
+        ex = self._expanded
+        if ex is not None:
+            launcher, fused_args, encode = ex.launcher.native, ex.fused_args, ex.launcher.map_bytes
+            launch, head = launcher[:2] if launcher is not None else (None, ())
+        else:
+            launcher, fused_args, encode = self._launcher, self._fused_args, None
+            launch, head = self._native, self._native_head
+        if launch is None or self._slots is not None or fused_args is None \
+                or not all(_PLAIN.fullmatch(e) for e in fused_args):
+            return None
+        env: dict[str, Any] = {"_native": launch, "_stream": stream_handle, "_map": encode}
+        env.update((f"_h{i}", v) for i, v in enumerate(head))
+        args = [f"_h{i}" for i in range(len(head))] + [_MAP.sub(r"_map(\1, a\2)", e) for e in fused_args]
         call = f"_native(gx, gy, gz, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
         native = None
-        if self._launcher is not None:
-            many = max(HOST_DESCRIPTOR_BLOCKS, 1) if self._host_variant is not None else 0
-            native = functools.partial(native_launch.quick, self._launcher, self._fused_args, many_blocks=many,
-                                       stream=(*_TORCH_STREAM, stream_handle))
-        return FusedLaunch(f"not _many((gx, gy, gz)) and {call}" if self._host_variant is not None else call, env,
-                           native)
+        if launcher is not None:
+            native = functools.partial(native_launch.quick, launcher, fused_args, fewest_blocks=fewest,
+                                       stream=(*_TORCH_STREAM, stream_handle), encode=encode)
+        return FusedLaunch(f"gx * gy * gz >= {fewest} and {call}" if fewest > 1 else call, env, native)

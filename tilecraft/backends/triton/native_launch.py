@@ -45,8 +45,9 @@ _MAX_PARAMS = 256
 _DESCRIPTOR_BLOCK = re.compile(r"tensordesc<[^[>]*\[([^]]*)\]")
 """A descriptor parameter's Triton type: group 1 is its block shape (as Triton's launcher reads it)."""
 
-_FROM_ARG, _FROM_ADDRESS, _FROM_CONSTANT = range(3)
-"""Where a quick launcher's parameter comes from: an argument, an address, a constant."""
+_FROM_ARG, _FROM_ADDRESS, _FROM_CONSTANT, _FROM_MAP = range(4)
+"""Where a quick launcher's parameter comes from: an argument, an address, a constant, or the
+tensor map of a descriptor of an array (kept per address: `quick`'s `encode`)."""
 
 _SOURCE = r"""
 #include "cuda.h"
@@ -60,10 +61,12 @@ _SOURCE = r"""
 #define MAX_MAPS 16
 #define MAX_STEPS 8
 #define MAX_TENSORS 32
+#define MAP_WAYS 4
 %(tensor_header)s
 enum { CHECK_VALUE = %(value)d, CHECK_RANGE = %(range)d, CHECK_CALL = %(call)d, CHECK_PATH = %(path)d,
        CHECK_ALIGN = %(align)d };
-enum { FROM_ARG = %(from_arg)d, FROM_ADDRESS = %(from_address)d, FROM_CONSTANT = %(from_constant)d };
+enum { FROM_ARG = %(from_arg)d, FROM_ADDRESS = %(from_address)d, FROM_CONSTANT = %(from_constant)d,
+       FROM_MAP = %(from_map)d };
 
 typedef union { uint64_t u64; int64_t i64; double f64; float f32; int32_t i32; uint32_t u32;
                 int16_t i16; uint16_t u16; int8_t i8; uint8_t u8; } Slot;
@@ -206,6 +209,11 @@ typedef struct { int kind; Py_ssize_t index; Path path; PyObject* detail; PyObje
                  long long bound; uint64_t mask, aligned;
                  int item, tensor, nwant; int64_t want[TC_MAX_DIMS]; } Check;
 typedef struct { int source; Py_ssize_t index; char type; Slot slot; } Param;
+/* One descriptor's tensor maps, by the address of the array it describes (the rest of what a map
+   encodes, the array's dtype, shape and strides, is the specialization's): MAP_WAYS of them,
+   replaced in turn. */
+typedef struct { uint64_t address[MAP_WAYS]; int filled[MAP_WAYS]; int next;
+                 unsigned char bytes[MAP_WAYS][sizeof(CUtensorMap)]; } MapCache;
 typedef struct {
   PyObject_HEAD
   vectorcallfunc vectorcall;
@@ -215,7 +223,8 @@ typedef struct {
   Py_ssize_t naddresses; Py_ssize_t address_of[MAX_PARAMS]; Path address_path[MAX_PARAMS];
   int tensor_of[MAX_PARAMS];
   Check* checks; Py_ssize_t nchecks;
-  long long grid_limit; unsigned long long many_blocks;
+  long long grid_limit; unsigned long long fewest_blocks;
+  PyObject* encode; MapCache* maps; int nmaps;
   PyObject *stream_type, *stream_attr, *stream_handle;
   CUfunction function; CUcontext context; unsigned int threads, shared;
   Param params[MAX_PARAMS]; int nparams;
@@ -259,6 +268,28 @@ static int tensor_differs(const Check* k, const TcTensor* t, const TcReader* r) 
     case TC_SHAPE: return t->ndim != k->nwant || memcmp(t->sizes, k->want, sizeof(int64_t) * t->ndim) != 0;
     default: return t->ndim != k->nwant || memcmp(t->strides, k->want, sizeof(int64_t) * t->ndim) != 0;
   }
+}
+
+/* The tensor map of descriptor `d` of `array` at `address`: kept, else made by `encode(d, array)`
+   (its 128 bytes) and kept; NULL with an exception where that fails. */
+static const unsigned char* map_for(Quick* q, int d, uint64_t address, PyObject* array) {
+  MapCache* c = &q->maps[d];
+  for (int w = 0; w < MAP_WAYS; ++w)
+    if (c->filled[w] && c->address[w] == address) return c->bytes[w];
+  PyObject* made = PyObject_CallFunction(q->encode, "iO", d, array);
+  if (made == NULL) return NULL;
+  if (!PyBytes_Check(made) || PyBytes_GET_SIZE(made) != (Py_ssize_t)sizeof(CUtensorMap)) {
+    Py_DECREF(made);
+    PyErr_SetString(PyExc_TypeError, "quick: encode(d, array) returns a tensor map's 128 bytes");
+    return NULL;
+  }
+  int w = c->next;
+  c->next = (w + 1) %% MAP_WAYS;
+  memcpy(c->bytes[w], PyBytes_AS_STRING(made), sizeof(CUtensorMap));
+  c->address[w] = address;
+  c->filled[w] = 1;
+  Py_DECREF(made);
+  return c->bytes[w];
 }
 
 #define REFUSE(cond) do { int r_ = (cond); if (r_ < 0) return NULL; if (r_) Py_RETURN_FALSE; } while (0)
@@ -325,10 +356,7 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
     if (overflow || v < 1 || v > q->grid_limit) Py_RETURN_FALSE;
     g[d] = (unsigned int)v;
   }
-  if (q->many_blocks) {  /* blocks >= many_blocks, without overflow: declined (another variant's) */
-    uint64_t xy = (uint64_t)g[0] * g[1], least = q->many_blocks / g[2] + (q->many_blocks %% g[2] != 0);
-    if (xy >= least) Py_RETURN_FALSE;
-  }
+  if ((uint64_t)g[0] * g[1] * g[2] < q->fewest_blocks) Py_RETURN_FALSE;  /* another variant's (no overflow: each < 2**24) */
   PyObject* handle;
   if (PyLong_CheckExact(stream)) { handle = stream; Py_INCREF(handle); }
   else if ((PyObject*)Py_TYPE(stream) == q->stream_type) handle = PyObject_GetAttr(stream, q->stream_attr);
@@ -339,8 +367,17 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
   Py_DECREF(handle);
   Slot slots[MAX_PARAMS];
   void* params[MAX_PARAMS];
+  _Alignas(128) CUtensorMap maps[MAX_MAPS];
+  int nmaps = 0;
   for (int i = 0; i < q->nparams; ++i) {
     const Param* m = &q->params[i];
+    if (m->source == FROM_MAP) {  /* copied at once: the next map's encode may run Python, which may */
+      const unsigned char* bytes = map_for(q, m->slot.i32, p[m->index], a[q->address_of[m->index]]);
+      if (bytes == NULL) return NULL;
+      memcpy(&maps[nmaps], bytes, sizeof(CUtensorMap));
+      params[i] = &maps[nmaps++];
+      continue;
+    }
     if (m->source == FROM_ARG) { if (pack(m->type, a[m->index], &slots[i]) < 0) return NULL; }
     else slots[i] = m->source == FROM_ADDRESS ? (Slot){.u64 = p[m->index]} : m->slot;
     params[i] = &slots[i];
@@ -390,6 +427,7 @@ static void quick_dealloc(PyObject* self) {
   Quick* q = (Quick*)self;
   PyMem_Free(q->types);
   PyMem_Free(q->checks);
+  PyMem_Free(q->maps);
   Py_XDECREF(q->table);
   Py_TYPE(self)->tp_free(self);
 }
@@ -404,17 +442,19 @@ static PyTypeObject QuickType = {
   .tp_dealloc = quick_dealloc,
 };
 
-/* quick(env, knob, raw, types, addresses, checks, grid_limit, many_blocks, stream_type, stream_attr,
-   stream_handle, function, context, threads, shared, params) -> Quick; `native_launch.quick`
+/* quick(env, knob, raw, types, addresses, checks, grid_limit, fewest_blocks, stream_type, stream_attr,
+   stream_handle, function, context, threads, shared, params, encode) -> Quick; `native_launch.quick`
    documents them. */
 static PyObject* make_quick(PyObject* self, PyObject* table) {
-  PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params;
+  PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params,
+           *encode;
   long long grid_limit;
-  unsigned long long many_blocks, function, context;
+  unsigned long long fewest_blocks, function, context;
   unsigned int threads, shared;
-  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKKIIO!:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
-                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &many_blocks, &stream_type,
-                        &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params))
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKKIIO!O:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
+                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &fewest_blocks, &stream_type,
+                        &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params,
+                        &encode))
     return NULL;
   if (PyTuple_GET_SIZE(addresses) > MAX_PARAMS || PyTuple_GET_SIZE(params) + 2 > MAX_PARAMS) {
     PyErr_SetString(PyExc_ValueError, "quick: too many parameters");
@@ -426,7 +466,8 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   Py_INCREF(table);
   q->table = table;
   q->env = env; q->knob = knob; q->raw = raw;
-  q->grid_limit = grid_limit; q->many_blocks = many_blocks;
+  q->grid_limit = grid_limit; q->fewest_blocks = fewest_blocks;
+  q->encode = encode; q->maps = NULL; q->nmaps = 0;
   q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
   q->function = (CUfunction)(uintptr_t)function; q->context = (CUcontext)(uintptr_t)context;
   q->threads = threads; q->shared = shared;
@@ -434,7 +475,8 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   q->nchecks = PyTuple_GET_SIZE(checks);
   q->types = PyMem_Calloc(q->ntypes + 1, sizeof(PyObject*));
   q->checks = PyMem_Calloc(q->nchecks + 1, sizeof(Check));
-  if (q->types == NULL || q->checks == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
+  q->maps = PyMem_Calloc(MAX_MAPS, sizeof(MapCache));
+  if (q->types == NULL || q->checks == NULL || q->maps == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
   for (Py_ssize_t i = 0; i < q->ntypes; ++i) q->types[i] = PyTuple_GET_ITEM(types, i);
   q->naddresses = PyTuple_GET_SIZE(addresses);
   int ntensors = 0;
@@ -501,8 +543,14 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
     m->type = (char)type;
     int ok = m->type != 'x' && m->index >= 0;
     if (m->source == FROM_ARG) ok = ok && m->index < q->ntypes;
-    else if (m->source == FROM_ADDRESS) ok = ok && m->index < q->naddresses && q->address_of[m->index] >= 0;
+    else if (m->source == FROM_ADDRESS || m->source == FROM_MAP)
+      ok = ok && m->index < q->naddresses && q->address_of[m->index] >= 0;
     else ok = ok && m->source == FROM_CONSTANT && pack(m->type, value, &m->slot) > 0;
+    if (m->source == FROM_MAP) {  /* value: which descriptor (its maps' cache) */
+      m->slot.i32 = (int32_t)PyLong_AsLong(value);
+      ok = ok && m->type == 'm' && m->slot.i32 >= 0 && m->slot.i32 < MAX_MAPS && q->nmaps++ < MAX_MAPS
+           && PyCallable_Check(encode);
+    }
     if (PyErr_Occurred() || !ok) {
       if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "quick: parameter %%d is malformed", i);
       Py_DECREF(q);
@@ -549,7 +597,7 @@ def source(name: str) -> str:
     return _SOURCE % {"max_params": _MAX_PARAMS, "name": name, "tensor_header": tensor_reader.HEADER,
                       "value": CHECK_VALUE, "range": CHECK_RANGE, "call": CHECK_CALL, "path": CHECK_PATH,
                       "align": CHECK_ALIGN, "from_arg": _FROM_ARG, "from_address": _FROM_ADDRESS,
-                      "from_constant": _FROM_CONSTANT}
+                      "from_constant": _FROM_CONSTANT, "from_map": _FROM_MAP}
 
 
 @functools.cache
@@ -621,14 +669,18 @@ def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False) -
                                   native.context()), native)
 
 
-def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_blocks: int,
-          stream: tuple[type, str, Callable[[Any], int]]) -> Callable[[Any, Any, Any], bool]:
+def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, fewest_blocks: int,
+          stream: tuple[type, str, Callable[[Any], int]],
+          encode: Callable[[int, Any], bytes] | None = None) -> Callable[[Any, Any, Any], bool]:
     """The runtime's quick launcher (`fastpath.quick_launcher`) of one specialization, in C:
-    `checks` done on each call, then `native.launch`'s launch with `fused_args` (per kernel
-    parameter: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`). `many_blocks`: grids
-    of at least this many blocks are declined (0: none); `stream`: (a stream type, the attribute
-    holding its handle, the function giving any other stream's handle), for streams that are
-    not ints. Like `native.launch`, it declines where `native`'s context is not current."""
+    `checks` done on each call, then `native.launch`'s launch with `fused_args` (per packing
+    letter of `native`: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`, or for a
+    tensor map 'm', `m<d>.<j>`: descriptor d of runtime argument j, its map made by
+    `encode(d, array)` (the 128 bytes of `map_bytes`) the first time an address is seen and kept
+    for the next). `fewest_blocks`: grids of fewer blocks are declined (another variant runs
+    them); `stream`: (a stream type, the attribute holding its handle, the function giving any
+    other stream's handle), for streams that are not ints. Like `native.launch`, it declines
+    where `native`'s context is not current."""
     function, threads, shared, types, context = native.head
     params = []
     for letter, arg in zip(types.decode(), fused_args):
@@ -638,6 +690,9 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_b
             params.append((letter, _FROM_ARG, checks.runtime[int(arg[1:])], None))
         elif arg[0] == "p":
             params.append((letter, _FROM_ADDRESS, int(arg[1:]), None))
+        elif arg[0] == "m":
+            d, j = arg[1:].split(".")
+            params.append((letter, _FROM_MAP, int(j), int(d)))
         else:
             params.append((letter, _FROM_CONSTANT, 0, int(arg)))
     reads, items = tensor_reader.plan(checks)
@@ -645,5 +700,5 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, many_b
                       for i, path, read in zip(checks.runtime, checks.addresses, reads))
     table = tuple((*check, item) for check, item in zip(checks.checks, items))
     return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, table,
-                               checks.grid_limit, many_blocks, *stream, function, context, threads, shared,
-                               tuple(params))
+                               checks.grid_limit, fewest_blocks, *stream, function, context, threads, shared,
+                               tuple(params), encode)
