@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import torch
 import triton
@@ -201,15 +200,3 @@ def host_rounds(launch: Callable[[], None], rounds: int = 20, per_round: int = 1
         times.append((time.perf_counter() - start) / per_round * 1e6)
     torch.cuda.synchronize()
     return times
-
-
-@contextmanager
-def host_descriptors_always() -> Iterator[None]:
-    """tilecraft's launches inside take their kernels' host-descriptor variants whatever their
-    block count (launching.HOST_DESCRIPTOR_BLOCKS set to 1, restored after)."""
-    from tilecraft.backends.triton import launching
-    kept, launching.HOST_DESCRIPTOR_BLOCKS = launching.HOST_DESCRIPTOR_BLOCKS, 1
-    try:
-        yield
-    finally:
-        launching.HOST_DESCRIPTOR_BLOCKS = kept

@@ -26,7 +26,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 if __name__ == "__main__" and "--cpu-check" in sys.argv:  # must precede `import triton`
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -137,22 +137,6 @@ def label(split: tuple[int, ...]) -> str:
     return f"{bm}x{bn} split {s} w{warps} s{stages}"
 
 
-def host_descriptor_launch(stream: Any, grid: tuple[int, int, int], a: torch.Tensor, b: torch.Tensor,
-                           c: torch.Tensor) -> Callable[[], None]:
-    """The sample through `ct.launch` (a kernel object of its own) with tensor descriptors made on
-    the host, which tilecraft does from HOST_DESCRIPTOR_BLOCKS blocks (TC3 has 512): is the
-    per-block descriptor setup what the TMA rows above save?"""
-    import tilecraft as ct
-    from probing import host_descriptors_always
-    from tilecraft.library.matmul import matmul_kernel
-    kernel = matmul_kernel.replace_hints()
-
-    def launch() -> None:
-        with host_descriptors_always():
-            ct.launch(stream, grid, kernel, (a, b, c, TILE, TILE, TILE))
-    return launch
-
-
 def rows_to_time(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rounded: bool) -> list[tuple[str, Callable]]:
     """(row name, build) per row but torch: build() makes the launch computing c = a @ b."""
     import tilecraft as ct
@@ -160,8 +144,6 @@ def rows_to_time(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, rounded: boo
     stream = torch.cuda.current_stream() if a.is_cuda else None
     grid = (triton.cdiv(a.shape[0], TILE) * triton.cdiv(b.shape[1], TILE), 1, 1)
     rows = [("tilecraft", lambda: lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, TILE, TILE, TILE)))]
-    if a.is_cuda:
-        rows.append(("tilecraft, host descriptors", lambda: host_descriptor_launch(stream, grid, a, b, c)))
     rows += [(label(split), lambda split=split: split_launch(a, b, c, split, rounded)) for split in SPLITS]
     if any(t.stride(0) * t.element_size() % 16 for t in (a, b, c)):
         return rows  # TMA needs rows of whole 16-byte units (TC3's and TC2's are)

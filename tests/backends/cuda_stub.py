@@ -177,7 +177,7 @@ class CompiledStandIn:
         self.function = function
 
 
-def direct_launcher(kernel: Any, args: tuple, module: Any, host_variant: Any = None) -> Any:
+def direct_launcher(kernel: Any, args: tuple, module: Any) -> Any:
     """A `DirectLauncher` of `kernel` specialized for `args` (torch CPU tensors), made on the CPU
     as `TritonKernel.specialize` makes it on a GPU, launching through `module`'s launcher
     (`build`): the generated kernel comes from a triton-interpret launch with `args` (which
@@ -191,9 +191,7 @@ def direct_launcher(kernel: Any, args: tuple, module: Any, host_variant: Any = N
     dl = object.__new__(launching.DirectLauncher)
     dl._flatten = launching.baked_flatten(compiled.lowered, runtime, flat)
     dl._fused_args = launching.baked_exprs(compiled.lowered, runtime, flat, address="p{}")
-    dl._slots = dl._small_grid = dl._small = dl._host = None
-    dl._host_variant = host_variant
-    dl._host_ran = False
+    dl._slots = dl._small_grid = dl._small = dl._host = dl._host_variant = None
     dl._descriptors = False
     dl._expanded = None  # no host descriptors
     dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature), module)

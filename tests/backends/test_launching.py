@@ -115,15 +115,13 @@ def double_tiles(X, Y, T: ConstInt):
     ct.store(Y, index=(ct.bid(0), ct.bid(1)), tile=t * 2)
 
 
-def test_many_blocks_run_the_host_descriptor_variant(dev, monkeypatch):
-    """Launches of at least HOST_DESCRIPTOR_BLOCKS blocks (lowered here to 4) of a kernel reading
-    through tensor descriptors run its host-descriptor variant, the first and the cached (fast
-    path) launch alike, with partial edge tiles; wherever the kernel has no descriptors (the CPU
-    backends, GPUs before sm_90) nothing changes."""
-    from tilecraft.backends.triton import launching
-    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
+def test_descriptor_kernels_run_their_host_descriptor_variant(dev):
+    """Launches of a kernel reading through tensor descriptors run its host-descriptor variant,
+    the first and the cached (fast path: on the GPU, the C quick path) launch alike, with partial
+    edge tiles; wherever the kernel has no descriptors (the CPU backends, GPUs before sm_90)
+    nothing changes."""
     x = np.random.default_rng(7).standard_normal((40, 24)).astype(np.float32)  # 40 rows: not a multiple of 16
-    for _ in range(2):
+    for _ in range(3):
         y = dev.poison((40, 24), np.float32)
         dev.launch((5, 3), double_tiles, (dev.put(x), y, 8))
         np.testing.assert_array_equal(dev.get(y), x * 2)
@@ -137,6 +135,7 @@ def test_many_blocks_run_the_host_descriptor_variant(dev, monkeypatch):
             checked += 1
     if dev.name == "triton" and torch.cuda.get_device_capability()[0] >= 9:
         assert checked, "the kernel should read through descriptors on sm_90+ (40 rows: not a multiple of 16)"
+        assert type(double_tiles.quick).__name__ == "Quick"  # the cached launches' C quick path
 
 
 @ct.kernel
@@ -158,10 +157,10 @@ def test_int_arguments_change_divisibility_between_cached_launches(dev):
         np.testing.assert_array_equal(dev.get(y), x[n:n + 128], err_msg=f"n = {n}")
 
 
-def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
+def test_fused_launch_calls_the_native_launcher_as_launch_does():
     """`DirectLauncher.fused_launch`, run by the runtime's quick path, gives the native launcher
-    what `DirectLauncher.launch` gives it; a kernel's with a host-descriptor variant is that
-    variant's, declining the grids `launch` keeps for the kernel; it is None for a grid-loop kernel or without the native launcher."""
+    what `DirectLauncher.launch` gives it; it is None for a grid-loop kernel or without the
+    native launcher."""
     from tilecraft import knobs
     from tilecraft.backends.triton import launching
     from tilecraft.runtime.fastpath import quick_launcher
@@ -180,14 +179,6 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does(monkeypatch):
     assert quick(0, (6,), (x2, y2, 1.5, 32))
     dl.launch((6, 1, 1), (x2, y2, 1.5), 0)
     assert calls[0] == calls[1] and x2.data_ptr() in calls[0] and 1.5 in calls[0]
-    kernel = object.__new__(launching.DirectLauncher)
-    kernel.__dict__.update(dl.__dict__, _host_variant=lambda: dl, _host_ran=False)  # its variant for many blocks: `dl`
-    assert kernel.fused_launch() is None  # not before that variant has run: it is not compiled for the quick path
-    kernel._host_ran = True
-    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
-    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(),
-                           kernel.fused_launch(), 2**24 - 1)
-    assert not quick(0, (3,), (x2, y2, 1.5, 32)) and quick(0, (4,), (x2, y2, 1.5, 32)) and len(calls) == 3
     dl._slots = 132
     assert dl.fused_launch() is None
     dl._slots, dl._native = None, None

@@ -172,25 +172,6 @@ def test_without_a_context_or_with_a_launch_error(stub, driver):
             quick(0, (6,), args)
 
 
-def test_a_kernel_with_a_host_descriptor_variant_launches_that_variant_from_its_grids(stub, driver, monkeypatch):
-    """A launcher whose launches of HOST_DESCRIPTOR_BLOCKS blocks or more run its host-descriptor
-    variant (`DirectLauncher.launch`) quick-launches that variant for those grids, made once,
-    and declines smaller grids, which the kernel itself runs (its own descriptors)."""
-    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 4)
-    args = _args()
-    made = []
-    host = cuda_stub.direct_launcher(scale_shift, args, stub[0])
-    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0], host_variant=lambda: made.append(1) or host)
-    dl._host_ran = True
-    driver.set(types=dl._native_head[3])
-    quicks = _pair(dl, scale_shift, args)
-    for grid, launches in (((3,), False), ((1, 3), False), ((4,), True), ((2, 2), True), ((1, 1, 4), True),
-                           ((LIMIT, LIMIT, LIMIT), True), ((LIMIT,), True), ((1, 1, 1), False)):
-        for quick in quicks:
-            assert (_outcome(quick, driver, 0, grid, args)[1] is not None) is launches, grid
-    assert made == [1]
-
-
 def test_no_references_are_leaked(stub, driver):
     args = _args()
     dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
@@ -226,7 +207,7 @@ def test_numpy_arrays_are_read_along_their_paths(stub, driver):
     along attribute paths (`ctypes.data`, `flags.writeable`), as the generated Python reads them."""
     module = stub[0]
     launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi", cuda_stub.CONTEXT), module)
-    native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"), fewest_blocks=0,
+    native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"),
                                stream=(_Handle, "handle", launching.stream_handle))
     made = []
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0, 3, a1)",
@@ -284,7 +265,7 @@ def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
 def test_a_malformed_table_is_refused(stub):
     module = stub[0]
     base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
-                fewest_blocks=0, stream_type=int, stream_attr="real", stream_handle=int, function=1,
+                stream_type=int, stream_attr="real", stream_handle=int, function=1,
                 context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),), encode=None)
     assert type(module.quick(*base.values())).__name__ == "Quick"
     array = dict(base, types=(torch.Tensor,), addresses=((0, (("data_ptr", True),)),), encode=lambda d, a: b"\0" * 128)
@@ -450,7 +431,7 @@ def test_each_tensor_launches_only_specializations_of_its_own_key(stub, driver):
     module = stub[0]
     launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p", cuda_stub.CONTEXT), module)
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0)", {"_launch": module.launch, "_head": launcher.head},
-                        functools.partial(native_launch.quick, launcher, ("p0",), fewest_blocks=0,
+                        functools.partial(native_launch.quick, launcher, ("p0",),
                                           stream=(_Handle, "handle", launching.stream_handle)))
     tensors = _tensors()
     keys = [_key(t) for t in tensors]

@@ -157,9 +157,32 @@ def facts_of(t) -> ArrayFacts | None:
                       contiguous=t.is_contiguous())
 
 
+def _twin(a: torch.Tensor) -> torch.Tensor:
+    """`a` in new memory: its storage's bytes copied, the same offset, shape and strides."""
+    return a.new_empty(0).set_(a.untyped_storage().clone(), a.storage_offset(), a.shape, a.stride())
+
+
 def run(k: K, grid, args, mode=INTERP):
+    """`k` compiled for `mode` and launched on `grid` with `args`. A kernel with tensor
+    descriptors launches its host-descriptor variant (its launches' own choice), and, on copies
+    of `args`, the kernel as compiled, its programs making their descriptors (what staged kernels
+    and empty arrays run): both must leave the same bits."""
     kernel = mode.compile(k.fn(), [facts_of(a) for a in args])
-    kernel.launch(tuple(grid) + (1,) * (3 - len(grid)), args, None)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    own = None
+    if getattr(kernel, "host_descriptor_kernel", lambda: None)() is not None:
+        own = [_twin(a) if isinstance(a, torch.Tensor) else a for a in args]
+        kernel._host_variants = False  # as for a staged kernel
+        try:
+            kernel.launch(grid, own, None)
+        finally:
+            kernel._host_variants = True
+    kernel.launch(grid, args, None)
+    for a, b in zip(args, own or ()):
+        if isinstance(a, torch.Tensor):
+            assert_bits_equal(b.view(torch.int16).numpy() if b.dtype == torch.bfloat16 else b.numpy(),
+                              a.view(torch.int16).numpy() if a.dtype == torch.bfloat16 else a.numpy(),
+                              "descriptors made by the programs against host descriptors")
     return kernel
 
 
@@ -310,11 +333,10 @@ def test_descriptor_stores_only_into_dense_arrays(dense):
 
 
 @pytest.mark.parametrize("padding", [PaddingMode.ZERO, PaddingMode.NAN])
-def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
-    """From HOST_DESCRIPTOR_BLOCKS blocks a one-program-per-block kernel launches its variant
-    whose descriptors are parameters made on the host: same tiles, padding and dropped
-    out-of-bounds lanes as descriptors made in the kernel; below it, and for an empty array,
-    the kernel as compiled."""
+def test_descriptor_kernels_take_descriptors_from_the_host(monkeypatch, padding):
+    """A one-program-per-block kernel launches its variant whose descriptors are parameters made
+    on the host: same tiles, padding and dropped out-of-bounds lanes as descriptors made in the
+    kernel (`run` checks both); with an empty array, the kernel as compiled."""
     from tilecraft.backends.triton import launching
     k = K("host_descriptors")
     a, o = k.array("A", D.float32, 2), k.array("O", D.float32, 2)
@@ -322,7 +344,6 @@ def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
     k.store(o, [i, j], k.load(a, [i, j], (4, 8), order=(1, 0), padding=padding))
     a_t = randn(13, 12)[:, :10]  # V = A^T is 10 x 13: partial tiles on both edges
     out = poison((10, 16))  # rows 10..11 of the last tiles dropped, columns 13..15 the padding
-    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 6)
     kernel = run(k, (3, 2), [a_t, out], INTERP_DESC)
     host = kernel.host_descriptor_kernel()
     assert host is not None and host.target.host_descriptors
@@ -341,9 +362,9 @@ def test_many_blocks_take_descriptors_from_the_host(monkeypatch, padding):
     calls = []
     monkeypatch.setattr(host, "launch", lambda grid, *a, **kw: calls.append(grid))
     kernel.launch((3, 2, 1), [a_t, out], None)
-    kernel.launch((3, 1, 1), [a_t, out], None)  # 3 blocks: the kernel as compiled, not delegated
+    kernel.launch((1, 1, 1), [a_t, out], None)  # one block: the variant too
     kernel.launch((3, 2, 1), [a_t[:0], out], None)  # an empty array: no host descriptor
-    assert calls == [(3, 2, 1)]
+    assert calls == [(3, 2, 1), (1, 1, 1)]
 
 
 def test_host_descriptor_launches_make_each_arrays_descriptors_once(monkeypatch):
@@ -359,7 +380,6 @@ def test_host_descriptor_launches_make_each_arrays_descriptors_once(monkeypatch)
     i, j = k.bid(0), k.bid(1)
     k.store(o, [i, j], k.load(a, [i, j], (4, 8), order=(1, 0), padding=PaddingMode.NAN))
     a_t, out = randn(13, 12)[:, :10], poison((10, 16))
-    monkeypatch.setattr(launching, "HOST_DESCRIPTOR_BLOCKS", 6)
     host = run(k, (3, 2), [a_t, out], INTERP_DESC).host_descriptor_kernel()
     encoded = []
 

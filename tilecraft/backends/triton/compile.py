@@ -45,7 +45,7 @@ from . import fitting
 from . import interpret_workarounds as workarounds
 from . import printing
 from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator, expanded_launch,
-                        grid_loop_launch, host_descriptors_allowed, launch_lambda, many_blocks, sm_slots,
+                        grid_loop_launch, host_descriptors_allowed, launch_lambda, sm_slots,
                         stream_context, stream_handle)
 from .emitter import Target
 from .lower import LoweredKernel
@@ -227,7 +227,7 @@ class TritonKernel:
         self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
-        self._host: TritonKernel | None = None  # many blocks, or a grid loop: `host_descriptor_kernel`
+        self._host: TritonKernel | None = None  # `host_descriptor_kernel`
         self._adopt(target, lower_for(target))
 
     def _adopt(self, target: Target, lowered: LoweredKernel) -> None:
@@ -283,11 +283,18 @@ class TritonKernel:
 
     def host_descriptor_kernel(self) -> "TritonKernel | None":
         """The variant that takes its tensor descriptors from the host (`Target.host_descriptors`)
-        of a kernel that makes them (made on first use; None for other kernels), for launches of
-        `launching.many_blocks` of a kernel that runs one program per block, and for every
-        launch that runs a grid-loop kernel's loop (H200, the MatMul sample at 4000x3000x2000
-        bf16, 3 rounds: 0.833-0.839x torch against 0.812x with descriptors made by each of its
-        132 programs; benchmarks/results/matmul-probe-h200-2026-12-01-c.json)."""
+        of a kernel that makes them (made on first use; None for other kernels). It runs every
+        launch of a kernel that runs one program per block, and every launch that runs a
+        grid-loop kernel's loop, where each array has host descriptors (`host_descriptors_allowed`):
+        its programs then no longer each write and fence their own descriptors, and cached
+        launches take the C quick path, each map made once per array address (the kernel's own
+        launches allocate the descriptors' scratch memory through Triton's launcher). H200, TC3
+        (tf32 1000x500x700, 32x32x32 tiles, 512 blocks): 0.60 -> 0.73x torch on the GPU, host
+        time per cached launch 26.4 -> 9.2 us (`tc3-probe-h200-2026-12-02-g.json`,
+        `launch-parts-h200-2026-12-02-d.log`); cuTile's attention sample, 64x128 tiles: 0.56 ->
+        0.63x cuDNN (attention-probe-h200-2026-12-01-c.json); the MatMul sample at
+        4000x3000x2000 bf16 (grid loop): 0.812 -> 0.833-0.839x torch
+        (matmul-probe-h200-2026-12-01-c.json); all in benchmarks/results."""
         if self._host is None and self._may_take_host_descriptors(None):
             self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret)
         return self._host
@@ -303,10 +310,7 @@ class TritonKernel:
         should run it (see `host_descriptor_kernel`)."""
         if not self._may_take_host_descriptors(args):
             return None
-        if self.lowered.grid_loop:
-            runs = self._looped(grid, flat) is not None
-        else:
-            runs = many_blocks(grid)
+        runs = not self.lowered.grid_loop or self._looped(grid, flat) is not None
         return self.host_descriptor_kernel() if runs else None
 
     def _looped(self, grid: tuple[int, int, int], flat: tuple) -> tuple[tuple[int, int, int], tuple] | None:
@@ -457,15 +461,18 @@ class TritonKernel:
             return self  # launch hooks (profilers), device asserts and prints need Triton's full path
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
-        host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
+        host = None
+        if self._may_take_host_descriptors(args):
+            if not self.lowered.grid_loop:
+                return self.host_descriptor_kernel().specialize(args)  # what runs every launch
+            host = lambda: self.host_descriptor_kernel().specialize(args)  # noqa: E731 - for the grids that loop
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
         with TRITON_LANGUAGE:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
         expanded = expanded_launch(compiled, self.lowered, args, flat)
         if not self.lowered.grid_loop:
-            return DirectLauncher(compiled, baked, self._descriptors, host_variant=host,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
-                                  host_ran=self._host is not None)
+            return DirectLauncher(compiled, baked, self._descriptors,
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded)
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)
 

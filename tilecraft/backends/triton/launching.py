@@ -8,8 +8,7 @@ in as constants and each array passed as its address (`baked_flatten`): Triton's
 then neither calls `data_ptr()` nor asks the driver about each pointer. When the compiled kernel
 needs no scratch memory, it calls that C launcher itself, skipping Triton's Python wrapper, or
 where it can, tilecraft's own smaller one (native_launch.py); `DirectLauncher.fused_launch` is
-that native call as one expression, for the runtime's quick path, which with it runs in C. Launches of many blocks, and
-grid loops, go to a kernel's host-descriptor variant (`HOST_DESCRIPTOR_BLOCKS`).
+that native call as one expression, for the runtime's quick path, which with it runs in C.
 """
 
 from __future__ import annotations
@@ -107,22 +106,6 @@ def grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tup
     return (slots, 1, 1), (*flat, *grid)
 
 
-HOST_DESCRIPTOR_BLOCKS = 1024
-"""From this many blocks, a kernel that runs one program per block and reads arrays through
-tensor descriptors launches its host-descriptor variant (`Target.host_descriptors`): its
-programs then no longer each write and fence their own descriptors. H200, cuTile's attention
-sample (benchmarks/results/attention-probe-h200-2026-12-01-c.json): 64x128 tiles (8192 blocks)
-0.56 -> 0.63x cuDNN, 128x128 (4096 blocks) 0.67 -> 0.71x. With fewer blocks the programs make
-their descriptors side by side, and the host's few microseconds per launch would show instead.
-(A grid-loop kernel takes the variant whenever it runs its loop, whatever the block count:
-`TritonKernel.host_descriptor_kernel`.)"""
-
-
-def many_blocks(grid: tuple[int, int, int]) -> bool:
-    """Whether a launch of `grid` has enough blocks for host descriptors to pay."""
-    return grid[0] * grid[1] * grid[2] >= HOST_DESCRIPTOR_BLOCKS
-
-
 def host_descriptors_allowed(args: Sequence[Any], arrays: Sequence[int]) -> bool:
     """Whether the arrays at positions `arrays` of `args` can have host descriptors: a host
     descriptor needs every extent positive."""
@@ -218,20 +201,18 @@ class DirectLauncher:
     """`launch(grid, args, stream)` through a Triton `CompiledKernel`'s launcher, for one argument
     specialization (see the module's docstring; made by `TritonKernel.specialize`). A grid-loop
     kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
-    makes the launcher of its one-program-per-block variant (see `grid_loop_launch`); a kernel
-    with a host-descriptor variant has `host_variant`, which makes that variant's launcher, used
-    for grids of `many_blocks` (one program per block) or that run the grid loop. `fused_args`:
+    makes the launcher of its one-program-per-block variant (see `grid_loop_launch`), and where
+    it has a host-descriptor variant, `host_variant`, which makes that variant's launcher, for
+    the grids that run the loop. `fused_args`:
     `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch).
     `expanded`: a host-descriptor kernel's launch with each array's descriptors made once
-    (`expanded_launch`; its flattening replaces `flatten`). `host_ran`: the host-descriptor
-    variant has run (see `fused_launch`).
+    (`expanded_launch`; its flattening replaces `flatten`).
     It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
     runtime/devices.py); its native launches decline where another device's context is."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
-                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None,
-                 host_ran: bool = False) -> None:
+                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = expanded.flatten if expanded is not None else flatten
         self._expanded = expanded
@@ -241,7 +222,6 @@ class DirectLauncher:
         self._small: Any = None
         self._host_variant = host_variant
         self._host: Any = None
-        self._host_ran = host_ran
         if descriptors or launcher.global_scratch_size or launcher.profile_scratch_size:
             self._descriptors = descriptors
             self._call = launcher
@@ -255,8 +235,6 @@ class DirectLauncher:
         self._native, self._native_head = self._launcher[:2] if self._launcher is not None else (None, ())
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:
-        if self._host_variant is not None and self._slots is None and many_blocks(grid):
-            return self._host_launcher().launch(grid, args, stream)
         flat = self._flatten(*args)
         if self._slots is not None:
             looped = grid_loop_launch(grid, flat, self._slots)
@@ -286,22 +264,10 @@ class DirectLauncher:
 
     def fused_launch(self) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
-        native launcher's call, with each host descriptor's map kept per address. For a kernel
-        with a host-descriptor variant, where that variant has run (`host_ran`: its launcher is
-        then made without compiling anything new), the variant's, declining the grids `launch`
-        keeps for the kernel itself (fewer than HOST_DESCRIPTOR_BLOCKS as it is now). Its
-        `native` makes the whole quick launcher in C instead; the expression stays what the C
-        one is tested against. None for a grid-loop kernel, without the native launcher, or with
-        an argument that is more than an address, a scalar, a constant or a descriptor's map."""
-        if self._slots is not None:
-            return None
-        if self._host_variant is not None:
-            host = self._host_launcher() if self._host_ran else None
-            return host.fused_with(max(HOST_DESCRIPTOR_BLOCKS, 1)) if isinstance(host, DirectLauncher) else None
-        return self.fused_with(1)
-
-    def fused_with(self, fewest: int) -> FusedLaunch | None:
-        """`fused_launch`, declining grids of fewer than `fewest` blocks."""
+        native launcher's call, with each host descriptor's map kept per address. Its `native`
+        makes the whole quick launcher in C instead; the expression stays what the C one is
+        tested against. None for a grid-loop kernel, without the native launcher, or with an
+        argument that is more than an address, a scalar, a constant or a descriptor's map."""
         ex = self._expanded
         if ex is not None:
             launcher, fused_args, encode = ex.launcher.native, ex.fused_args, ex.launcher.map_bytes
@@ -318,6 +284,6 @@ class DirectLauncher:
         call = f"_native(gx, gy, gz, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
         native = None
         if launcher is not None:
-            native = functools.partial(native_launch.quick, launcher, fused_args, fewest_blocks=fewest,
+            native = functools.partial(native_launch.quick, launcher, fused_args,
                                        stream=(*_TORCH_STREAM, stream_handle), encode=encode)
-        return FusedLaunch(f"gx * gy * gz >= {fewest} and {call}" if fewest > 1 else call, env, native)
+        return FusedLaunch(call, env, native)

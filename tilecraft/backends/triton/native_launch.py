@@ -223,7 +223,7 @@ typedef struct {
   Py_ssize_t naddresses; Py_ssize_t address_of[MAX_PARAMS]; Path address_path[MAX_PARAMS];
   int tensor_of[MAX_PARAMS];
   Check* checks; Py_ssize_t nchecks;
-  long long grid_limit; unsigned long long fewest_blocks;
+  long long grid_limit;
   PyObject* encode; MapCache* maps; int nmaps;
   PyObject *stream_type, *stream_attr, *stream_handle;
   CUfunction function; CUcontext context; unsigned int threads, shared;
@@ -356,7 +356,6 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
     if (overflow || v < 1 || v > q->grid_limit) Py_RETURN_FALSE;
     g[d] = (unsigned int)v;
   }
-  if ((uint64_t)g[0] * g[1] * g[2] < q->fewest_blocks) Py_RETURN_FALSE;  /* another variant's (no overflow: each < 2**24) */
   PyObject* handle;
   if (PyLong_CheckExact(stream)) { handle = stream; Py_INCREF(handle); }
   else if ((PyObject*)Py_TYPE(stream) == q->stream_type) handle = PyObject_GetAttr(stream, q->stream_attr);
@@ -442,17 +441,17 @@ static PyTypeObject QuickType = {
   .tp_dealloc = quick_dealloc,
 };
 
-/* quick(env, knob, raw, types, addresses, checks, grid_limit, fewest_blocks, stream_type, stream_attr,
+/* quick(env, knob, raw, types, addresses, checks, grid_limit, stream_type, stream_attr,
    stream_handle, function, context, threads, shared, params, encode) -> Quick; `native_launch.quick`
    documents them. */
 static PyObject* make_quick(PyObject* self, PyObject* table) {
   PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params,
            *encode;
   long long grid_limit;
-  unsigned long long fewest_blocks, function, context;
+  unsigned long long function, context;
   unsigned int threads, shared;
-  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LKOUOKKIIO!O:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
-                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &fewest_blocks, &stream_type,
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LOUOKKIIO!O:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
+                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &stream_type,
                         &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params,
                         &encode))
     return NULL;
@@ -466,7 +465,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   Py_INCREF(table);
   q->table = table;
   q->env = env; q->knob = knob; q->raw = raw;
-  q->grid_limit = grid_limit; q->fewest_blocks = fewest_blocks;
+  q->grid_limit = grid_limit;
   q->encode = encode; q->maps = NULL; q->nmaps = 0;
   q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
   q->function = (CUfunction)(uintptr_t)function; q->context = (CUcontext)(uintptr_t)context;
@@ -669,18 +668,16 @@ def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False) -
                                   native.context()), native)
 
 
-def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, fewest_blocks: int,
-          stream: tuple[type, str, Callable[[Any], int]],
+def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream: tuple[type, str, Callable[[Any], int]],
           encode: Callable[[int, Any], bytes] | None = None) -> Callable[[Any, Any, Any], bool]:
     """The runtime's quick launcher (`fastpath.quick_launcher`) of one specialization, in C:
     `checks` done on each call, then `native.launch`'s launch with `fused_args` (per packing
     letter of `native`: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`, or for a
     tensor map 'm', `m<d>.<j>`: descriptor d of runtime argument j, its map made by
-    `encode(d, array)` (the 128 bytes of `map_bytes`) the first time an address is seen and kept
-    for the next). `fewest_blocks`: grids of fewer blocks are declined (another variant runs
-    them); `stream`: (a stream type, the attribute holding its handle, the function giving any
-    other stream's handle), for streams that are not ints. Like `native.launch`, it declines
-    where `native`'s context is not current."""
+    `encode(d, array)` (the 128 bytes of `map_bytes`) the first time an address is seen and
+    kept for the next). `stream`: (a stream type, the attribute holding its handle, the
+    function giving any other stream's handle), for streams that are not ints. Like
+    `native.launch`, it declines where `native`'s context is not current."""
     function, threads, shared, types, context = native.head
     params = []
     for letter, arg in zip(types.decode(), fused_args):
@@ -700,5 +697,5 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, fewest
                       for i, path, read in zip(checks.runtime, checks.addresses, reads))
     table = tuple((*check, item) for check, item in zip(checks.checks, items))
     return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, table,
-                               checks.grid_limit, fewest_blocks, *stream, function, context, threads, shared,
+                               checks.grid_limit, *stream, function, context, threads, shared,
                                tuple(params), encode)
