@@ -135,7 +135,16 @@ def test_descriptor_kernels_run_their_host_descriptor_variant(dev):
             checked += 1
     if dev.name == "triton" and torch.cuda.get_device_capability()[0] >= 9:
         assert checked, "the kernel should read through descriptors on sm_90+ (40 rows: not a multiple of 16)"
-        assert type(double_tiles.quick).__name__ == "Quick"  # the cached launches' C quick path
+        # launches without the `backend` option take the quick path: in C, maps kept per address
+        stream, xt = torch.cuda.current_stream(), dev.put(x)
+        for _ in range(2):
+            y = dev.poison((40, 24), np.float32)
+            ct.launch(stream, (5, 3), double_tiles, (xt, y, 8))
+        assert type(double_tiles.quick).__name__ == "Quick"
+        for _ in range(2):
+            y = dev.poison((40, 24), np.float32)
+            assert double_tiles.quick(stream, (5, 3), (xt, y, 8)) is True
+            np.testing.assert_array_equal(dev.get(y), x * 2)
 
 
 @ct.kernel
