@@ -3,7 +3,9 @@ compiled several ways, next to plain Triton and torch, in one run (GPU only).
 
 Variants (TritonBackend options): `default` (what tilecraft does), `no-grid-loop` (one program
 per output tile, as before the grid loop), `no-flatten` (grid loop without `flatten=True`),
-`pointers` / `descriptors` (tile accesses forced to masked pointers / tensor descriptors).
+`pointers` / `descriptors` (tile accesses forced to masked pointers / tensor descriptors),
+`tile-split-2` / `-4` (every output tile computed by 2 / 4 blocks, `passes/tile_split.py`: more
+warps per SM for grids of small tiles, such as TC3's 512 one-warp blocks).
 References: `triton-ptr`, `triton-desc` (benchmarks/triton_reference.py, same tiles, one
 program per tile), `triton-desc-persistent` (same, one program per SM) and `torch`.
 
@@ -36,6 +38,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no-flatten": {"flatten": False},
     "pointers": {"descriptors": False},
     "descriptors": {"descriptors": True},
+    "tile-split-2": {"tile_split": 2},
+    "tile-split-4": {"tile_split": 4},
 }
 
 

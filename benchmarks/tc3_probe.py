@@ -43,8 +43,10 @@ read once per 32 columns, B once per 32 rows), split 1, 2 or 4 ways over as many
 larger ones show what the traffic costs (fewer blocks, each reading its A rows once per BN
 columns), with the warps of a block on separate 32x32 pieces."""
 TMA_SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
-              (32, 32, 8, 8, 2))
-"""The same with TMA loads (rows `tma ...`): the sample's tiles, S K tiles per step on S warps."""
+              (32, 32, 8, 8, 2), (32, 32, 1, 1, 2), (32, 32, 1, 1, 6), (32, 32, 1, 1, 8), (16, 32, 1, 1, 4))
+"""The same with TMA loads (rows `tma ...`): the sample's tiles, S K tiles per step on S warps;
+then, unsplit on one warp, pipelines 2, 6 and 8 deep, and 16x32 tiles (twice the blocks, B read
+twice as often)."""
 TILE = 32
 
 
