@@ -25,6 +25,7 @@ from ..backends.arrays import as_torch
 from ..backends.base import BackendKind, wrapped_as
 from ..backends.splitting import SplitKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
+from ..backends.triton.compile import TritonKernel
 from ..backends.triton.operand_staging import StagedKernel
 from ..ir import ArrayType, ListType, format_function
 from ..runtime.args import backend_args
@@ -51,6 +52,7 @@ class Inspection:
     warp_specialized: str = ""  # "shown": the stages are the Gluon variant's ("triton": its source); "variant": a
     # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's); "shown
     # variant": that variant's stages (`warp_specialized=True`)
+    host_descriptors: bool = False  # the stages are the host-descriptor variant's, which every launch runs
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -85,6 +87,10 @@ class Inspection:
             text += ("\nwarp-specialized variant: grids of 256 blocks or more that fill the SMs' last round well run "
                      "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`; --warp-specialized "
                      "shows it); the stages shown are the Triton kernel's, which runs the other grids")
+        if self.host_descriptors:
+            text += ("\nhost descriptors: every launch with these arguments runs the kernel shown, whose tensor "
+                     "descriptors are parameters made on the host (the kernel that makes its own runs only where an "
+                     "array is empty)")
         if self.staging == "variant":
             text += ("\nstaged variant: launches with large float32 (tf32) or misaligned operands copy them in a "
                      "prologue (rounded, B transposed / rows aligned) and run it (see it with staged=True, --staged); "
@@ -130,6 +136,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     launch_args = backend_args(flat, as_torch)
     if staged and warp_specialized:
         raise ValueError("choose one of the staged kernel and the warp-specialized variant to show")
+    host = False  # the host-descriptor variant shown (what every launch with these arguments runs)
     shown = None if staged else _warp_specialized(compiled, capability, launch_args, warp_specialized)
     if warp_specialized and not isinstance(shown, tuple):
         raise ValueError(f"kernel `{ir.name}` has no warp-specialized Gluon variant for these arguments on "
@@ -149,12 +156,17 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                           tuple(compiled.fallbacks), split, "",
                           warp_specialized="shown variant" if warp_specialized else "shown")
     else:
+        kernel = wrapped_as(compiled, TritonKernel)
+        variant = kernel.variant_for(launch_args) if kernel is not None else None
+        host = variant is not None and variant is not kernel
+        if host:
+            compiled = variant
         binary = compiled.compile_for(capability, launch_args)
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
                       split, "shown" if staged else "variant" if has_staged else "",
-                      warp_specialized="variant" if shown == "variant" else "")
+                      warp_specialized="variant" if shown == "variant" else "", host_descriptors=host)
 
 
 def _variant_of(compiled: Any) -> tuple[Any, Any]:

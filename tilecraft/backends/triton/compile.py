@@ -299,6 +299,14 @@ class TritonKernel:
             self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret)
         return self._host
 
+    def variant_for(self, args: Sequence[Any]) -> "TritonKernel":
+        """The kernel every launch with `args` runs: a one-program-per-block kernel's
+        host-descriptor variant where `args` may take it, else this one (a grid-loop kernel's
+        choice depends on each launch's grid)."""
+        if not self.lowered.grid_loop and self._may_take_host_descriptors(args):
+            return self.host_descriptor_kernel()
+        return self
+
     def _may_take_host_descriptors(self, args: Sequence[Any] | None) -> bool:
         """Whether this kernel has a host-descriptor variant, that `args` may launch (None: any)."""
         lowered = self.lowered
@@ -461,11 +469,10 @@ class TritonKernel:
             return self  # launch hooks (profilers), device asserts and prints need Triton's full path
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
-        host = None
-        if self._may_take_host_descriptors(args):
-            if not self.lowered.grid_loop:
-                return self.host_descriptor_kernel().specialize(args)  # what runs every launch
-            host = lambda: self.host_descriptor_kernel().specialize(args)  # noqa: E731 - for the grids that loop
+        variant = self.variant_for(args)
+        if variant is not self:
+            return variant.specialize(args)
+        host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
         with TRITON_LANGUAGE:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
