@@ -156,15 +156,16 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                           tuple(compiled.fallbacks), split, "",
                           warp_specialized="shown variant" if warp_specialized else "shown")
     else:
-        kernel = wrapped_as(compiled, TritonKernel)
-        variant = kernel.variant_for(launch_args) if kernel is not None else None
-        host = variant is not None and variant is not kernel
-        if host:
-            compiled = variant
-        binary = compiled.compile_for(capability, launch_args)
+        main = wrapped_as(compiled, TritonKernel)
+        variant = main.variant_for(launch_args) if main is not None else None
+        host = variant is not None and variant is not main
+        binary = (variant if host else compiled).compile_for(capability, launch_args)
+    fallbacks = tuple(compiled.fallbacks)  # a wrapper's (the Gluon variant given up) and the kernel's
+    if host:  # the variant's own refits, where it did not fit; its source, schedule and resources
+        fallbacks, compiled = (*fallbacks, *variant.fallbacks), variant
     registers, spills = _resources(binary.asm["cubin"])
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
-                      compiled.config.num_stages, binary.metadata.shared, registers, spills, tuple(compiled.fallbacks),
+                      compiled.config.num_stages, binary.metadata.shared, registers, spills, fallbacks,
                       split, "shown" if staged else "variant" if has_staged else "",
                       warp_specialized="variant" if shown == "variant" else "", host_descriptors=host)
 

@@ -467,11 +467,11 @@ class TritonKernel:
         hooked = any(getattr(h, "calls", h) for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))
         if self.interpret or hooked or self.lowered.has_assert or self.lowered.prints:
             return self  # launch hooks (profilers), device asserts and prints need Triton's full path
-        flat = self._flatten(*args)
-        baked = baked_flatten(self.lowered, args, flat)
         variant = self.variant_for(args)
         if variant is not self:
             return variant.specialize(args)
+        flat = self._flatten(*args)
+        baked = baked_flatten(self.lowered, args, flat)
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
         with TRITON_LANGUAGE:

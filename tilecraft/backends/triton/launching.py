@@ -150,10 +150,11 @@ def baked_flatten(lowered: LoweredKernel, args: Sequence[Any], flat: tuple) -> C
     return launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
 
 
-_PLAIN = re.compile(r"[ap]\d+|-?\d+|m\d+\.\d+")
-"""A fused launch's argument: an argument, an address, a constant int (nothing to evaluate), or
-the tensor map of a descriptor of an argument (`native_launch.quick`'s `m<d>.<j>`)."""
 _MAP = re.compile(r"m(\d+)\.(\d+)")
+"""A fused launch's tensor map of descriptor d of argument j (`native_launch.quick`'s `m<d>.<j>`)."""
+_PLAIN = re.compile(rf"[ap]\d+|-?\d+|{_MAP.pattern}")
+"""A fused launch's argument: an argument, an address, a constant int (nothing to evaluate), or
+a descriptor's tensor map (`_MAP`)."""
 
 
 class Expanded(NamedTuple):
@@ -203,8 +204,8 @@ class DirectLauncher:
     kernel's launcher has `slots` (the programs the GPU runs at once) and `small_grid`, which
     makes the launcher of its one-program-per-block variant (see `grid_loop_launch`), and where
     it has a host-descriptor variant, `host_variant`, which makes that variant's launcher, for
-    the grids that run the loop. `fused_args`:
-    `baked_exprs` with addresses written `p<i>`, for `fused_launch` (None: no fused launch).
+    the grids that run the loop. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
+    `fused_launch` (None: no fused launch).
     `expanded`: a host-descriptor kernel's launch with each array's descriptors made once
     (`expanded_launch`; its flattening replaces `flatten`).
     It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
