@@ -36,16 +36,16 @@ def _encode(encoded: list):
     return encode
 
 
-def _compiled(calls: list, scratch: int = 0) -> SimpleNamespace:
+def _compiled(calls: list, scratch: int = 0, signature: dict = SIGNATURE) -> SimpleNamespace:
     """A CompiledKernel whose launcher is Triton's descriptor wrapper around a recording C launch
     (SIGNATURE: an int, two descriptors, an int)."""
-    run = SimpleNamespace(launch=driver.wrap_handle_tensordesc(lambda *a: calls.append(a), SIGNATURE, METAS),
+    run = SimpleNamespace(launch=driver.wrap_handle_tensordesc(lambda *a: calls.append(a), signature, METAS),
                           launch_cooperative_grid=False, launch_pdl=True, global_scratch_size=scratch,
                           profile_scratch_size=0)
     metadata = SimpleNamespace(tensordesc_meta=METAS, num_ctas=1, launch_cooperative_grid=False, launch_pdl=False,
                                global_scratch_size=scratch, profile_scratch_size=0, num_warps=4, shared=1024)
     return SimpleNamespace(run=run, function=0x5EED, packed_metadata="packed", metadata=metadata,
-                           src=SimpleNamespace(signature=SIGNATURE))
+                           src=SimpleNamespace(signature=signature))
 
 
 def _make(block):
@@ -154,18 +154,9 @@ def test_tilecraft_c_launcher_takes_the_maps(monkeypatch, tmp_path):
         module.map_bytes(b"\0" * 128)
 
 
-@pytest.mark.skipif(cuda_stub.missing() is not None, reason="the C launcher cannot be built here")
-def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeypatch, tmp_path):
-    """The runtime's quick path for a host-descriptor kernel (`DirectLauncher.fused_launch` of an
-    `expanded_launch`), in C and as its Python expression: a launch passes each descriptor as its
-    array's map (the stand-in driver records a parameter's first 8 bytes), shape and strides,
-    as `DirectLauncher.launch` does; a map is made once per array address and kept (more
-    addresses than the C launcher keeps per descriptor are made again, never mixed up), in C
-    only for a launch that goes ahead, and an argument of another layout is declined."""
-    from tilecraft import knobs
-    from tilecraft.backends.base import FusedLaunch
-    from tilecraft.backends.triton import launching
-    from tilecraft.runtime.fastpath import quick_launcher
+def _stand_in_maps(monkeypatch, tmp_path) -> tuple:
+    """(the stand-in driver, the maps made by address): tilecraft's C launcher built against the
+    stand-in, each map (Triton's need a GPU) 16 times an 8-byte number counting the addresses."""
     module, stub = cuda_stub.build(tmp_path / "launcher")
     maps: dict[int, bytes] = {}
 
@@ -175,9 +166,34 @@ def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeyp
     monkeypatch.setattr(descriptor_args, "encode", encode)
     stand_in = SimpleNamespace(launch=module.launch, quick=module.quick, map_bytes=lambda m: m.raw)
     real_launcher_for = native_launch.launcher_for
-    monkeypatch.setattr(native_launch, "launcher_for",  # Triton's maps need a GPU: the stand-in's bytes instead
+    monkeypatch.setattr(native_launch, "launcher_for",
                         lambda compiled, m=None, descriptors=False: real_launcher_for(compiled, module, descriptors)
                         ._replace(module=stand_in))
+    return stub, maps
+
+
+def _quick_pair(fused, args: tuple) -> list:
+    """The runtime's quick launchers of `fused` for the specialization of `args` (none a
+    Constant): its Python expression's, and its C one."""
+    from tilecraft import knobs
+    from tilecraft.backends.base import FusedLaunch
+    from tilecraft.runtime.fastpath import quick_launcher
+    quicks = [quick_launcher((False,) * len(args), args, knobs.BACKEND, knobs.BACKEND.raw(), launch, 2**24 - 1)
+              for launch in (FusedLaunch(fused.expr, fused.env), fused)]
+    assert [type(q).__name__ for q in quicks] == ["function", "Quick"]
+    return quicks
+
+
+@pytest.mark.skipif(cuda_stub.missing() is not None, reason="the C launcher cannot be built here")
+def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeypatch, tmp_path):
+    """The runtime's quick path for a host-descriptor kernel (`DirectLauncher.fused_launch` of an
+    `expanded_launch`), in C and as its Python expression: a launch passes each descriptor as its
+    array's map (the stand-in driver records a parameter's first 8 bytes), shape and strides,
+    as `DirectLauncher.launch` does; a map is made once per array address and kept (more
+    addresses than the C launcher keeps per descriptor are made again, never mixed up), in C
+    only for a launch that goes ahead, and an argument of another layout is declined."""
+    from tilecraft.backends.triton import launching
+    stub, maps = _stand_in_maps(monkeypatch, tmp_path)
     compiled = _compiled([])
     made = ((1, 0, "lambda t: TensorDescriptor(t, list(t.shape), list(t.stride()), [16, 32])"),
             (2, 1, "lambda t: TensorDescriptor(t, list(t.shape), list(t.stride()), [32, 16])"))
@@ -189,10 +205,7 @@ def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeyp
     asked = []  # what the C launcher asks Python for: the maps it does not keep
     map_bytes = expanded.launcher.map_bytes
     expanded.launcher.map_bytes = lambda d, t: asked.append((d, t.data_ptr())) or map_bytes(d, t)
-    fused = dl.fused_launch()
-    quicks = [quick_launcher((False,) * 4, (a, b, 5, 9), knobs.BACKEND, knobs.BACKEND.raw(), launch, 2**24 - 1)
-              for launch in (FusedLaunch(fused.expr, fused.env), fused)]
-    assert [type(q).__name__ for q in quicks] == ["function", "Quick"]
+    quicks = _quick_pair(dl.fused_launch(), (a, b, 5, 9))
     stub.set(types=b"iQiiqqQiiqqi")  # a map recorded as its first 8 bytes
     try:
         bs = [torch.zeros(96, 48) for _ in range(6)]
@@ -216,5 +229,46 @@ def test_quick_launches_of_host_descriptor_kernels_keep_each_arrays_maps(monkeyp
             assert stub.launches == launches and len(maps) == 8
         stub.set(types=b"iQiiqqQiiqqi", context=False)  # not launched: the C launcher makes no map
         assert quicks[1](7, (3, 2), (a, torch.zeros(96, 48), -5, 11)) is False and len(maps) == 8
+    finally:
+        stub.set()  # the stand-in is shared by the process's tests
+
+
+@pytest.mark.skipif(cuda_stub.missing() is not None, reason="the C launcher cannot be built here")
+def test_quick_launches_of_the_gluon_variant_run_its_grid_as_its_direct_launch(monkeypatch, tmp_path):
+    """The Gluon variant's quick launch (`GluonKernel.fused_launch`, C and Python), made for the
+    user's grid of 6 blocks on a persistent kernel: that grid runs as 4 programs (the GPU's
+    stand-in multiprocessors) taking the user's grid as their last arguments, with the int and
+    both descriptors' maps, shapes and strides, exactly as `GluonKernel.direct` launches it;
+    another grid, or arguments of another layout, are declined, having launched nothing."""
+    gluon_kernel = pytest.importorskip("tilecraft.backends.gluon.kernel")
+    stub, maps = _stand_in_maps(monkeypatch, tmp_path)
+    monkeypatch.setattr(gluon_kernel, "_multiprocessors", lambda args: 4)
+    descriptors = {name: SIGNATURE[name] for name in ("a_desc", "b_desc")}
+    compiled = _compiled([], signature={"n": "i32", "m": "constexpr", **descriptors, "gx": "i32", "gy": "i32",
+                                        "gz": "i32"})
+    kernel = object.__new__(gluon_kernel.GluonKernel)
+    kernel.lowered = SimpleNamespace(launch=("a2", "a3"), grid_divisor=1, persistent=True, units_paired=False,
+                                     descriptors=(SimpleNamespace(param=0), SimpleNamespace(param=1)))
+    kernel._flatten = lambda a, b, n, m: (n, m)
+    expanded = ExpandedLauncher.of(compiled, [_make([16, 32]), _make([32, 16])])
+    a, b = torch.zeros(64, 96), torch.zeros(96, 48)
+    quicks = _quick_pair(kernel.fused_launch(expanded, (6, 1, 1), (a, b, 5, 3)), (a, b, 5, 3))
+    direct = kernel.direct(compiled, expanded)
+    stub.set(types=b"ixQiiqqQiiqqiii")  # a map recorded as its first 8 bytes
+    try:
+        for quick in quicks:
+            for b2 in (b, torch.zeros(96, 48)):
+                assert quick(7, (6,), (a, b2, -5, 3)) is True
+                got = stub.last()
+                first = [int.from_bytes(maps[t.data_ptr()][:8], "little") for t in (a, b2)]
+                assert got.values == (-5, first[0], 64, 96, 96, 1, first[1], 96, 48, 48, 1, 6, 1, 1, 0, 0)
+                assert got.grid == (4, 1, 1) and got.stream == 7
+                direct((6, 1, 1), (a, b2, -5, 3), 7)
+                assert stub.last() == got
+            launches = stub.launches
+            for grid in ((5,), (6, 2), (3,)):
+                assert quick(7, grid, (a, b, -5, 3)) is False
+            assert quick(7, (6,), (a, torch.zeros(96, 64)[:, :48], -5, 3)) is False  # other strides
+            assert stub.launches == launches
     finally:
         stub.set()  # the stand-in is shared by the process's tests

@@ -171,7 +171,8 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does():
     what `DirectLauncher.launch` gives it; it is None for a grid-loop kernel or without the
     native launcher."""
     from tilecraft import knobs
-    from tilecraft.backends.triton import launching
+    from tilecraft.backends.base import FusedLaunch
+    from tilecraft.backends.triton import launching, native_launch
     from tilecraft.runtime.fastpath import quick_launcher
     x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
     compiled, args = _triton_kernel(scale_rows, (x, y, 2.5, 32))
@@ -180,15 +181,17 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does():
     dl = object.__new__(launching.DirectLauncher)
     dl._flatten = baked_flatten(compiled.lowered, args, flat)
     dl._fused_args = launching.baked_exprs(compiled.lowered, args, flat, address="p{}")
-    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._launcher = dl._expanded = None
+    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._expanded = None
     dl._descriptors, dl._native, dl._native_head = False, lambda *xs: calls.append(xs) or True, ("f", 128, 0, b"t")
-    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(), dl.fused_launch(),
-                           2**24 - 1)
+    dl._launcher = native_launch.Native(dl._native, dl._native_head, None)
+    fused = dl.fused_launch()  # its expression (`native`, the C quick launcher, needs the built module)
+    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(),
+                           FusedLaunch(fused.expr, fused.env), 2**24 - 1)
     x2, y2 = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
     assert quick(0, (6,), (x2, y2, 1.5, 32))
     dl.launch((6, 1, 1), (x2, y2, 1.5), 0)
     assert calls[0] == calls[1] and x2.data_ptr() in calls[0] and 1.5 in calls[0]
     dl._slots = 132
     assert dl.fused_launch() is None
-    dl._slots, dl._native = None, None
+    dl._slots, dl._launcher = None, None
     assert dl.fused_launch() is None

@@ -152,6 +152,26 @@ def test_it_refuses_and_accepts_exactly_what_the_python_quick_path_does(stub, dr
     assert _outcome(native, driver, *calls[0]) == _outcome(python, driver, *calls[0]) == (False, None)
 
 
+def test_a_launch_made_for_one_grid_launches_that_grid_only_as_its_own(stub, driver):
+    """A fused launch made for one grid (a kernel specialized for it, such as the Gluon variant's,
+    which runs the user's grid on another: `fused_launch`'s `grid`) launches the grid it was made
+    for, as given in any length, on its own grid, and declines every other, as the Python quick
+    path does."""
+    args = _args()
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    fused = launching.fused_launch(dl._launcher, dl._fused_args, grid=((6, 2, 1), (3, 1, 1)))
+    made = [quick_launcher(scale_shift.plan, args, knobs.BACKEND, knobs.BACKEND.raw(), launch, LIMIT)
+            for launch in (FusedLaunch(fused.expr, fused.env), fused)]
+    assert type(made[1]).__name__ == "Quick"
+    driver.set(types=dl._native_head[3])
+    for grid in ((6, 2), (6, 2, 1), (6,), (6, 1, 1), (3,), (2, 6), (6, 2, 2), (12,)):
+        outcomes = [_outcome(quick, driver, 7, grid, args) for quick in made]
+        assert outcomes[0] == outcomes[1], grid
+        result, launch = outcomes[0]
+        assert result is (grid in ((6, 2), (6, 2, 1))), grid
+        assert launch is None or (launch.grid == (3, 1, 1) and launch.stream == 7)
+
+
 def test_without_a_context_or_with_a_launch_error(stub, driver):
     """Both quick launchers decline, launching nothing, where no CUDA context is current, or
     another than the one the kernel was loaded in (another device's: the runtime then makes
@@ -266,13 +286,14 @@ def test_a_malformed_table_is_refused(stub):
     module = stub[0]
     base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
                 stream_type=int, stream_attr="real", stream_handle=int, function=1,
-                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),), encode=None)
+                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),), encode=None, grid=None)
     assert type(module.quick(*base.values())).__name__ == "Quick"
     array = dict(base, types=(torch.Tensor,), addresses=((0, (("data_ptr", True),)),), encode=lambda d, a: b"\0" * 128)
     assert type(module.quick(*{**array, "params": (("m", 3, 0, 0),)}.values())).__name__ == "Quick"
     for change in ({"checks": ((9, 0, None, None),)}, {"checks": ((4, 0, 15, 0),)}, {"checks": ((0, 3, None, 1),)},
                    {"params": (("i", 0, 5, None),)}, {"params": (("i", 1, 0, None),)}, {"params": (("x", 0, 0, None),)},
-                   {"checks": ((3, 0, (), 1),)}):
+                   {"checks": ((3, 0, (), 1),)}, {"grid": (1, 2)}, {"grid": ((1, 1), (1, 1, 1))},
+                   {"grid": ((1, 1, 1), (1.0, 1, 1))}):
         with pytest.raises((ValueError, TypeError)):
             module.quick(*{**base, **change}.values())
     for change in ({"params": (("i", 3, 0, 0),)}, {"params": (("m", 3, 0, 16),)}, {"params": (("m", 3, 1, 0),)},

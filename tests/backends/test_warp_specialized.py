@@ -736,3 +736,38 @@ def test_matmul_gluon_cached_launches(dev, backend):
         dev.launch(grid, kernel, (a, b_i, c_i, 128, 256, 64), backend=backend)
         torch.testing.assert_close(c_i.double(), want_i, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
     assert gluon_variant_launches(kernel) == 6
+
+
+@pytest.mark.only_backends("triton")
+def test_matmul_gluon_quick_launches(dev, backend):
+    """On the H200: cached `ct.launch`es of the Gluon matmul (no `backend` option) take the C
+    quick path made for the grid of the launch before (`GluonKernel.fused_launch`): each right,
+    on two sets of arrays in turn (each array's maps its own), the grid given in 1 or 3 numbers;
+    it declines a launch on another grid (which `ct.launch` then runs through the fast path's
+    launcher), having launched nothing."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon variant runs on sm_90")
+    from tilecraft.library import matmul_kernel
+    kernel = matmul_kernel.replace_hints()  # its own cache and quick launcher
+    a, b, c, want, grid = gluon_matmul_case("cuda")
+    b2 = torch.randn_like(b)
+    cases = [(b, c, want), (b2, torch.empty_like(c), a.double() @ b2.double())]
+    stream = torch.cuda.current_stream()
+
+    def check(i, launch_grid, quick):
+        b_i, c_i, want_i = cases[i % 2]
+        c_i.fill_(float("nan"))
+        args = (a, b_i, c_i, 128, 256, 64)
+        if quick:
+            assert kernel.quick(stream, launch_grid, args) is True
+        else:
+            ct.launch(stream, launch_grid, kernel, args)
+        torch.testing.assert_close(c_i.double(), want_i, rtol=1e-2, atol=1e-2 * math.sqrt(a.shape[1]))
+
+    check(0, grid, quick=False)  # compiles, makes the fast-path entry and its quick launcher
+    assert type(kernel.quick).__name__ == "Quick"
+    for i in range(1, 5):
+        check(i, grid if i % 2 else grid[:1], quick=True)
+    assert kernel.quick(stream, (grid[0] + 2,), (a, b, c, 128, 256, 64)) is False  # another grid: declined
+    assert gluon_variant_launches(kernel) == 1  # the others ran in C

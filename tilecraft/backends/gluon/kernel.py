@@ -5,7 +5,9 @@ Gluon variant (lower.py), built at the first launch; a variant Gluon cannot buil
 does not take, layouts it cannot reconcile, shared memory) is given up for good, with the
 reason in `fallbacks`, and the wrapped kernel launches instead. Tensor descriptors are made on
 the host (Gluon takes them as arguments): at every launch through Triton's JITFunction, once per
-array on the direct launches that follow (`GluonKernel.direct`)."""
+array on the direct launches that follow (`GluonKernel.direct`). A cached `ct.launch` on the grid
+of the launch that made its fast-path entry runs in tilecraft's C quick launcher
+(`GluonKernel.fused_launch`), as Triton kernels' do."""
 
 from __future__ import annotations
 
@@ -22,10 +24,10 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
-from ..base import ChosenPerGrid, WrappedKernel
+from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
-from ..triton.launching import current_stream, stream_context, stream_handle
+from ..triton.launching import baked_exprs, current_stream, fused_launch, stream_context, stream_handle
 from .lower import GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]
@@ -88,17 +90,21 @@ class GluonKernel:
             with stream_context(stream):
                 return self._fn[grid](*flat, **options)
 
-    def direct(self, compiled: Any) -> Callable[[Grid, Sequence[Any], Any], None]:
+    def expanded(self, compiled: Any) -> ExpandedLauncher | None:
+        """The launcher of `compiled` (what `launch` returned) encoding each descriptor once per
+        array; None where Triton's own path must run it."""
+        make = [functools.partial(TensorDescriptor.from_tensor, block_shape=list(d.block), layout=layout)
+                for d, layout in zip(self.lowered.descriptors, self._layouts or ())]
+        return ExpandedLauncher.of(compiled, make)
+
+    def direct(self, compiled: Any, expanded: ExpandedLauncher | None) -> Callable[[Grid, Sequence[Any], Any], None]:
         """`launch` through `compiled`, what `launch` returned for arguments of the same
         specialization on the same grid, without Triton's JITFunction.run (which binds the
         arguments and builds a cache key on every call): Triton's C launch function with each
-        descriptor encoded once per array (`ExpandedLauncher`); where that is not to be had,
-        the compiled kernel's launcher as JITFunction.run calls it, with no launch hooks (its
-        wrapper then encodes the descriptors at every launch)."""
+        descriptor encoded once per array (`expanded`, this kernel's `expanded(compiled)`);
+        where that is not to be had, the compiled kernel's launcher as JITFunction.run calls
+        it, with no launch hooks (its wrapper then encodes the descriptors at every launch)."""
         specs = self.lowered.descriptors
-        make = [functools.partial(TensorDescriptor.from_tensor, block_shape=list(d.block), layout=layout)
-                for d, layout in zip(specs, self._layouts or ())]
-        expanded = ExpandedLauncher.of(compiled, make)
 
         def launch(grid: Grid, args: Sequence[Any], stream: Any = None) -> None:
             head, tail, grid = self._arguments(grid, args)
@@ -109,6 +115,24 @@ class GluonKernel:
             compiled.run(grid[0], grid[1], grid[2], handle, compiled.function, compiled.packed_metadata, None, None,
                          None, *head, *self.descriptors(args), *tail)
         return launch
+
+    def fused_launch(self, expanded: ExpandedLauncher | None, grid: Grid, args: Sequence[Any]) -> FusedLaunch | None:
+        """`direct`'s launch of the user's `grid` for the runtime's quick path
+        (`launching.fused_launch`), made for that grid only (the compiled kernel is specialized
+        for its grid arguments), for arguments of the specialization of `args`: addresses,
+        scalars and constants as the Triton backend's (`baked_exprs`), each descriptor's map
+        kept per address and its shape and strides constants, the grid arguments constants.
+        None without tilecraft's C launcher."""
+        if expanded is None or expanded.native is None:
+            return None
+        head, tail, launched = self._arguments(grid, args)
+        plain = baked_exprs(self.lowered, args, head, address="p{}")
+        if plain is None:
+            return None
+        maps = [(f"m{d}.{spec.param}", *map(str, expanded.expansion(d, args[spec.param])[1:]))
+                for d, spec in enumerate(self.lowered.descriptors)]
+        fused = (*plain, *(x for m in maps for x in m), *map(str, tail))
+        return fused_launch(expanded.native, fused, expanded.map_bytes, grid=(grid, launched))
 
     def _arguments(self, grid: Grid, args: Sequence[Any]) -> tuple[tuple, tuple, Grid]:
         """(the kernel's arguments before its descriptors, those after them, its launch grid) for
@@ -158,6 +182,7 @@ class WarpSpecializedKernel(WrappedKernel):
         self._launched = False
         self.gave_up: str | None = None
         self.variant_launches = 0  # launches that ran the Gluon variant
+        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # (grid, compiled, ids of the arguments)
 
     def give_up(self, exc: Exception) -> None:
         """Run the Triton kernel from now on; `fallbacks` says why."""
@@ -204,13 +229,20 @@ class WarpSpecializedKernel(WrappedKernel):
                 return None
             self._launched = True
         self.variant_launches += 1
+        self._last_run = (grid, compiled, tuple(map(id, args)))
         return compiled
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """While the variant may run, a launcher choosing per grid between it and the Triton
         kernel's specialized launcher (a paired variant takes only even grids, a matmul's only
-        grids it deals evenly); else the Triton kernel's launcher."""
-        return WarpSpecializedLauncher(self) if self.variant() is not None else self.main.specialize(args)
+        grids it deals evenly); else the Triton kernel's launcher. Where the variant's last launch
+        ran these very arguments (the runtime specializes after a launch), the launcher starts
+        with that launch's grid and compiled kernel (its `fused_launch`)."""
+        if self.variant() is None:
+            return self.main.specialize(args)
+        last, self._last_run = self._last_run, None
+        same = last is not None and last[2] == tuple(map(id, args))
+        return WarpSpecializedLauncher(self, args, last[:2] if same else None)
 
 
 class WarpSpecializedLauncher:
@@ -224,11 +256,23 @@ class WarpSpecializedLauncher:
     (benchmarks/results/gluon-direct-h200-2026-12-01.log), most of the rest its three
     descriptors, now encoded once per array."""
 
-    def __init__(self, kernel: WarpSpecializedKernel) -> None:
+    def __init__(self, kernel: WarpSpecializedKernel, args: Sequence[Any], ran: tuple[Grid, Any] | None) -> None:
         self.kernel = kernel
         self.main: Any = None
         self._takes = ChosenPerGrid(lambda grid, args: (v := kernel.variant()) is not None and v.takes(grid, args))
         self._direct: tuple[Grid, Callable] | None = None  # the last grid the variant ran, its direct launch
+        self._fused: FusedLaunch | None = None
+        variant = kernel.variant()
+        if ran is not None and variant is not None:  # the variant's launch of `args` on grid ran[0]
+            grid, compiled = ran
+            expanded = variant.expanded(compiled)
+            self._direct = (grid, variant.direct(compiled, expanded))
+            self._fused = variant.fused_launch(expanded, grid, args)
+
+    def fused_launch(self) -> FusedLaunch | None:
+        """The variant's launch on the grid it ran when this launcher was made, for the runtime's
+        quick path (`GluonKernel.fused_launch`); None where there is none."""
+        return self._fused
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         variant = self.kernel.variant() if self._takes.get(grid, args, dependent) else None
@@ -243,7 +287,7 @@ class WarpSpecializedLauncher:
                 return
             compiled = self.kernel.run_variant(variant, grid, args, stream)
             if compiled is not None:
-                self._direct = (grid, variant.direct(compiled))
+                self._direct = (grid, variant.direct(compiled, variant.expanded(compiled)))
             return
         if self.main is None:  # a normal launch first: it compiles and, where it does not fit, refits the kernel
             self.kernel.main.launch(grid, args, stream)

@@ -114,6 +114,7 @@ class GluonLowered:
     grid_names: tuple[str, ...] = ()  # a persistent kernel's grid parameters (GRID_SIZES, made unique)
     units_paired: bool = False  # a persistent kernel's programs run units of two blocks (Schedule.tile_loop)
     chained: bool = False  # a matmul's loop (passes/warp_specialize.py): runs only grids `GluonKernel.takes`
+    launch: tuple[str, ...] = ()  # as LoweredKernel.launch: `flatten`'s expressions
 
 
 def lower(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> GluonLowered:
@@ -176,7 +177,7 @@ def _module(s: Schedule) -> GluonLowered:
     return GluonLowered(kname, as_gluon("\n\n".join(parts)), signature, flatten_lambda(len(s.kernel_fn.params), launch),
                         tuple(aligned), tuple(s.descs.values()), s.warps, s.stages,
                         MAX_REGS if s.consumers > 1 else None, persistent=s.persistent, grid_names=tuple(sizes),
-                        units_paired=s.persistent and s.units_paired)
+                        units_paired=s.persistent and s.units_paired, launch=tuple(launch))
 
 
 def _passed(shared: list[tuple[str, str]], c: int) -> list[str]:

@@ -27,6 +27,7 @@ from ..base import FusedLaunch
 from . import native_launch
 from .descriptor_args import ExpandedLauncher
 from .lower import LoweredKernel
+from .native_launch import Grid
 
 _thread = threading.local()
 
@@ -264,27 +265,36 @@ class DirectLauncher:
         return self._host
 
     def fused_launch(self) -> FusedLaunch | None:
-        """`launch` as one expression for the runtime's quick path (see `FusedLaunch`): the
-        native launcher's call, with each host descriptor's map kept per address. Its `native`
-        makes the whole quick launcher in C instead; the expression stays what the C one is
-        tested against. None for a grid-loop kernel, without the native launcher, or with an
-        argument that is more than an address, a scalar, a constant or a descriptor's map."""
+        """`launch` as one expression for the runtime's quick path (`fused_launch`): the native
+        launcher's call, with each host descriptor's map kept per address. None for a grid-loop
+        kernel (`fused_launch` says what else declines)."""
+        if self._slots is not None:
+            return None
         ex = self._expanded
         if ex is not None:
-            launcher, fused_args, encode = ex.launcher.native, ex.fused_args, ex.launcher.map_bytes
-            launch, head = launcher[:2] if launcher is not None else (None, ())
-        else:
-            launcher, fused_args, encode = self._launcher, self._fused_args, None
-            launch, head = self._native, self._native_head
-        if launch is None or self._slots is not None or fused_args is None \
-                or not all(_PLAIN.fullmatch(e) for e in fused_args):
-            return None
-        env: dict[str, Any] = {"_native": launch, "_stream": stream_handle, "_map": encode}
-        env.update((f"_h{i}", v) for i, v in enumerate(head))
-        args = [f"_h{i}" for i in range(len(head))] + [_MAP.sub(r"_map(\1, a\2)", e) for e in fused_args]
-        call = f"_native(gx, gy, gz, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
-        native = None
-        if launcher is not None:
-            native = functools.partial(native_launch.quick, launcher, fused_args,
-                                       stream=(*_TORCH_STREAM, stream_handle), encode=encode)
-        return FusedLaunch(call, env, native)
+            return fused_launch(ex.launcher.native, ex.fused_args, ex.launcher.map_bytes)
+        return fused_launch(self._launcher, self._fused_args)
+
+
+def fused_launch(launcher: native_launch.Native | None, fused_args: Sequence[str] | None,
+                 encode: Callable[[int, Any], bytes] | None = None,
+                 grid: tuple[Grid, Grid] | None = None) -> FusedLaunch | None:
+    """A launch through `launcher` with `fused_args` (per packing letter, as `native_launch.quick`
+    takes them; `encode(d, array)`: the map of descriptor d of an array) as one expression for
+    the runtime's quick path (see `FusedLaunch`); its `native` makes the whole quick launcher in
+    C instead, and the expression stays what the C one is tested against. `grid`: (the one grid
+    it launches, the grid it launches that on), for a kernel specialized for one grid (it
+    declines any other). None without the launcher or with an argument that is more than an
+    address, a scalar, a constant or a descriptor's map."""
+    if launcher is None or fused_args is None or not all(_PLAIN.fullmatch(e) for e in fused_args):
+        return None
+    env: dict[str, Any] = {"_native": launcher.launch, "_stream": stream_handle, "_map": encode}
+    env.update((f"_h{i}", v) for i, v in enumerate(launcher.head))
+    args = [f"_h{i}" for i in range(len(launcher.head))] + [_MAP.sub(r"_map(\1, a\2)", e) for e in fused_args]
+    dims = "gx, gy, gz" if grid is None else ", ".join(map(str, grid[1]))
+    call = f"_native({dims}, stream if type(stream) is int else _stream(stream), {', '.join(args)})"
+    if grid is not None:
+        call = f"(gx, gy, gz) == {grid[0]} and {call}"
+    native = functools.partial(native_launch.quick, launcher, fused_args, stream=(*_TORCH_STREAM, stream_handle),
+                               encode=encode, grid=grid)
+    return FusedLaunch(call, env, native)

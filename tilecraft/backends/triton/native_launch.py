@@ -42,6 +42,8 @@ _TYPES = {"i1": "b", "i8": "b", "u1": "B", "u8": "B", "i16": "h", "u16": "H", "i
 
 _MAX_PARAMS = 256
 
+Grid = tuple[int, int, int]
+
 _DESCRIPTOR_BLOCK = re.compile(r"tensordesc<[^[>]*\[([^]]*)\]")
 """A descriptor parameter's Triton type: group 1 is its block shape (as Triton's launcher reads it)."""
 
@@ -224,7 +226,8 @@ typedef struct {
   int tensor_of[MAX_PARAMS];
   Check* checks; Py_ssize_t nchecks;
   long long grid_limit;
-  PyObject* encode; MapCache* maps; int nmaps;
+  PyObject* encode; MapCache* maps;
+  int fixed_grid; unsigned int grid_given[3], grid_launched[3];
   PyObject *stream_type, *stream_attr, *stream_handle;
   CUfunction function; CUcontext context; unsigned int threads, shared;
   Param params[MAX_PARAMS]; int nparams;
@@ -356,6 +359,10 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
     if (overflow || v < 1 || v > q->grid_limit) Py_RETURN_FALSE;
     g[d] = (unsigned int)v;
   }
+  if (q->fixed_grid) {  /* only the grid it was made for, launched as another */
+    if (memcmp(g, q->grid_given, sizeof g) != 0) Py_RETURN_FALSE;
+    memcpy(g, q->grid_launched, sizeof g);
+  }
   PyObject* handle;
   if (PyLong_CheckExact(stream)) { handle = stream; Py_INCREF(handle); }
   else if ((PyObject*)Py_TYPE(stream) == q->stream_type) handle = PyObject_GetAttr(stream, q->stream_attr);
@@ -442,18 +449,18 @@ static PyTypeObject QuickType = {
 };
 
 /* quick(env, knob, raw, types, addresses, checks, grid_limit, stream_type, stream_attr,
-   stream_handle, function, context, threads, shared, params, encode) -> Quick; `native_launch.quick`
-   documents them. */
+   stream_handle, function, context, threads, shared, params, encode, grid) -> Quick;
+   `native_launch.quick` documents them. */
 static PyObject* make_quick(PyObject* self, PyObject* table) {
   PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params,
-           *encode;
+           *encode, *grid;
   long long grid_limit;
   unsigned long long function, context;
   unsigned int threads, shared;
-  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LOUOKKIIO!O:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LOUOKKIIO!OO:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
                         &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &stream_type,
                         &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params,
-                        &encode))
+                        &encode, &grid))
     return NULL;
   if (PyTuple_GET_SIZE(addresses) > MAX_PARAMS || PyTuple_GET_SIZE(params) + 2 > MAX_PARAMS) {
     PyErr_SetString(PyExc_ValueError, "quick: too many parameters");
@@ -466,7 +473,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   q->table = table;
   q->env = env; q->knob = knob; q->raw = raw;
   q->grid_limit = grid_limit;
-  q->encode = encode; q->maps = NULL; q->nmaps = 0;
+  q->encode = encode; q->maps = NULL;
   q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
   q->function = (CUfunction)(uintptr_t)function; q->context = (CUcontext)(uintptr_t)context;
   q->threads = threads; q->shared = shared;
@@ -474,8 +481,14 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   q->nchecks = PyTuple_GET_SIZE(checks);
   q->types = PyMem_Calloc(q->ntypes + 1, sizeof(PyObject*));
   q->checks = PyMem_Calloc(q->nchecks + 1, sizeof(Check));
-  q->maps = PyMem_Calloc(MAX_MAPS, sizeof(MapCache));
-  if (q->types == NULL || q->checks == NULL || q->maps == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
+  if (q->types == NULL || q->checks == NULL) { Py_DECREF(q); return PyErr_NoMemory(); }
+  q->fixed_grid = grid != Py_None;
+  if (q->fixed_grid && !PyArg_ParseTuple(grid, "(III)(III):quick's grid", &q->grid_given[0], &q->grid_given[1],
+                                         &q->grid_given[2], &q->grid_launched[0], &q->grid_launched[1],
+                                         &q->grid_launched[2])) {
+    Py_DECREF(q);
+    return NULL;
+  }
   for (Py_ssize_t i = 0; i < q->ntypes; ++i) q->types[i] = PyTuple_GET_ITEM(types, i);
   q->naddresses = PyTuple_GET_SIZE(addresses);
   int ntensors = 0;
@@ -531,6 +544,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
     }
   }
   q->nparams = (int)PyTuple_GET_SIZE(params);
+  int nmaps = 0, descriptors = 0;  /* map parameters; descriptors, by the highest number given */
   for (int i = 0; i < q->nparams; ++i) {
     Param* m = &q->params[i];
     PyObject* value;
@@ -547,14 +561,19 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
     else ok = ok && m->source == FROM_CONSTANT && pack(m->type, value, &m->slot) > 0;
     if (m->source == FROM_MAP) {  /* value: which descriptor (its maps' cache) */
       m->slot.i32 = (int32_t)PyLong_AsLong(value);
-      ok = ok && m->type == 'm' && m->slot.i32 >= 0 && m->slot.i32 < MAX_MAPS && q->nmaps++ < MAX_MAPS
+      ok = ok && m->type == 'm' && m->slot.i32 >= 0 && m->slot.i32 < MAX_MAPS && nmaps++ < MAX_MAPS
            && PyCallable_Check(encode);
+      if (ok && m->slot.i32 >= descriptors) descriptors = m->slot.i32 + 1;
     }
     if (PyErr_Occurred() || !ok) {
       if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "quick: parameter %%d is malformed", i);
       Py_DECREF(q);
       return NULL;
     }
+  }
+  if (descriptors && (q->maps = PyMem_Calloc(descriptors, sizeof(MapCache))) == NULL) {
+    Py_DECREF(q);
+    return PyErr_NoMemory();
   }
   return (PyObject*)q;
 }
@@ -669,15 +688,18 @@ def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False) -
 
 
 def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream: tuple[type, str, Callable[[Any], int]],
-          encode: Callable[[int, Any], bytes] | None = None) -> Callable[[Any, Any, Any], bool]:
+          encode: Callable[[int, Any], bytes] | None = None,
+          grid: tuple[Grid, Grid] | None = None) -> Callable[[Any, Any, Any], bool]:
     """The runtime's quick launcher (`fastpath.quick_launcher`) of one specialization, in C:
     `checks` done on each call, then `native.launch`'s launch with `fused_args` (per packing
     letter of `native`: `a<j>`, `p<j>` or a constant int, as in a `FusedLaunch`, or for a
     tensor map 'm', `m<d>.<j>`: descriptor d of runtime argument j, its map made by
     `encode(d, array)` (the 128 bytes of `map_bytes`) the first time an address is seen and
     kept for the next). `stream`: (a stream type, the attribute holding its handle, the
-    function giving any other stream's handle), for streams that are not ints. Like
-    `native.launch`, it declines where `native`'s context is not current."""
+    function giving any other stream's handle), for streams that are not ints. `grid`: (the
+    one grid it launches, the grid it launches that on) for a kernel specialized for one grid,
+    which declines any other. Like `native.launch`, it declines where `native`'s context is not
+    current."""
     function, threads, shared, types, context = native.head
     params = []
     for letter, arg in zip(types.decode(), fused_args):
@@ -698,4 +720,4 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream
     table = tuple((*check, item) for check, item in zip(checks.checks, items))
     return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, table,
                                checks.grid_limit, *stream, function, context, threads, shared,
-                               tuple(params), encode)
+                               tuple(params), encode, grid)
