@@ -771,3 +771,34 @@ def test_matmul_gluon_quick_launches(dev, backend):
         check(i, grid if i % 2 else grid[:1], quick=True)
     assert kernel.quick(stream, (grid[0] + 2,), (a, b, c, 128, 256, 64)) is False  # another grid: declined
     assert gluon_variant_launches(kernel) == 1  # the others ran in C
+
+
+def test_specialize_starts_from_the_launch_it_follows():
+    """`WarpSpecializedKernel.specialize` gives its launcher the grid and compiled kernel of the
+    kernel's last launch (its direct launch and quick-path launch are made for them) only where
+    that launch ran these very arguments on the variant: not after a launch of other arguments
+    or on the Triton kernel, and once (a second specialize starts from nothing)."""
+    pytest.importorskip("triton")
+    from types import SimpleNamespace
+
+    from tilecraft.backends.gluon.kernel import WarpSpecializedKernel
+    made = []
+    variant = SimpleNamespace(
+        takes=lambda grid, args: grid[0] % 2 == 0, launch=lambda grid, args, stream: ("compiled", grid),
+        expanded=lambda compiled: ("expanded", compiled),
+        direct=lambda compiled, expanded: made.append(("direct", compiled)) or (lambda *a: None),
+        fused_launch=lambda expanded, grid, args: made.append(("fused", grid)) or "fused")
+    main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: "main's launcher")
+    kernel = WarpSpecializedKernel(main, lambda: variant)
+    args, other = [object(), object()], [object(), object()]
+    kernel.launch((4, 1, 1), args)
+    launcher = kernel.specialize(args)
+    assert launcher.fused_launch() == "fused" and launcher._direct[0] == (4, 1, 1)
+    assert made == [("direct", ("compiled", (4, 1, 1))), ("fused", (4, 1, 1))]
+    assert kernel.specialize(args).fused_launch() is None  # consumed
+    kernel.launch((4, 1, 1), args)
+    assert kernel.specialize(other).fused_launch() is None  # other arguments
+    kernel.launch((4, 1, 1), args)
+    kernel.launch((3, 1, 1), args)  # the Triton kernel's launch: the variant's before it is not the last
+    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None
+    assert kernel.variant_launches == 3

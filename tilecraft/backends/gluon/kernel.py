@@ -182,7 +182,8 @@ class WarpSpecializedKernel(WrappedKernel):
         self._launched = False
         self.gave_up: str | None = None
         self.variant_launches = 0  # launches that ran the Gluon variant
-        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # (grid, compiled, ids of the arguments)
+        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # `launch`'s, if the variant ran it:
+        # (grid, compiled, ids of the arguments), for the `specialize` that follows it
 
     def give_up(self, exc: Exception) -> None:
         """Run the Triton kernel from now on; `fallbacks` says why."""
@@ -206,10 +207,13 @@ class WarpSpecializedKernel(WrappedKernel):
         return [*mine, *self.main.fallbacks]
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        self._last_run = None
         variant = None if dependent else self.variant()
         if variant is None or not variant.takes(grid, args):
             return self.main.launch(grid, args, stream, dependent=dependent)
-        self.run_variant(variant, grid, args, stream)
+        compiled = self.run_variant(variant, grid, args, stream)
+        if compiled is not None:
+            self._last_run = (grid, compiled, tuple(map(id, args)))
 
     def run_variant(self, variant: GluonKernel, grid: Grid, args: Sequence[Any], stream: Any) -> Any:
         """Launch `variant` on `grid`, which it takes; its first launch compiles it, and one it
@@ -229,15 +233,15 @@ class WarpSpecializedKernel(WrappedKernel):
                 return None
             self._launched = True
         self.variant_launches += 1
-        self._last_run = (grid, compiled, tuple(map(id, args)))
         return compiled
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """While the variant may run, a launcher choosing per grid between it and the Triton
         kernel's specialized launcher (a paired variant takes only even grids, a matmul's only
-        grids it deals evenly); else the Triton kernel's launcher. Where the variant's last launch
-        ran these very arguments (the runtime specializes after a launch), the launcher starts
-        with that launch's grid and compiled kernel (its `fused_launch`)."""
+        grids it deals evenly); else the Triton kernel's launcher. Where this kernel's last
+        `launch` ran these very arguments on the variant (the runtime specializes after a
+        launch), the launcher starts with that launch's grid and compiled kernel (its
+        `fused_launch`)."""
         if self.variant() is None:
             return self.main.specialize(args)
         last, self._last_run = self._last_run, None
@@ -254,7 +258,9 @@ class WarpSpecializedLauncher:
     launch returned (`GluonKernel.direct`), without Triton's JITFunction.run: H200, the MatMul
     sample at bf16 4000x3000x2000, 68.9 -> 37.3 us of host time per launch
     (benchmarks/results/gluon-direct-h200-2026-12-01.log), most of the rest its three
-    descriptors, now encoded once per array."""
+    descriptors, now encoded once per array. Made with the grid and compiled kernel of the
+    launch before it, it has a `fused_launch` for that grid: the runtime's quick path then runs
+    that grid in C, 21.5 -> 5.3 us (launch-parts-h200-2026-12-02-e.log against -f)."""
 
     def __init__(self, kernel: WarpSpecializedKernel, args: Sequence[Any], ran: tuple[Grid, Any] | None) -> None:
         self.kernel = kernel
