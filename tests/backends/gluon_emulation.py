@@ -49,6 +49,7 @@ import tilecraft.backends.gluon.kernel as gluon_kernel
 from tilecraft.backends.arrays import as_torch
 from tilecraft.backends.base import BackendKind, wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
+from tilecraft.backends.interpreter.numerics import fused_multiply_add
 from tilecraft.backends.interpreter.rounding import flush_subnormals
 from tilecraft.backends.triton import TritonBackend
 from tilecraft.backends.triton.operand_staging import StagedKernel, stage_copy
@@ -581,7 +582,7 @@ class Program:
             program_id=lambda axis: self.pid[axis], num_programs=lambda axis: self.grid[axis],
             minimum=np.minimum, maximum=np.maximum, where=np.where, exp2=np.exp2, reduce=_reduce,
             reshape=np.reshape, broadcast_to=np.broadcast_to,
-            cast=lambda x, dtype: np.asarray(x).astype(dtype.np_dtype), inline_asm_elementwise=_inline_asm,
+            cast=lambda x, dtype: np.asarray(x).astype(dtype.np_dtype), inline_asm_elementwise=_inline_asm, fma=_fma,
             math=types.SimpleNamespace(div_rn=np.divide))
         gl = types.SimpleNamespace(
             int64=dtypes.int64, float32=dtypes.float32,
@@ -611,6 +612,14 @@ def _inline_asm(asm: str, constraints: str, args: Sequence[Any], dtype: Any, is_
     ex2.approx.ftz.f32), as NumPy computes it: operand and result flushed."""
     assert asm == "ex2.approx.ftz.f32 $0, $1;", asm
     return flush_subnormals(np.exp2(flush_subnormals(np.asarray(args[0], np.float32))))
+
+
+def _fma(a: Any, b: Any, c: Any) -> np.ndarray:
+    """tl.fma as the GPU's fma.rn computes it, rounded once (in the dtype of the tiles; literal
+    operands take it)."""
+    tiles = [np.asarray(v) for v in (a, b, c) if np.ndim(v)]
+    dtype = dtypes.to_dtype(tiles[0].dtype)
+    return fused_multiply_add(*np.broadcast_arrays(*(np.asarray(v, tiles[0].dtype) for v in (a, b, c))), dtype)
 
 
 def _reduce(x: Any, axis: int, combine: Callable[[Any, Any], Any], keep_dims: bool = False) -> np.ndarray:

@@ -572,6 +572,31 @@ class Binary(Op):
         _check_rounding(self.rounding, self.flush_to_zero, d, self.fn is BinaryFn.TRUEDIV)
 
 
+FMA_DTYPES = (dt.float16, dt.bfloat16, dt.float32)
+"""The dtypes an Fma takes: each backend computes it exactly rounded once (passes/contract.py)."""
+
+
+@op
+class Fma(Op):
+    """(±a) * b + (±c) per element, rounded once to nearest even (a fused multiply-add; the
+    signs: `negate_product`, `negate_addend`); all three of one type, a float of FMA_DTYPES.
+    Made by passes/contract.py from a multiplication feeding an addition or subtraction."""
+
+    a: Value
+    b: Value
+    c: Value
+    negate_product: bool = False
+    negate_addend: bool = False
+
+    def result_types(self):
+        return (tile_type(self.a, "a"),)
+
+    def check(self):
+        need(self.a.type == self.b.type == self.c.type,
+             f"fma operand types differ: {self.a.type}, {self.b.type}, {self.c.type}")
+        need(self.a.tile.dtype in FMA_DTYPES, f"fma of {self.a.tile.dtype}")
+
+
 @op
 class Compare(Op):
     """fn(lhs, rhs) per element -> bool; floats ordered except NE (NaN != NaN)."""

@@ -16,7 +16,9 @@ Kernels that print are refused (their record buffers have no operand), device-si
 not compiled in, and the `maxnreg` option is dropped (jax_triton cannot pass it), as is
 `GPU_MATH_OPTIONS` (backends/triton/compile.py): jax_triton 0.3 compiles with Triton's default
 flush-to-zero libdevice, so float32 math there may flush subnormal operands and results (floor,
-log, sin, rsqrt, exp2... of values below 2**-126), which tilecraft's own launches keep.
+log, sin, rsqrt, exp2... of values below 2**-126), which tilecraft's own launches keep, and
+LLVM may fuse a multiplication and an addition that the language leaves apart (one whose product
+is used twice, float64) into one FMA.
 """
 
 from __future__ import annotations

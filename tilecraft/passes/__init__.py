@@ -2,10 +2,11 @@
 (`ranges`)."""
 
 from ..ir import Function, verify
+from .contract import contract_multiply_adds
 from .dce import eliminate_dead_code
 from .squares import square_powers
 
-PIPELINE = (square_powers, eliminate_dead_code)
+PIPELINE = (square_powers, contract_multiply_adds, eliminate_dead_code)
 
 
 def optimize(fn: Function) -> Function:

@@ -52,7 +52,7 @@ FINISH_LATENCY = 4
 """The latency hint on FINISH's workspace loads (the loop's pipeline depth, see the module
 docstring)."""
 
-_ELEMENTWISE = (ops.Cast, ops.Bitcast, ops.Unary, ops.Binary, ops.Compare, ops.Where)
+_ELEMENTWISE = (ops.Cast, ops.Bitcast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Fma)
 """Ops whose result element (i, j) depends only on their operands' element (i, j)."""
 
 

@@ -51,7 +51,7 @@ Labels = tuple[int | None, ...]
 MIN_SPLIT_DIM = 16
 """The smallest piece along a split axis (an MMA's M and N on every target)."""
 
-_SAME_SHAPE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where)
+_SAME_SHAPE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Fma)
 """Ops whose operands all have the result's shape, element by element."""
 
 

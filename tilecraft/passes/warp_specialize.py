@@ -53,7 +53,7 @@ from ..language import dtypes as dt
 from .dce import has_effects
 from .stream_k import grid_read_as
 
-_ELEMENTWISE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Broadcast, ops.Reshape)
+_ELEMENTWISE = (ops.Cast, ops.Unary, ops.Binary, ops.Compare, ops.Where, ops.Fma, ops.Broadcast, ops.Reshape)
 _MMA_DTYPES = (dt.float16, dt.bfloat16)
 
 

@@ -19,7 +19,7 @@ from ...ir import Op, Value, ops
 OPAQUE = -1
 """The class of a reshaped accumulator-layout tile: it may meet only auto-layout tiles."""
 
-_MIXING = (ops.Binary, ops.Compare, ops.Where)
+_MIXING = (ops.Binary, ops.Compare, ops.Where, ops.Fma)
 
 
 class NotLowerable(Exception):

@@ -21,7 +21,7 @@ from ...ir import BinaryFn, CompareFn, UnaryFn, ops
 from ...ir.kinds import NON_NEAREST, divides_by_reciprocal
 from ...language import dtypes as D
 from ...language.dtypes import DType
-from .numerics import F32, F64, HALVES, is_floating, make_cast, scalar
+from .numerics import F32, F64, HALVES, fused_multiply_add, is_floating, make_cast, scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Env, Runner, kind_table, rule
 from .rounding import flush_subnormals, rounded_binary, rounded_sqrt
 
@@ -236,6 +236,18 @@ def _binary_rule(op: ops.Binary, c: Compiler) -> Runner:
     if op.flush_to_zero:
         f = _flushing(f)
     return _binary(f, c.slot(op.lhs), c.slot(op.rhs), c.slot(op.result))
+
+
+@rule(ops.Fma)
+def _fma(op: ops.Fma, c: Compiler) -> Runner:
+    a, b, z, r = c.slots((op.a, op.b, op.c, op.result))
+    dtype, negate_product, negate_addend = op.a.tile.dtype, op.negate_product, op.negate_addend
+
+    def run(env: Env) -> None:
+        x, y, w = env[a], env[b], env[z]
+        env[r] = fused_multiply_add(np.negative(x) if negate_product else x, y,
+                                    np.negative(w) if negate_addend else w, dtype)
+    return run
 
 
 @rule(ops.Compare)

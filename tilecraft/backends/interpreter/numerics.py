@@ -140,6 +140,21 @@ def _to_odd(r: np.ndarray, err: np.ndarray) -> np.ndarray:
     return np.where((err != 0) & even, np.nextafter(r, np.where(err > 0, np.inf, -np.inf)), r)
 
 
+def fused_multiply_add(a: Any, b: Any, c: Any, dst: DType) -> np.ndarray:
+    """a * b + c rounded once to nearest `dst` (float16, bfloat16 or float32; the operands of
+    that type). The product is exact in float64 (at most 48 significant bits); the sum rounded
+    to float64 and its exact error (TwoSum) give the sum rounded to odd, which then rounds to
+    `dst` correctly (a double rounding would not: a product exactly halfway between two
+    float32 numbers plus a tiny addend rounded to the tie in float64, then to even)."""
+    with np.errstate(all="ignore"):
+        p = np.asarray(a, F64) * np.asarray(b, F64)
+        c = np.asarray(c, F64)
+        s = p + c
+        t = s - p
+        err = np.where(np.isfinite(s), (p - (s - t)) + (c - t), 0.0)
+        return _round_nearest(_to_odd(s, err), F64, dst)
+
+
 def _int_to_float(dst: DType, mode: RoundingMode | None) -> Convert:
     """Integer (or bool) to float conversion, correctly rounded by `mode` (None: nearest)."""
     if mode is None and dst in (D.float16, D.float32, D.float64):

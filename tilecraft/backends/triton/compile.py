@@ -50,7 +50,7 @@ from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stre
 from .emitter import Target
 from .lower import LoweredKernel
 
-GPU_MATH_OPTIONS = {"enable_reflect_ftz": False}
+GPU_MATH_OPTIONS = {"enable_reflect_ftz": False, "enable_fp_fusion": False}
 """Triton options of every kernel compiled for an NVIDIA GPU (Triton and Gluon backends): link
 libdevice with nvvm-reflect __CUDA_FTZ=0, not Triton's default 1, so float32 math keeps
 subnormal operands and results as the NumPy and Triton CPU interpreters do. With 1, log, log2,
@@ -58,7 +58,11 @@ sin, cos, tan, sinh, tanh, atan2, pow, floor, ceil, rsqrt and exp2 compiled to t
 (fma.rn.ftz, cvt.rmi.ftz, ex2.approx.ftz...; sm_90 PTX, Triton 3.6). Only libdevice reads the
 switch: other code compiles the same. The .ftz left in libdevice (ex2/rcp.approx.ftz in tan,
 sinh, cosh, tanh, pow) only sees normal numbers. `flush_to_zero` ops flush explicitly
-(compute.py), never through this switch. jax_triton cannot pass it (tilecraft/jax/gpu.py)."""
+(compute.py), never through this switch. `enable_fp_fusion` off: LLVM does not fuse a
+multiplication and an addition into one FMA where it sees fit (on by default, it did for every
+float dtype), which the CPU backends never did; the fusions the language makes are the IR's
+`Fma` ops (passes/contract.py), computed exactly by every backend. jax_triton can pass neither
+(tilecraft/jax/gpu.py)."""
 
 _lock = threading.Lock()
 TRITON_LANGUAGE = threading.RLock()

@@ -489,6 +489,23 @@ def _binary(w: KernelWriter, op: ops.Binary) -> None:
     _result(w, op, text, compute)
 
 
+@rule(ops.Fma)
+def _fma(w: KernelWriter, op: ops.Fma) -> None:
+    """tl.fma on the GPU (one rounding; LLVM's own contraction is off: compile.GPU_MATH_OPTIONS);
+    under Triton's interpreter, whose tl.fma rounds twice, the sum rounded to odd in float64
+    (`_tc_fma_interp`), cast to the dtype (rounding once)."""
+    dtype = op.a.tile.dtype
+    if w.target.interpret:
+        a, b, c = (w.cast(w.tensor(v), dtype, D.float64) for v in (op.a, op.b, op.c))
+        compute, call = D.float64, w.need_helper("_tc_fma_interp")
+    else:
+        a, b, c = (w.tensor(v) for v in (op.a, op.b, op.c))
+        compute, call = dtype, "tl.fma"
+    a = f"({a}) * -1.0" if op.negate_product else a  # not unary minus: Triton's is 0 - x, which gives -0.0 as +0.0
+    c = f"({c}) * -1.0" if op.negate_addend else c
+    _result(w, op, f"{call}({a}, {b}, {c})", compute)
+
+
 _COMPARE = covers(CompareFn, {CompareFn.EQ: "==", CompareFn.NE: "!=", CompareFn.LT: "<", CompareFn.LE: "<=",
                               CompareFn.GT: ">", CompareFn.GE: ">="})
 

@@ -300,6 +300,20 @@ define_helper("_tc_pow_interp", '''(x, y):
     return tl.where((y == 0) | (x == 1), 1.0, r)
 ''')
 
+define_helper("_tc_fma_interp", '''(a, b, c):
+    # a * b + c of float64 tiles holding narrower floats, rounded to odd in float64 (the exact
+    # product, then the sum and its exact error, TwoSum): the interpreter's tl.fma rounds the
+    # product and the sum apart; casting this to the float rounds once (compute.py `_fma`)
+    p = a * b
+    s = p + c
+    t = s - p
+    err = (p - (s - t)) + (c - t)
+    bits = tl.cast(s, tl.int64, bitcast=True)
+    inexact = (err != 0) & (s == s) & (tl.abs(s) != float("inf"))
+    step = tl.where((err > 0) == (s > 0), 1, -1)  # toward the exact value: sign-magnitude bits
+    return tl.where(inexact & ((bits & 1) == 0), tl.cast(bits + step, tl.float64, bitcast=True), s)
+''')
+
 define_helper("_tc_atan2_interp", '''(y, x):
     ax = tl.abs(x)
     ay = tl.abs(y)
