@@ -802,3 +802,32 @@ def test_specialize_starts_from_the_launch_it_follows():
     kernel.launch((3, 1, 1), args)  # the Triton kernel's launch: the variant's before it is not the last
     assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None
     assert kernel.variant_launches == 3
+
+
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("tm", [128, 64])
+def test_attention_gluon_quick_launches(dev, backend, causal, tm):
+    """On the H200: cached `ct.launch`es of attention's Gluon variant run in the C quick
+    launcher made for their grid (persistent programs, paired 64-row blocks), each on new
+    queries, keys and values, each right."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon variant runs on sm_90")
+    import ml_dtypes
+    kernel = flash_attention.replace_hints()  # its own cache and quick launcher
+    stream = torch.cuda.current_stream()
+    batch, heads, group, seq, d = 2, 8, 2, 512, 128
+    grid = (seq // tm, batch * heads, 1)
+    for i in range(3):
+        q, k, v = _inputs(batch, heads, group, seq, seq, d, ml_dtypes.bfloat16, seed=i + tm + causal)
+        out = dev.poison(q.shape, q.dtype)
+        args = (dev.put(q), dev.put(k), dev.put(v), out, 1 / math.sqrt(d), tm, 128, d, heads, group, causal)
+        if i == 0:
+            ct.launch(stream, grid, kernel, args)
+            assert type(kernel.quick).__name__ == "Quick"
+        else:
+            assert kernel.quick(stream, grid, args) is True
+        want = _reference(q, k, v, 1 / math.sqrt(d), group, causal)
+        np.testing.assert_allclose(dev.get(out).astype(np.float64), want, rtol=2e-2, atol=2e-2)
+    assert gluon_variant_launches(kernel) == 1  # the others ran in C

@@ -14,11 +14,11 @@ launch grid depends on the GPU's occupancy);
 fitted to the GPU's shared memory as a launch would be, before jax_triton compiles it again.
 Kernels that print are refused (their record buffers have no operand), device-side asserts are
 not compiled in, and the `maxnreg` option is dropped (jax_triton cannot pass it), as is
-`GPU_MATH_OPTIONS` (backends/triton/compile.py): jax_triton 0.3 compiles with Triton's default
-flush-to-zero libdevice, so float32 math there may flush subnormal operands and results (floor,
-log, sin, rsqrt, exp2... of values below 2**-126), which tilecraft's own launches keep, and
-LLVM may fuse a multiplication and an addition that the language leaves apart (one whose product
-is used twice, float64) into one FMA.
+`enable_reflect_ftz` of `GPU_MATH_OPTIONS` (backends/triton/compile.py): jax_triton 0.3 compiles
+with Triton's default flush-to-zero libdevice, so float32 math there may flush subnormal operands
+and results (floor, log, sin, rsqrt, exp2... of values below 2**-126), which tilecraft's own
+launches keep. Its `enable_fp_fusion` (off: LLVM fuses no multiply-add the IR leaves apart) is
+passed.
 """
 
 from __future__ import annotations
@@ -130,12 +130,13 @@ def call_on_gpu(kernel: Kernel, grid: tuple[int, int, int], call: Call) -> list[
     jax_triton = _import_jax_triton()
     if not register_target():
         raise RuntimeError('cutile_call on the GPU needs JAX\'s CUDA plugin (pip install "jax[cuda12]")')
+    from ..backends.triton.compile import GPU_MATH_OPTIONS
     plan = launch_plan(kernel, call, *_arch())
     outputs = jax_triton.triton_call(
         *plan.operands, kernel=plan.entry.fn, out_shape=[_as_bytes(o) for o in call.outputs], grid=grid,
         name=kernel.__name__, custom_call_target_name=TARGET, num_warps=plan.options["num_warps"],
         num_stages=plan.options["num_stages"], num_ctas=plan.options.get("num_ctas", 1),
-        input_output_aliases=plan.aliases)
+        enable_fp_fusion=GPU_MATH_OPTIONS["enable_fp_fusion"], input_output_aliases=plan.aliases)
     return [_from_bytes(y, o.dtype) for y, o in zip(outputs, call.outputs)]
 
 
