@@ -45,10 +45,13 @@ read once per 32 columns, B once per 32 rows), split 1, 2 or 4 ways over as many
 larger ones show what the traffic costs (fewer blocks, each reading its A rows once per BN
 columns), with the warps of a block on separate 32x32 pieces."""
 TMA_SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
-              (32, 32, 8, 8, 2), (32, 32, 1, 1, 2), (32, 32, 1, 1, 6), (32, 32, 1, 1, 8), (16, 32, 1, 1, 4))
+              (32, 32, 8, 8, 2), (32, 32, 1, 1, 2), (32, 32, 1, 1, 6), (32, 32, 1, 1, 8), (16, 32, 1, 1, 4),
+              (32, 64, 1, 2, 4), (32, 64, 1, 2, 6), (64, 32, 1, 2, 4), (64, 64, 1, 4, 4))
 """The same with TMA loads (rows `tma ...`): the sample's tiles, S K tiles per step on S warps;
 then, unsplit on one warp, pipelines 2, 6 and 8 deep, and 16x32 tiles (twice the blocks, B read
-twice as often)."""
+twice as often); last, two of the sample's tiles side by side on two warps, one 32x32 piece each
+(mma.sync, operands from registers: A or B read from L2 half as often as with 32x32 blocks, each
+warp's chain as long), and 64x64 on four (a warpgroup: wgmma, B copied K-major every step)."""
 TILE = 32
 LARGER_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (128, 128, 32), (128, 64, 64))
 """Tiles of the `tilecraft TMxTNxTK` rows (cuBLAS ran TC3 as 64 blocks of 128x64, per the
