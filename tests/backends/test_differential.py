@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import tilecraft as ct
@@ -136,6 +136,30 @@ def test_random_programs_agree_across_backends(program, shape, tiles, dtype, see
         np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * scale, err_msg=f"{name} vs model: {program}")
     first, second = results.values()
     np.testing.assert_allclose(first, second, rtol=tol, atol=tol * scale, err_msg=f"backends disagree: {program}")
+
+
+EXACT = ("add", "sub", "mul", "maximum", "minimum", "where_gt", "neg", "abs", "sqrt_abs", "square", "max_rows")
+"""Program steps every backend rounds alike (each correctly rounded, or exact; a multiplication
+feeding an addition is one fused multiply-add on every backend): no libm, no sums in some order."""
+
+
+@SETTINGS
+@given(program=st.lists(st.sampled_from(EXACT), min_size=2, max_size=6).map(tuple), shape=shapes,
+       tiles=tile_dims, dtype=st.sampled_from((np.float32, np.float16)), seed=st.integers(0, 2**16))
+@example(program=("mul", "add", "square", "sub"), shape=(37, 29), tiles=(16, 8), dtype=np.float32, seed=1)
+def test_exactly_rounded_programs_agree_bit_for_bit(dev, program, shape, tiles, dtype, seed):
+    """Programs of exactly rounded steps give the interpreter's bits on every backend, the GPU
+    included (with LLVM's own multiply-add contraction on, the GPU's differed)."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-2, 2, shape).astype(dtype)
+    b = rng.uniform(-2, 2, shape).astype(dtype)
+    grid = (-(-shape[0] // tiles[0]), -(-shape[1] // tiles[1]))
+    results = []
+    for d in (Device("interpreter"), dev):
+        out = d.poison(shape, dtype)
+        d.launch(grid, program_kernel, (d.put(a), d.put(b), out, tiles[0], tiles[1], program))
+        results.append(d.get(out))
+    assert_bits_equal(results[1], results[0], f"{dev.name} vs the interpreter: {program}")
 
 
 # ---- tf32 matmul: every backend rounds each fp32 operand to nearest even ----------------------
