@@ -52,6 +52,14 @@ def apply(op, x, y):
         return ct.sqrt(abs(x) + 1.0)
     if op == "square":
         return x * x
+    if op == "div":
+        return x / (abs(y) + 0.5)
+    if op == "floor":
+        return ct.floor(x * 4.0)
+    if op == "via_f16":
+        return x.astype(ct.float16).astype(ct.float32)
+    if op == "via_bf16":
+        return x.astype(ct.bfloat16).astype(ct.float32)
     if op == "sum_rows":
         return ct.broadcast_to(ct.sum(x, axis=1, keepdims=True), x.shape)
     if op == "max_rows":
@@ -138,7 +146,8 @@ def test_random_programs_agree_across_backends(program, shape, tiles, dtype, see
     np.testing.assert_allclose(first, second, rtol=tol, atol=tol * scale, err_msg=f"backends disagree: {program}")
 
 
-EXACT = ("add", "sub", "mul", "maximum", "minimum", "where_gt", "neg", "abs", "sqrt_abs", "square", "max_rows")
+EXACT = ("add", "sub", "mul", "maximum", "minimum", "where_gt", "neg", "abs", "sqrt_abs", "square", "max_rows",
+         "div", "floor", "via_f16", "via_bf16")
 """Program steps every backend rounds alike (each correctly rounded, or exact; a multiplication
 feeding an addition is one fused multiply-add on every backend): no libm, no sums in some order."""
 
@@ -147,6 +156,8 @@ feeding an addition is one fused multiply-add on every backend): no libm, no sum
 @given(program=st.lists(st.sampled_from(EXACT), min_size=2, max_size=6).map(tuple), shape=shapes,
        tiles=tile_dims, dtype=st.sampled_from((np.float32, np.float16)), seed=st.integers(0, 2**16))
 @example(program=("mul", "add", "square", "sub"), shape=(37, 29), tiles=(16, 8), dtype=np.float32, seed=1)
+@example(program=("div", "mul", "via_bf16", "floor", "via_f16", "sqrt_abs"), shape=(33, 40), tiles=(8, 16),
+         dtype=np.float32, seed=2)
 def test_exactly_rounded_programs_agree_bit_for_bit(dev, program, shape, tiles, dtype, seed):
     """Programs of exactly rounded steps give the interpreter's bits on every backend, the GPU
     included (with LLVM's own multiply-add contraction on, the GPU's differed)."""
