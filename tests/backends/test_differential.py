@@ -60,6 +60,12 @@ def apply(op, x, y):
         return x.astype(ct.float16).astype(ct.float32)
     if op == "via_bf16":
         return x.astype(ct.bfloat16).astype(ct.float32)
+    if op == "via_i32":
+        return (x * 8.0).astype(ct.int32).astype(ct.float32)
+    if op == "mod":
+        return x % (abs(y) + 0.5)
+    if op == "floordiv":
+        return x // (abs(y) + 0.5)
     if op == "sum_rows":
         return ct.broadcast_to(ct.sum(x, axis=1, keepdims=True), x.shape)
     if op == "max_rows":
@@ -147,7 +153,7 @@ def test_random_programs_agree_across_backends(program, shape, tiles, dtype, see
 
 
 EXACT = ("add", "sub", "mul", "maximum", "minimum", "where_gt", "neg", "abs", "sqrt_abs", "square", "max_rows",
-         "div", "floor", "via_f16", "via_bf16")
+         "div", "floor", "via_f16", "via_bf16", "via_i32", "mod", "floordiv")
 """Program steps every backend rounds alike (each correctly rounded, or exact; a multiplication
 feeding an addition is one fused multiply-add on every backend): no libm, no sums in some order."""
 
@@ -158,6 +164,8 @@ feeding an addition is one fused multiply-add on every backend): no libm, no sum
 @example(program=("mul", "add", "square", "sub"), shape=(37, 29), tiles=(16, 8), dtype=np.float32, seed=1)
 @example(program=("div", "mul", "via_bf16", "floor", "via_f16", "sqrt_abs"), shape=(33, 40), tiles=(8, 16),
          dtype=np.float32, seed=2)
+@example(program=("mul", "mod", "via_i32", "floordiv", "square"), shape=(40, 24), tiles=(16, 8), dtype=np.float32,
+         seed=3)
 def test_exactly_rounded_programs_agree_bit_for_bit(dev, program, shape, tiles, dtype, seed):
     """Programs of exactly rounded steps give the interpreter's bits on every backend, the GPU
     included (with LLVM's own multiply-add contraction on, the GPU's differed)."""
