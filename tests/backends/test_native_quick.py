@@ -72,9 +72,10 @@ def _args(s=2.5, n=7, T=32, F=0.5):
     return torch.randn(6, 40)[:, 3:35], torch.full((6, 32), float("nan")), s, n, T, F
 
 
-def _pair(dl, kernel, args):
-    """(generated Python, native) quick launchers of `dl`'s specialization."""
-    fused = dl.fused_launch()
+def _pair(dl, kernel, args, fused=None):
+    """(generated Python, native) quick launchers of `dl`'s specialization (of `fused`, a fused
+    launch made otherwise, where given)."""
+    fused = dl.fused_launch() if fused is None else fused
     made = [quick_launcher(kernel.plan, args, knobs.BACKEND, knobs.BACKEND.raw(), launch, LIMIT)
             for launch in (FusedLaunch(fused.expr, fused.env), fused)]
     assert type(made[0]).__name__ == "function" and type(made[1]).__name__ == "Quick"
@@ -159,10 +160,8 @@ def test_a_launch_made_for_one_grid_launches_that_grid_only_as_its_own(stub, dri
     path does."""
     args = _args()
     dl = cuda_stub.direct_launcher(scale_shift, args, stub[0])
-    fused = launching.fused_launch(dl._launcher, dl._fused_args, grid=((6, 2, 1), (3, 1, 1)))
-    made = [quick_launcher(scale_shift.plan, args, knobs.BACKEND, knobs.BACKEND.raw(), launch, LIMIT)
-            for launch in (FusedLaunch(fused.expr, fused.env), fused)]
-    assert type(made[1]).__name__ == "Quick"
+    one_grid = launching.fused_launch(dl._launcher, dl._fused_args, grid=((6, 2, 1), (3, 1, 1)))
+    made = _pair(dl, scale_shift, args, one_grid)
     driver.set(types=dl._native_head[3])
     for grid in ((6, 2), (6, 2, 1), (6,), (6, 1, 1), (3,), (2, 6), (6, 2, 2), (12,)):
         outcomes = [_outcome(quick, driver, 7, grid, args) for quick in made]

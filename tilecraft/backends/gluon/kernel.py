@@ -27,7 +27,8 @@ from triton.runtime.jit import mangle_type
 from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
-from ..triton.launching import baked_exprs, current_stream, fused_launch, stream_context, stream_handle
+from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, stream_context,
+                                 stream_handle)
 from .lower import GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]
@@ -129,9 +130,7 @@ class GluonKernel:
         plain = baked_exprs(self.lowered, args, head, address="p{}")
         if plain is None:
             return None
-        maps = [(f"m{d}.{spec.param}", *map(str, expanded.expansion(d, args[spec.param])[1:]))
-                for d, spec in enumerate(self.lowered.descriptors)]
-        fused = (*plain, *(x for m in maps for x in m), *map(str, tail))
+        fused = (*plain, *fused_maps(expanded, [d.param for d in self.lowered.descriptors], args), *map(str, tail))
         return fused_launch(expanded.native, fused, expanded.map_bytes, grid=(grid, launched))
 
     def _arguments(self, grid: Grid, args: Sequence[Any]) -> tuple[tuple, tuple, Grid]:

@@ -476,7 +476,6 @@ class TritonKernel:
             return variant.specialize(args)
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
-        host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
         with TRITON_LANGUAGE:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
@@ -484,6 +483,7 @@ class TritonKernel:
         if not self.lowered.grid_loop:
             return DirectLauncher(compiled, baked, self._descriptors,
                                   fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded)
+        host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)
 

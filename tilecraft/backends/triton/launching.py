@@ -192,11 +192,17 @@ def expanded_launch(compiled: Any, lowered: LoweredKernel, args: Sequence[Any], 
     params = ", ".join(f"a{i}" for i in range(len(args)))
     flatten = launch_lambda(f"lambda {params}: ({''.join(e + ', ' for e in exprs)})")
     fused = None
-    if launcher.native is not None:  # each map then its shape and strides, the same for every call with this key
+    if launcher.native is not None:
         plain = baked_exprs(lowered, args, flat, address="p{}")
-        maps = [(f"m{d}.{j}", *map(str, launcher.expansion(d, args[j])[1:])) for d, j in enumerate(arrays)]
-        fused = (*plain[:start], *(x for m in maps for x in m), *plain[start + count:])
+        fused = (*plain[:start], *fused_maps(launcher, arrays, args), *plain[start + count:])
     return Expanded(launcher, flatten, start, count, arrays, fused)
+
+
+def fused_maps(launcher: ExpandedLauncher, arrays: Sequence[int], args: Sequence[Any]) -> list[str]:
+    """The fused-launch arguments of `launcher`'s descriptors, made from the kernel arguments
+    `args` at `arrays`: each descriptor's map (`m<d>.<j>`), then its shape and strides, constants
+    for every call with the same key (only with `launcher.native`)."""
+    return [x for d, j in enumerate(arrays) for x in (f"m{d}.{j}", *map(str, launcher.expansion(d, args[j])[1:]))]
 
 
 class DirectLauncher:
