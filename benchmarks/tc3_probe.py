@@ -17,7 +17,8 @@ deterministic. Rows per case, each checked against float64 then timed (median of
 - `BMxBN split S wW sT`: the kernel below, (BM, BN) output tiles, S K-tiles of 32 per step, W
   warps, T pipeline stages.
 
-    PYTHONPATH=$PWD python benchmarks/tc3_probe.py --out $OUT/tc3-probe.json
+    PYTHONPATH=$PWD python benchmarks/tc3_probe.py --out $OUT/tc3-probe.json [--rows tma tilecraft]
+    DISABLE_MMA_V3=1 PYTHONPATH=$PWD python benchmarks/tc3_probe.py --out ...  # mma.sync everywhere
     TRITON_INTERPRET=1 python benchmarks/tc3_probe.py --cpu-check       # correctness only, no timing
 """
 
@@ -46,12 +47,16 @@ larger ones show what the traffic costs (fewer blocks, each reading its A rows o
 columns), with the warps of a block on separate 32x32 pieces."""
 TMA_SPLITS = ((32, 32, 1, 1, 4), (32, 32, 2, 2, 3), (32, 32, 2, 2, 4), (32, 32, 4, 4, 2), (32, 32, 4, 4, 3),
               (32, 32, 8, 8, 2), (32, 32, 1, 1, 2), (32, 32, 1, 1, 6), (32, 32, 1, 1, 8), (16, 32, 1, 1, 4),
-              (32, 64, 1, 2, 4), (32, 64, 1, 2, 6), (64, 32, 1, 2, 4), (64, 64, 1, 4, 4))
+              (32, 64, 1, 2, 4), (32, 64, 1, 2, 6), (64, 32, 1, 2, 4), (64, 64, 1, 4, 4),
+              (64, 64, 1, 4, 3), (64, 128, 1, 8, 3), (128, 64, 1, 8, 3), (128, 128, 1, 8, 3))
 """The same with TMA loads (rows `tma ...`): the sample's tiles, S K tiles per step on S warps;
 then, unsplit on one warp, pipelines 2, 6 and 8 deep, and 16x32 tiles (twice the blocks, B read
 twice as often); last, two of the sample's tiles side by side on two warps, one 32x32 piece each
 (mma.sync, operands from registers: A or B read from L2 half as often as with 32x32 blocks, each
-warp's chain as long), and 64x64 on four (a warpgroup: wgmma, B copied K-major every step)."""
+warp's chain as long), and 64x64 on four (a warpgroup: wgmma, B copied K-major every step); last,
+larger tiles on four and eight warps, which are what `DISABLE_MMA_V3=1` (Triton's switch, part of
+its cache key) is for: with it every tile runs mma.sync, operands rounded in registers, and a
+block of W warps reads A and B from L2 once for W of the sample's tiles."""
 TILE = 32
 LARGER_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (128, 128, 32), (128, 64, 64))
 """Tiles of the `tilecraft TMxTNxTK` rows (cuBLAS ran TC3 as 64 blocks of 128x64, per the
@@ -190,6 +195,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--rows", nargs="*", help="time only the rows whose names contain one of these")
     args = parser.parse_args()
     out = claim(args.out) if args.out else None
     torch.backends.cuda.matmul.allow_tf32 = True
@@ -203,6 +209,8 @@ def main() -> None:
         t_ref = triton.testing.do_bench(lambda: a @ b, rep=100, return_mode="median")
         rows.append(dict(case=case, row="torch", ms=t_ref, ratio=1.0, tflops=flop / t_ref / 1e9))
         for name, build in rows_to_time(a, b, c, rounded=True):
+            if args.rows and not any(r in name for r in args.rows):
+                continue
             row = dict(case=case, row=name, **check_and_time(build, c, ref, t_ref, flop))
             if name.startswith("tilecraft"):
                 row["host_us"] = statistics.median(host_rounds(build()))
@@ -211,6 +219,7 @@ def main() -> None:
                   if "host_us" in row else ""), flush=True)
         if out is not None:
             out.write_json({"gpu": torch.cuda.get_device_name(), "triton": triton.__version__,
+                            "DISABLE_MMA_V3": os.environ.get("DISABLE_MMA_V3"),
                             "torch": torch.__version__, "rows": rows})
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,6 +26,7 @@ from tilecraft.backends.interpreter import rounding as reference  # noqa: E402
 from tilecraft.backends.triton import TritonBackend, missing_rules  # noqa: E402
 from tilecraft.backends.triton import rounding  # noqa: E402
 from tilecraft.backends.triton.emitter import KIND_TABLES, RULES, UNSUPPORTED, Target, covers  # noqa: E402
+from tilecraft.backends.triton import heuristics  # noqa: E402
 from tilecraft.backends.triton.heuristics import DEEP_STAGES, SMEM_BUDGET, choose_config  # noqa: E402
 from tilecraft.backends.triton.lower import lower  # noqa: E402
 from tilecraft.backends.triton.plan import build_plan  # noqa: E402
@@ -636,7 +638,45 @@ def test_tf32_mma_operands_round_with_one_cvt_on_hopper():
     kernel = TritonBackend(BackendKind.TRITON, capability=90).compile(
         _matmul(D.float32, D.float32, D.float32, tk=32, mma_dtype=D.tfloat32, tm=128, tn=128).fn(), [None] * 3)
     ptx = kernel.compile_for(90).asm["ptx"]
-    assert "cvt.rn.tf32.f32" in ptx and "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32" in ptx
+    assert "cvt.rn.tf32.f32" in ptx and "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx
+
+
+def test_tf32_mmas_rounded_in_registers_run_mma_sync_on_hopper(monkeypatch):
+    """A kernel whose tensor-core MMAs are all tf32 on operands rounded in registers compiles
+    with Hopper's wgmma off (mma.sync takes B from registers; tf32 wgmma would write it back to
+    shared memory K-major every K step), and only while Triton builds it: a 16-bit matmul
+    compiled next still runs wgmma, a user's own DISABLE_MMA_V3 is left as it was, and operand
+    staging's copies (read through a Bitcast) and kernels mixing tf32 with 16-bit MMAs keep it."""
+    tf32 = _matmul(D.float32, D.float32, D.float32, tk=32, mma_dtype=D.tfloat32, tm=64, tn=64).fn()
+    assert heuristics.mma_sync_only(tf32)
+    kernel = TritonBackend(BackendKind.TRITON, capability=90).compile(tf32, [None] * 3)
+    assert kernel.lowered.config.mma_sync
+    monkeypatch.delenv("DISABLE_MMA_V3", raising=False)
+    ptx = kernel.compile_for(90).asm["ptx"]
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in ptx and "wgmma" not in ptx
+    assert "DISABLE_MMA_V3" not in os.environ
+    half = GPU.compile(_matmul(D.float16, D.float32, D.float32, tk=32, tm=64, tn=64).fn(), [None] * 3)
+    assert not half.lowered.config.mma_sync and "wgmma" in half.compile_for(90).asm["ptx"]
+    monkeypatch.setenv("DISABLE_MMA_V3", "0")
+    assert "wgmma" not in kernel.compile_for(90).asm["ptx"] and os.environ["DISABLE_MMA_V3"] == "0"
+
+    assert not heuristics.mma_sync_only(_tf32_step(staged=True)) and not heuristics.mma_sync_only(_tf32_step(mixed=True))
+    assert heuristics.mma_sync_only(_tf32_step())
+
+
+def _tf32_step(staged: bool = False, mixed: bool = False) -> Function:
+    """A 64x64 tf32 MMA on a rounded B and an A rounded (or, `staged`, read as tfloat32 through a
+    Bitcast, as operand staging's copies are); `mixed`: a float16 MMA into the same accumulator."""
+    k = K("tf32_step")
+    a, b, c, h = (k.array(n, d, 2) for n, d in (("A", D.float32), ("B", D.float32), ("C", D.float32), ("H", D.float16)))
+    zero = [k.const(0), k.const(0)]
+    x = k.load(a, zero, (64, 32))
+    x = k.value(ops.Bitcast, x=x, dtype=D.tfloat32) if staged else k.cast(x, D.tfloat32)
+    acc = k.mma(x, k.cast(k.load(b, zero, (32, 64)), D.tfloat32), k.full((64, 64), 0.0, D.float32))
+    if mixed:
+        acc = k.mma(k.load(h, zero, (64, 32)), k.load(h, zero, (32, 64)), acc)
+    k.store(c, zero, acc)
+    return k.fn()
 
 
 def test_grid_loop_compiles_for_hopper():

@@ -77,6 +77,26 @@ _modules: dict[str, ModuleType] = {}  # module name -> the module (see load_modu
 _scratch_dir: list[Path] = []
 
 
+class _WgmmaOff:
+    """A context that holds TRITON_LANGUAGE and sets Triton's `DISABLE_MMA_V3` meanwhile, for
+    the kernels `heuristics.mma_sync_only` picks: Triton reads that switch while it compiles
+    (its AccelerateMatmul pass) and keys its disk cache by it; its in-memory cache of a JIT
+    function is not keyed by it, so the kernel compiled under the switch is the one every later
+    launch finds. Every tilecraft build holds TRITON_LANGUAGE, so none sees the switch but these."""
+
+    def __enter__(self) -> None:
+        TRITON_LANGUAGE.acquire()
+        self._before = os.environ.get("DISABLE_MMA_V3")
+        os.environ["DISABLE_MMA_V3"] = "1"
+
+    def __exit__(self, *exc: object) -> None:
+        if self._before is None:
+            del os.environ["DISABLE_MMA_V3"]
+        else:
+            os.environ["DISABLE_MMA_V3"] = self._before
+        TRITON_LANGUAGE.release()
+
+
 def source_dir() -> Path:
     """Where generated sources live: `<cache dir>/triton-src`, or a private temporary directory
     when the on-disk cache is off (Triton needs the source in a file either way)."""
@@ -244,6 +264,7 @@ class TritonKernel:
         self._fn = _load(self.path, lowered, self.interpret)
         self._flatten = launch_lambda(lowered.flatten, list_tables=list_tables)
         self._options = dict(lowered.config.options, sanitize_overflow=False, **GPU_MATH_OPTIONS)
+        self._building = _WgmmaOff() if lowered.config.mma_sync and not self.interpret else TRITON_LANGUAGE
         if lowered.has_assert:
             self._options["debug"] = True
         self._descriptors = lowered.uses_descriptors and not self.interpret
@@ -337,7 +358,7 @@ class TritonKernel:
             return INTERPRET_PROGRAMS
         device = torch.cuda.current_device()
         if device not in self._slots:
-            with TRITON_LANGUAGE:
+            with self._building:
                 compiled = self._fn.run(*flat, grid=(1, 1, 1), warmup=True, **self._options)
             self._slots[device] = sm_slots(compiled)
         return self._slots[device]
@@ -404,7 +425,7 @@ class TritonKernel:
         options = dict(self._options, launch_pdl=True) if dependent else self._options
         if self.lowered.asserts:
             return self._launch_checked(grid, flat, stream, options)
-        with TRITON_LANGUAGE:
+        with self._building:
             if stream is None or stream_handle(stream) == current_stream():
                 self._fn.run(*flat, grid=grid, warmup=False, **options)
             else:
@@ -433,7 +454,7 @@ class TritonKernel:
                     exc.add_note(f"(raised before kernel `{self.lowered.name}` was launched: earlier work "
                                  f"on the GPU failed)")
                     raise
-            with TRITON_LANGUAGE:
+            with self._building:
                 self._fn.run(*flat, grid=grid, warmup=False, **options)
             if capturing:
                 return
@@ -477,7 +498,7 @@ class TritonKernel:
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
-        with TRITON_LANGUAGE:
+        with self._building:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
         expanded = expanded_launch(compiled, self.lowered, args, flat)
         if not self.lowered.grid_loop:
@@ -513,7 +534,7 @@ class TritonKernel:
                         if name not in grid and type(v) is int and v % 16 == 0}
         attrs = {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
-        with TRITON_LANGUAGE:
+        with _WgmmaOff() if self.lowered.config.mma_sync else TRITON_LANGUAGE:
             return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
 
     # ---- errors --------------------------------------------------------------------------------

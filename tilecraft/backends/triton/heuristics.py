@@ -33,6 +33,7 @@ class LaunchConfig:
     num_stages: int
     options: dict[str, Any]  # every Triton launch option (num_warps/num_stages included)
     ignored: dict[str, Any]  # kernel options with no Triton equivalent, kept for inspection
+    mma_sync: bool = False  # compiled with Hopper's wgmma off (`mma_sync_only`)
 
 
 def _numel(shape: tuple[int, ...]) -> int:
@@ -109,6 +110,23 @@ def small_tf32(op: ops.Mma) -> bool:
     acc = op.acc.tile
     return (op.a.tile.dtype is D.tfloat32 and dot_mma(op) and acc.shape[-2] < WGMMA_ROWS
             and _numel(acc.shape) <= 32 * 32)
+
+
+def mma_sync_only(fn: Function) -> bool:
+    """Whether `fn` compiles with Triton's wgmma off (its `DISABLE_MMA_V3`, set only while
+    Triton builds this kernel: compile.py), every MMA on mma.sync: each of its tensor-core MMAs
+    is tf32 on operands rounded in its own registers (a Cast to tfloat32; operand staging's
+    copies, read through a Bitcast, keep wgmma). Hopper's tf32 wgmma reads B from shared memory
+    K-major only, so Triton writes the rounded B back to shared memory every K step and waits for
+    it; mma.sync takes both operands from registers. H200, the MatMul sample at larger tiles,
+    wgmma against mma.sync in one call (tc3-probe-h200-2026-12-02-l.json against -m), TC3
+    1000x500x700 / TC2 512x512x768: 64x64x32 0.66 -> 0.92x / 0.62 -> 0.77x torch, 128x64x32
+    0.66 -> 0.87x / 0.62 -> 0.94x, 64x128x32 0.68 -> 0.92x / 0.60 -> 0.94x, 128x128x32 0.68 ->
+    0.91x / 0.62 -> 0.82x, 128x64x64 0.74 -> 0.93x / 0.64 -> 1.04x. MMAs of fewer than 64 rows
+    run mma.sync either way; a kernel with any other MMA keeps wgmma for all."""
+    mmas = [op for op in fn.walk() if isinstance(op, ops.Mma) and dot_mma(op)]
+    staged = any(isinstance(op, ops.Bitcast) and op.dtype is D.tfloat32 for op in fn.walk())
+    return bool(mmas) and not staged and all(op.a.tile.dtype is D.tfloat32 for op in mmas)
 
 
 def _mma_config(op: ops.Mma, live: int, deep: bool) -> tuple[int, int, int]:
@@ -266,4 +284,4 @@ def choose_config(fn: Function, max_stages: int | None = None, one_cta: bool = F
             ignored[key] = value
     if max_stages is not None:
         options["num_stages"] = min(options["num_stages"], max_stages)
-    return LaunchConfig(options["num_warps"], options["num_stages"], options, ignored)
+    return LaunchConfig(options["num_warps"], options["num_stages"], options, ignored, mma_sync_only(fn))
