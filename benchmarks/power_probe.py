@@ -25,7 +25,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from _results import claim
 from side_by_side import SAMPLES, rel_err
@@ -139,24 +139,37 @@ def cases() -> list[tuple[str, float, Callable, Callable]]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def begin(description: str, argv: list[str] | None) -> tuple[Path, dict]:
+    """A probe's `--out` path (to `claim` before measuring) and its document's head (date,
+    command, GPU, torch)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    out = claim(args.out)
+    path = parser.parse_args(argv).out
     import torch
-    doc = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "limits": _smi("-i", "0", "--query-gpu=power.limit,enforced.power.limit,power.max_limit,"
-                          "clocks.max.sm,clocks.applications.graphics", "--format=csv"),
-           "rows": []}
+    return path, {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
+                 "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+
+
+def alternating(ours: Callable, theirs: Callable, rounds: int) -> Iterator[tuple[int, str, Callable]]:
+    """(round, system, call): tilecraft's and torch's calls in `rounds` rounds, the one first
+    changing from round to round (the GPU's clock drifts; a fixed order would favour one)."""
+    for r in range(rounds):
+        for system, fn in (("tilecraft", ours), ("torch", theirs))[:: 1 if r % 2 == 0 else -1]:
+            yield r, system, fn
+
+
+def main(argv: list[str] | None = None) -> int:
+    path, doc = begin(__doc__.split("\n\n")[0], argv)
+    out = claim(path)
+    doc["limits"] = _smi("-i", "0", "--query-gpu=power.limit,enforced.power.limit,power.max_limit,clocks.max.sm,"
+                         "clocks.applications.graphics", "--format=csv")
+    doc["rows"] = []
     for name, flop, ours, theirs in cases():
-        for r in range(ROUNDS):
-            for system, fn in (("tilecraft", ours), ("torch", theirs))[:: 1 if r % 2 == 0 else -1]:
-                row = {"case": name, "system": system, "round": r, **sustained(fn, flop)}
-                doc["rows"].append(row)
-                print(row, flush=True)
-                out.write_json(doc)
+        for r, system, fn in alternating(ours, theirs, ROUNDS):
+            row = {"case": name, "system": system, "round": r, **sustained(fn, flop)}
+            doc["rows"].append(row)
+            print(row, flush=True)
+            out.write_json(doc)
     return 0
 
 

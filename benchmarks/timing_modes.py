@@ -17,15 +17,12 @@ are timed, tilecraft and torch alternately, three ways:
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
-from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable
 
 from _results import claim
-from power_probe import cases
+from power_probe import alternating, begin, cases
 
 REPS, ROUNDS = 100, 3
 
@@ -61,20 +58,15 @@ def modes() -> dict[str, Callable[[Callable], float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args(argv)
-    out = claim(args.out)
-    import torch
-    doc = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-           "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
+    path, doc = begin(__doc__.split("\n\n")[0], argv)
+    out = claim(path)
+    doc["rows"] = []
     timers = modes()
     for name, flop, ours, theirs in cases():
         for mode, timer in timers.items():
             times: dict[str, list[float]] = {"tilecraft": [], "torch": []}
-            for r in range(ROUNDS):
-                for system, fn in (("tilecraft", ours), ("torch", theirs))[:: 1 if r % 2 == 0 else -1]:
-                    times[system].append(timer(fn))
+            for _, system, fn in alternating(ours, theirs, ROUNDS):
+                times[system].append(timer(fn))
             ms = {s: statistics.median(t) for s, t in times.items()}
             row = {"case": name, "mode": mode, "ms": ms["tilecraft"], "torch_ms": ms["torch"],
                    "tflops": flop / ms["tilecraft"] / 1e9, "torch_tflops": flop / ms["torch"] / 1e9,
