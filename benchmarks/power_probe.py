@@ -139,15 +139,18 @@ def cases() -> list[tuple[str, float, Callable, Callable]]:
     return out
 
 
-def begin(description: str, argv: list[str] | None) -> tuple[Path, dict]:
-    """A probe's `--out` path (to `claim` before measuring) and its document's head (date,
-    command, GPU, torch)."""
+def out_path(description: str, argv: list[str] | None) -> Path:
+    """A probe's `--out` (to `claim` before anything else runs)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", type=Path, required=True)
-    path = parser.parse_args(argv).out
+    return parser.parse_args(argv).out
+
+
+def head() -> dict:
+    """A probe's result document as it starts: date, command, GPU, torch."""
     import torch
-    return path, {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
-                 "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    return {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": " ".join(sys.argv),
+            "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
 
 
 def alternating(ours: Callable, theirs: Callable, rounds: int) -> Iterator[tuple[int, str, Callable]]:
@@ -159,8 +162,8 @@ def alternating(ours: Callable, theirs: Callable, rounds: int) -> Iterator[tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, doc = begin(__doc__.split("\n\n")[0], argv)
-    out = claim(path)
+    out = claim(out_path(__doc__.split("\n\n")[0], argv))
+    doc = head()
     doc["limits"] = _smi("-i", "0", "--query-gpu=power.limit,enforced.power.limit,power.max_limit,clocks.max.sm,"
                          "clocks.applications.graphics", "--format=csv")
     doc["rows"] = []

@@ -22,7 +22,7 @@ import sys
 from typing import Callable
 
 from _results import claim
-from power_probe import alternating, begin, cases
+from power_probe import alternating, cases, head, out_path
 
 REPS, ROUNDS = 100, 3
 
@@ -58,8 +58,8 @@ def modes() -> dict[str, Callable[[Callable], float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    path, doc = begin(__doc__.split("\n\n")[0], argv)
-    out = claim(path)
+    out = claim(out_path(__doc__.split("\n\n")[0], argv))
+    doc = head()
     doc["rows"] = []
     timers = modes()
     for name, flop, ours, theirs in cases():
