@@ -188,6 +188,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup-ms", type=float, default=25.0)
     p.add_argument("--cap-s", type=float, default=2.0, help="at most this long per measurement")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--stage-tf32-from", metavar="ELEMENTS", type=int,
+                   help="stage tf32 operands of 64-row MMAs from this many elements (operand_staging.STAGE_MIN_ELEMENTS; "
+                        "a huge number: never)")
     return p.parse_args(argv)
 
 
@@ -200,12 +203,16 @@ def job_label(sweep: str, case: Any) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out = claim(args.out or default_out("size-sweep", args.cpu_smoke))
+    if args.stage_tf32_from is not None:
+        from tilecraft.backends.triton import operand_staging
+        operand_staging.STAGE_MIN_ELEMENTS = args.stage_tf32_from
     device, sms, timer = start_run(args)
     doc: dict[str, Any] = {"meta": {**meta(args, device, sms), "budget_s": args.budget_s, "seconds": 0.0},
                            "matmul": [], "rowwise": [], "skipped": []}
     print(f"{doc['meta']['device']}  tilecraft backend {doc['meta']['tilecraft_backend']}  "
           f"budget {args.budget_s:.0f} s", flush=True)
     doc["meta"]["split_k"] = args.split_k
+    doc["meta"]["stage_tf32_from"] = args.stage_tf32_from
     split = bool(args.split_k)
     jobs = [] if args.only == "rowwise" else [("matmul", case) for case in matmul_cases(args.cpu_smoke, split)]
     jobs += [] if args.only == "matmul" or split else [("rowwise", case) for case in rowwise_cases(args.cpu_smoke)]

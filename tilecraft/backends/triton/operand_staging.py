@@ -36,11 +36,15 @@ from .heuristics import WGMMA_ROWS
 from . import native_launch
 from .launching import current_stream, stream_context, stream_handle
 
-STAGE_MIN_ELEMENTS = 2**20
-"""Launches stage an aligned tf32 operand only if it has at least this many elements (1M: 4 MiB).
+STAGE_MIN_ELEMENTS = 2**21
+"""Launches stage an aligned tf32 operand only if it has at least this many elements (2M: 8 MiB).
 H200, staged launches through the StagedLauncher (benchmarks/results/size-sweep-h200-2026-12-01-ad.json
 against the unstaged kernels of -ab): 1024^3 with 128x64x32 tiles 32.6 -> 22.4 us, 2048^3 with
-128x128x32 120-269 -> 77 us; at 1000x500x700 (0.35M elements) no gain, at 512^3 a loss."""
+128x128x32 120-269 -> 77 us; at 1000x500x700 (0.35M elements) no gain, at 512^3 a loss. Since the
+unstaged kernels run mma.sync (heuristics.mma_sync_only), 1024^3 (1M elements) no longer pays for
+its copies: staged / unstaged in one call, 64x64x32 0.68 / 0.67x torch, 128x128x32 0.63 / 0.80x,
+128x64x64 0.65 / 0.78x; at 2048^3 staging still wins, 0.44 / 0.37x, 0.66 / 0.44x, 0.47 / 0.39x
+(size-sweep-h200-2026-12-02-b.json against -c)."""
 
 NARROW_STAGE_MIN_ELEMENTS = 2**24
 """The fewest elements of an aligned tf32 operand staged for MMAs narrower than WGMMA_ROWS (16M):
