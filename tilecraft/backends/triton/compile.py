@@ -264,7 +264,7 @@ class TritonKernel:
         self._fn = _load(self.path, lowered, self.interpret)
         self._flatten = launch_lambda(lowered.flatten, list_tables=list_tables)
         self._options = dict(lowered.config.options, sanitize_overflow=False, **GPU_MATH_OPTIONS)
-        self._building = _WgmmaOff() if lowered.config.mma_sync and not self.interpret else TRITON_LANGUAGE
+        self._building = _WgmmaOff() if lowered.config.mma_sync else TRITON_LANGUAGE  # Triton's builds
         if lowered.has_assert:
             self._options["debug"] = True
         self._descriptors = lowered.uses_descriptors and not self.interpret
@@ -534,7 +534,7 @@ class TritonKernel:
                         if name not in grid and type(v) is int and v % 16 == 0}
         attrs = {(i,): [["tt.divisibility", 16]] for i in sorted(aligned)}
         src = ASTSource(fn, signature=dict(self.lowered.signature), attrs=attrs)
-        with _WgmmaOff() if self.lowered.config.mma_sync else TRITON_LANGUAGE:
+        with self._building:
             return triton.compile(src, target=GPUTarget("cuda", capability, 32), options=self._options)
 
     # ---- errors --------------------------------------------------------------------------------
