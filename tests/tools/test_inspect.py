@@ -84,3 +84,4 @@ def test_small_tf32_kernels_compile_without_spills(capability, tiles, warps):
     if tiles[-1] >= 16:
         sass = info.stage("sass")
         assert "HMMA" in sass and "HGMMA" not in sass
+    assert ("mma.sync:" in info.summary()) == (capability >= 90 and tiles[-1] >= 16), info.summary()

@@ -53,6 +53,7 @@ class Inspection:
     # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's); "shown
     # variant": that variant's stages (`warp_specialized=True`)
     host_descriptors: bool = False  # the stages are the host-descriptor variant's, which every launch runs
+    mma_sync: bool = False  # built with Hopper's wgmma off: tf32 MMAs on operands rounded in registers
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -87,6 +88,10 @@ class Inspection:
             text += ("\nwarp-specialized variant: grids of 256 blocks or more that fill the SMs' last round well run "
                      "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`; --warp-specialized "
                      "shows it); the stages shown are the Triton kernel's, which runs the other grids")
+        if self.mma_sync:
+            text += ("\nmma.sync: its tf32 MMAs take operands rounded in registers, which Hopper's wgmma would "
+                     "write back to shared memory every K step, so Triton builds it with wgmma off "
+                     "(heuristics.mma_sync_only)")
         if self.host_descriptors:
             text += ("\nhost descriptors: every launch with these arguments runs the kernel shown, whose tensor "
                      "descriptors are parameters made on the host (the kernel that makes its own runs only where an "
@@ -167,7 +172,8 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     return Inspection(format_function(ir), compiled.source, binary.asm, capability, compiled.config.num_warps,
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, fallbacks,
                       split, "shown" if staged else "variant" if has_staged else "",
-                      warp_specialized="variant" if shown == "variant" else "", host_descriptors=host)
+                      warp_specialized="variant" if shown == "variant" else "", host_descriptors=host,
+                      mma_sync=compiled.config.mma_sync and capability >= 90)
 
 
 def _variant_of(compiled: Any) -> tuple[Any, Any]:
