@@ -664,6 +664,19 @@ def test_tf32_mmas_rounded_in_registers_run_mma_sync_on_hopper(monkeypatch):
     assert heuristics.mma_sync_only(_tf32_step())
 
 
+def test_the_wgmma_switch_is_restored_by_nested_builds(monkeypatch):
+    """A build under the switch inside another (one context re-entered, as the build lock can
+    be) leaves the outer one's switch on, and the outermost exit restores what was there."""
+    from tilecraft.backends.triton.compile import _WgmmaOff
+    monkeypatch.delenv("DISABLE_MMA_V3", raising=False)
+    off = _WgmmaOff()
+    with off:
+        with off:
+            assert os.environ["DISABLE_MMA_V3"] == "1"
+        assert os.environ["DISABLE_MMA_V3"] == "1"
+    assert "DISABLE_MMA_V3" not in os.environ
+
+
 def _tf32_step(staged: bool = False, mixed: bool = False) -> Function:
     """A 64x64 tf32 MMA on a rounded B and an A rounded (or, `staged`, read as tfloat32 through a
     Bitcast, as operand staging's copies are); `mixed`: a float16 MMA into the same accumulator."""

@@ -82,18 +82,23 @@ class _WgmmaOff:
     the kernels `heuristics.mma_sync_only` picks: Triton reads that switch while it compiles
     (its AccelerateMatmul pass) and keys its disk cache by it; its in-memory cache of a JIT
     function is not keyed by it, so the kernel compiled under the switch is the one every later
-    launch finds. Every tilecraft build holds TRITON_LANGUAGE, so none sees the switch but these."""
+    launch finds. Every tilecraft build holds TRITON_LANGUAGE, so none sees the switch but these.
+    Re-entrant, as the lock is: each exit restores what its own entry found."""
+
+    def __init__(self) -> None:
+        self._found: list[str | None] = []  # per entry not yet exited, the switch's value before it
 
     def __enter__(self) -> None:
         TRITON_LANGUAGE.acquire()
-        self._before = os.environ.get("DISABLE_MMA_V3")
+        self._found.append(os.environ.get("DISABLE_MMA_V3"))
         os.environ["DISABLE_MMA_V3"] = "1"
 
     def __exit__(self, *exc: object) -> None:
-        if self._before is None:
+        found = self._found.pop()
+        if found is None:
             del os.environ["DISABLE_MMA_V3"]
         else:
-            os.environ["DISABLE_MMA_V3"] = self._before
+            os.environ["DISABLE_MMA_V3"] = found
         TRITON_LANGUAGE.release()
 
 
