@@ -58,7 +58,8 @@ larger tiles on four and eight warps, which are what `DISABLE_MMA_V3=1` (Triton'
 its cache key) is for: with it every tile runs mma.sync, operands rounded in registers, and a
 block of W warps reads A and B from L2 once for W of the sample's tiles."""
 TILE = 32
-LARGER_TILES = ((64, 64, 32), (128, 64, 32), (64, 128, 32), (128, 128, 32), (128, 64, 64))
+LARGER_TILES = ((64, 32, 32), (128, 32, 32), (32, 64, 32), (64, 64, 32), (128, 64, 32), (64, 128, 32),
+                (128, 128, 32), (128, 64, 64))
 """Tiles of the `tilecraft TMxTNxTK` rows (cuBLAS ran TC3 as 64 blocks of 128x64, per the
 fourteenth session's profile)."""
 

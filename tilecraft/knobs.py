@@ -56,6 +56,11 @@ TILE_SPLIT = Knob("TILECRAFT_TILE_SPLIT", "",
                   "mostly empty) from running each output tile as several smaller blocks on the GPU (read when a "
                   "kernel is compiled; see backends/tile_splitting.py).")
 
+BLOCK_MERGE = Knob("TILECRAFT_BLOCK_MERGE", "",
+                   "Set to 0 to keep a matmul-like kernel of small tiles (32x32) launched on several blocks per SM "
+                   "from running several of its blocks as one block of a taller tile on the GPU (read when a kernel "
+                   "is compiled; see passes/block_merge.py).")
+
 STREAM_K = Knob("TILECRAFT_STREAM_K", "",
                  "Set to 1 to run a matmul-like kernel whose grid's last wave would leave many SMs idle as one "
                  "program per SM over all tiles' K iterations on the GPU (read when a kernel is compiled; see "
@@ -74,8 +79,8 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "and not tried again for a day, or until torch or the compiler changes; 'debug' prints the record's "
                       "path: delete it to build again.")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, STREAM_K, WARP_SPECIALIZE, TF32_STAGING, ALIGN_STAGING,
-       TENSOR_READER)
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, STREAM_K, WARP_SPECIALIZE, TF32_STAGING,
+       ALIGN_STAGING, TENSOR_READER)
 
 
 def cache_dir() -> Path | None:

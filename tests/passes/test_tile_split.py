@@ -11,7 +11,7 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
-from tilecraft.backends.tile_splitting import TileSplitKernel, TileSplitLauncher, auto_count
+from tilecraft.backends.tile_splitting import TileSplitKernel, GridVariantLauncher, auto_count
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
@@ -213,7 +213,7 @@ def test_split_matmul_sample(dev, tiles_backend, count, persistent):
     np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
     assert _split_taken(kernel, name, count)
-    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == name] == [TileSplitLauncher]
+    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == name] == [GridVariantLauncher]
 
 
 def test_split_epilogue_with_bias_and_relu(dev, tiles_backend):
@@ -241,7 +241,7 @@ def test_automatic_split_on_the_gpu(dev):
     results = [run_matmul(dev, "triton", (2, 1, 1), kernel, a, b, (128, 256, 64)) for _ in range(3)]
     np.testing.assert_allclose(results[0], ref, atol=1e-4 * k, rtol=1e-5)
     assert _split_taken(kernel, "triton", 8)
-    assert [type(f) for f in fast_launchers(kernel, "triton")] == [TileSplitLauncher]
+    assert [type(f) for f in fast_launchers(kernel, "triton")] == [GridVariantLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))
 

@@ -266,9 +266,14 @@ class SpecializedLaunchers:
         if fast is not None:
             return fast.launch(grid, args, stream)
         kernel.launch(grid, args, stream)
+        self.remember(key, kernel, args)
+
+    def remember(self, key: Any, kernel: CompiledKernel, args: Sequence[Any]) -> Any:
+        """The launcher of `key`, made now from `kernel`, which has just launched `args`."""
         if len(self._fast) >= self.LIMIT:
             self._fast.clear()
-        self._fast[key] = kernel.specialize(args)
+        fast = self._fast[key] = kernel.specialize(args)
+        return fast
 
     def run_main(self, kernel: CompiledKernel, grid: tuple[int, int, int], args: Sequence[Any], stream: Any,
                  dependent: bool) -> None:

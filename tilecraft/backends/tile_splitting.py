@@ -1,4 +1,4 @@
-"""Tile-split launches, shared by the backends: a kernel that `passes.tile_split` can split runs,
+"""Tile-split and block-merge launches, shared by the backends: a kernel that `passes.tile_split` can split runs,
 on a grid that leaves most of the GPU idle, as its variant with each output tile cut into S
 pieces, on a grid S times as long along axis 0; on any other grid it runs as compiled.
 
@@ -9,6 +9,11 @@ its own tiles were as fast or faster, but for 3072^3 (288 tiles: the third wave 
 takes the split count that `auto_count`'s model of those runs rates fastest, pieces at least
 `MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and how many SMs
 the launch's GPU has (or a count forced for tests).
+
+The other way round, a kernel of small tiles (32x32) on a grid of several blocks per SM runs
+with F of its blocks merged into one (passes/block_merge.py) where `auto_merge` says: the
+largest F that leaves about a block per SM (TC3's 512 blocks merged 4 to a block, TC2's 256
+2 to a block; tc3-probe-h200-2026-12-02-o.json).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..ir import Function
+from ..passes.block_merge import BlockMerges
 from ..passes.tile_split import TileSplits
 from .base import INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel
 
@@ -60,6 +66,19 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
     return None if best == 1 else best
 
 
+MERGED_BLOCKS_PER_SM = 0.95
+"""A merge leaves at least this many blocks per SM (TC3's 512 blocks merged 4 to a block: 128
+blocks on the H200's 132 SMs)."""
+
+
+def auto_merge(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:
+    """The merge factor (one of `counts`) of a launch on `grid`: the largest that divides grid
+    axis 0 and leaves at least `MERGED_BLOCKS_PER_SM` blocks per SM; None when none does."""
+    blocks = math.prod(grid)
+    return next((f for f in sorted(counts, reverse=True)
+                 if grid[0] % f == 0 and blocks // f >= MERGED_BLOCKS_PER_SM * sms), None)
+
+
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:
     """The parameters' facts for the variant split `count` ways. Along an array axis that the
     user's tiles do not divide, a tile straddles the end and a piece of it may lie wholly past
@@ -79,61 +98,117 @@ def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | Non
     return out
 
 
-class TileSplitKernel(WrappedKernel):
-    """A compiled kernel with tile-split variants (see the module docstring). Every attribute but
-    launch and specialize is the kernel's as compiled (`main`).
+class GridVariantKernel(WrappedKernel):
+    """A compiled kernel with variants derived from it for some launch grids: `build(count)` makes
+    the variant for a count, `compile_variant(fn, count)` compiles it at its first launch, and
+    `choose(grid, args)` gives a launch's count or None (run the kernel as compiled). Every
+    attribute but launch and specialize is the kernel's as compiled (`main`). Subclasses say
+    which grid a variant launches on (`variant_grid`)."""
 
-    `compile_variant(fn, count)` compiles the variant `fn` split `count` ways (at its first
-    launch; `piece_facts` gives its parameters' facts); `choose(grid, args)` gives a
-    launch's split count or None."""
+    def __init__(self, main: CompiledKernel, build: Callable[[int], Function],
+                 compile_variant: Callable[[Function, int], CompiledKernel],
+                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
+        self.main = main
+        self._build = build
+        self._compile_variant = compile_variant
+        self._choose = choose
+        self._variants: dict[int, CompiledKernel] = {}
+        self._last_run: tuple[Grid, int, tuple[int, ...]] | None = None  # grid, count, ids of the arguments
+
+    def variant_grid(self, grid: Grid, count: int) -> Grid | None:
+        """The grid the variant for `count` launches on for a launch on `grid` (None: none)."""
+        raise NotImplementedError
+
+    def variant(self, count: int) -> CompiledKernel:
+        """The variant for `count`, compiled on first use."""
+        if count not in self._variants:
+            self._variants[count] = self._compile_variant(self._build(count), count)
+        return self._variants[count]
+
+    def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
+        """The count of a launch, or None to run the kernel as compiled (also for a programmatic
+        dependent launch, and a grid the variant cannot take)."""
+        if dependent:
+            return None
+        count = self._choose(grid, args)
+        return None if count is None or self.variant_grid(grid, count) is None else count
+
+    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        count = self.count(grid, args, dependent)
+        self._last_run = None
+        if count is None:
+            return self.main.launch(grid, args, stream, dependent=dependent)
+        self.variant(count).launch(self.variant_grid(grid, count), args, stream)
+        self._last_run = (grid, count, tuple(map(id, args)))
+
+    def specialize(self, args: Sequence[Any]) -> "GridVariantLauncher":
+        """A launcher choosing per grid; where this kernel's last `launch` ran these very
+        arguments on a variant (the runtime specializes after a launch), it starts with that
+        variant's launcher and has a `fused_launch` for that grid."""
+        last, self._last_run = self._last_run, None
+        ran = last[:2] if last is not None and last[2] == tuple(map(id, args)) else None
+        return GridVariantLauncher(self, args, ran)
+
+
+class TileSplitKernel(GridVariantKernel):
+    """A kernel with tile-split variants (see the module docstring): the variant for S launches
+    on a grid S times as long along axis 0."""
 
     def __init__(self, main: CompiledKernel, splits: TileSplits,
                  compile_variant: Callable[[Function, int], CompiledKernel],
                  choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
-        self.main = main
+        super().__init__(main, splits.split, compile_variant, choose)
         self.splits = splits
-        self._compile_variant = compile_variant
-        self._choose = choose
-        self._variants: dict[int, CompiledKernel] = {}
 
-    def variant(self, count: int) -> CompiledKernel:
-        """The kernel split `count` ways, compiled on first use."""
-        if count not in self._variants:
-            self._variants[count] = self._compile_variant(self.splits.split(count), count)
-        return self._variants[count]
-
-    def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
-        """The split count of a launch, or None to run the kernel as compiled (also for a
-        programmatic dependent launch, and a grid axis 0 that would outgrow 32 bits)."""
-        if dependent:
+    def variant_grid(self, grid: Grid, count: int) -> Grid | None:
+        if grid[0] * count >= INDEX32_LIMIT:
             return None
-        count = self._choose(grid, args)
-        if count is None or grid[0] * count >= INDEX32_LIMIT:
+        return grid[0] * count, grid[1], grid[2]
+
+
+class BlockMergeKernel(GridVariantKernel):
+    """A kernel with block-merged variants (passes/block_merge.py): the variant for F launches on
+    a grid F times as short along axis 0, which F must divide."""
+
+    def __init__(self, main: CompiledKernel, merges: BlockMerges,
+                 compile_variant: Callable[[Function, int], CompiledKernel],
+                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
+        super().__init__(main, merges.merge, compile_variant, choose)
+        self.merges = merges
+
+    def variant_grid(self, grid: Grid, count: int) -> Grid | None:
+        if grid[0] % count:
             return None
-        return count
-
-    def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
-        count = self.count(grid, args, dependent)
-        if count is None:
-            return self.main.launch(grid, args, stream, dependent=dependent)
-        self.variant(count).launch((grid[0] * count, grid[1], grid[2]), args, stream)
-
-    def specialize(self, args: Sequence[Any]) -> "TileSplitLauncher":
-        return TileSplitLauncher(self)
+        return grid[0] // count, grid[1], grid[2]
 
 
-class TileSplitLauncher:
-    """`TileSplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
-    launchers of the kernel as compiled and of each variant, the split count chosen once per grid."""
+class GridVariantLauncher:
+    """`GridVariantKernel.specialize`'s launcher: launches as the kernel does, through specialized
+    launchers of the kernel as compiled and of each variant, the count chosen once per grid.
+    Made with the grid and count of the launch before it (`ran`), it has a `fused_launch` for
+    that grid where the variant's launcher has one: the runtime's quick path then launches the
+    variant in C (TC3 merged: 16.8 us of host time per launch through this launcher's `launch`,
+    tc3-probe-h200-2026-12-02-o.json)."""
 
-    def __init__(self, kernel: TileSplitKernel) -> None:
+    def __init__(self, kernel: GridVariantKernel, args: Sequence[Any], ran: tuple[Grid, int] | None) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
         self._counts = ChosenPerGrid(lambda grid, args: kernel.count(grid, args, False))
+        self._fused: Any = None
+        if ran is not None:
+            grid, count = ran
+            inner = self._launchers.remember(count, kernel.variant(count), args)
+            fused = getattr(inner, "fused_launch", None)
+            self._fused = None if fused is None else fused(grid=(grid, kernel.variant_grid(grid, count)))
+
+    def fused_launch(self) -> Any:
+        """The variant's launch on the grid the launch before this launcher ran, for the
+        runtime's quick path (a `FusedLaunch`); None where there is none."""
+        return self._fused
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
         count = self._counts.get(grid, args, dependent)
         if count is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
-        self._launchers.run(count, k.variant(count), (grid[0] * count, grid[1], grid[2]), args, stream)
+        self._launchers.run(count, k.variant(count), k.variant_grid(grid, count), args, stream)

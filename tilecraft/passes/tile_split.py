@@ -93,7 +93,7 @@ class TileSplits:
         factors = split_factors(self.shape, count)
         if factors is None:
             raise ValueError(f"cannot split a {self.shape} tile {count} ways")
-        return _Rebuild(self.fn, self.labels, factors).function(count)
+        return Rebuild(self.fn, self.labels, factors).function(count)
 
 
 def split_factors(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
@@ -165,7 +165,7 @@ def row_split(fn: Function, pieces: int) -> Function | None:
     if pieces < 1 or pieces & (pieces - 1) or shape[rows] // pieces < MIN_SPLIT_DIM:
         return None
     factors = tuple(pieces if a == rows else 1 for a in range(len(shape)))
-    return _Rebuild(fn, labels, factors).function_by_parameter(pieces)
+    return Rebuild(fn, labels, factors).function_by_parameter(pieces)
 
 
 # ---- recognition -----------------------------------------------------------------------------------
@@ -348,10 +348,11 @@ def _arrays_made_in_loops(block: Block, looped: bool = False) -> set[int]:
 
 
 # ---- building --------------------------------------------------------------------------------------
-class _Rebuild:
+class Rebuild:
     """The split kernel: `fn` copied with split values retyped, loads, stores and aranges on
     split axes reading pieces, and (`function`, not `function_by_parameter`) the grid queries of
-    axis 0 read as the user's."""
+    axis 0 read as the user's. With every factor 1 it copies ops unchanged but for the grid
+    queries and the values in `map` (passes/block_merge.py copies a block's ops that way)."""
 
     def __init__(self, fn: Function, labels: dict[int, Labels], factors: tuple[int, ...]) -> None:
         self.fn = fn
@@ -465,8 +466,8 @@ class _Rebuild:
 
     def _block(self, block: Block) -> Block:
         args = []
-        for a in block.args:
-            new = self.b.new_value(self._type(a), a.hint) if a.id in self.labels else a
+        for a in block.args:  # new arguments each time: a block may be copied more than once
+            new = self.b.new_value(self._type(a), a.hint)
             self.map[a.id] = new
             args.append(new)
         copy = Block(args)

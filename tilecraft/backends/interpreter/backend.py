@@ -14,11 +14,12 @@ import numpy as np
 from ...ir import Function, TileType
 from ...passes.split_k import split_k as find_split
 from ...passes.stream_k import stream_k as find_stream_k
+from ...passes.block_merge import block_merges
 from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..splitting import SplitKernel, check_split_option, forced_splits
 from ..stream_k import StreamKKernel
-from ..tile_splitting import TileSplitKernel
+from ..tile_splitting import BlockMergeKernel, TileSplitKernel
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .numerics import scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
@@ -81,20 +82,24 @@ class InterpreterBackend:
     `split_k`: a count N runs every 1-D launch of a kernel `passes.split_k` qualifies as its
     split-K kernels, N ways; `tile_split`: a count N runs every launch of a kernel
     `passes.tile_split` qualifies with its output tiles split N ways; `stream_k`: a count N runs
-    every 1-D launch of a kernel `passes.stream_k` qualifies as its stream-K kernel on N programs
-    (tests of the splits; never by default: a CPU has no idle SMs)."""
+    every 1-D launch of a kernel `passes.stream_k` qualifies as its stream-K kernel on N programs;
+    `block_merge`: a count F runs every launch of a kernel `passes.block_merge` qualifies (and
+    tile splitting does not take) with F of its blocks merged, where F divides grid axis 0
+    (tests of the splits and merges; never by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
     _split_k: int | None = None  # (also for subclasses that skip __init__)
     _tile_split: int | None = None
+    _block_merge: int | None = None
     _stream_k: int | None = None
 
     def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False,
-                 stream_k: bool | int = False) -> None:
-        for option in (split_k, tile_split, stream_k):
+                 stream_k: bool | int = False, block_merge: bool | int = False) -> None:
+        for option in (split_k, tile_split, stream_k, block_merge):
             check_split_option(option)
         self._split_k = None if isinstance(split_k, bool) else split_k
         self._tile_split = None if isinstance(tile_split, bool) else tile_split
+        self._block_merge = None if isinstance(block_merge, bool) else block_merge
         self._stream_k = None if isinstance(stream_k, bool) else stream_k
 
     def compile(self, fn: Function,
@@ -110,13 +115,20 @@ class InterpreterBackend:
         return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
                            lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
 
-    def _tile_split_kernel(self, kernel: InterpretedKernel, fn: Function) -> InterpretedKernel | TileSplitKernel:
-        """`kernel` with its tiles split `tile_split` ways on every launch, where `fn` allows."""
+    def _tile_split_kernel(self, kernel: InterpretedKernel,
+                           fn: Function) -> InterpretedKernel | TileSplitKernel | BlockMergeKernel:
+        """`kernel` with its tiles split `tile_split` ways on every launch, where `fn` allows;
+        else with `block_merge` of its blocks merged, where `fn` allows."""
         forced = self._tile_split
         splits = tile_splits(fn) if forced is not None else None
-        if splits is None or forced not in splits.counts():
+        if splits is not None and forced in splits.counts():
+            return TileSplitKernel(kernel, splits, lambda variant, count: InterpretedKernel(variant),
+                                   lambda grid, args: forced)
+        merge = self._block_merge
+        merges = block_merges(fn) if merge is not None else None
+        if merges is None or merge not in merges.counts():
             return kernel
-        return TileSplitKernel(kernel, splits, lambda variant, count: InterpretedKernel(variant), lambda grid, args: forced)
+        return BlockMergeKernel(kernel, merges, lambda variant, count: InterpretedKernel(variant), lambda grid, args: merge)
 
     def _stream_k_kernel(self, kernel: InterpretedKernel | TileSplitKernel,
                          fn: Function) -> InterpretedKernel | TileSplitKernel | StreamKKernel:

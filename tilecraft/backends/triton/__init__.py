@@ -30,12 +30,13 @@ from ...ir import Function, ops  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
+from ...passes.block_merge import block_merges  # noqa: E402
 from ...passes.tile_split import tile_splits  # noqa: E402
 from ...passes.warp_specialize import StreamedLoop, streamed_loop  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
-from ..tile_splitting import MIN_AUTO_DIM, TileSplitKernel, piece_facts  # noqa: E402
+from ..tile_splitting import MIN_AUTO_DIM, BlockMergeKernel, TileSplitKernel, piece_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -47,7 +48,7 @@ interpret_workarounds.fix_scalar_index()  # Triton 3.6's interpreter under NumPy
 
 __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 
-Compiled = TritonKernel | SplitKernel | TileSplitKernel | StreamKKernel
+Compiled = TritonKernel | SplitKernel | TileSplitKernel | BlockMergeKernel | StreamKKernel
 """What the backend compiles a kernel into before operand staging (see `TritonBackend.compile`)."""
 
 
@@ -71,6 +72,11 @@ class TritonBackend:
     tile cut into pieces of one block each (backends/tile_splitting.py; on a GPU, unless
     TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
+    `block_merge`: True runs a matmul-like kernel of small tiles that `passes.block_merge`
+    qualifies, on a launch of about a block per SM or more, with F of its blocks merged into
+    one block of F times the rows (backends/tile_splitting.py `auto_merge`; on a GPU, unless
+    TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is not merged); False never; a
+    count F merges every launch whose grid axis 0 F divides (tests).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
     whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
     (backends/stream_k.py; on a GPU when TILECRAFT_STREAM_K=1: it still runs slower than the
@@ -87,15 +93,17 @@ class TritonBackend:
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
                  split_k: bool | int = True, tile_split: bool | int = True, stream_k: bool | int = True,
-                 stage_operands: bool | None = None) -> None:
+                 block_merge: bool | int = True, stage_operands: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
         check_split_option(tile_split)
         check_split_option(stream_k)
+        check_split_option(block_merge)
         self._split_k = split_k
         self._tile_split = tile_split
         self._stream_k = stream_k
+        self._block_merge = block_merge
         self._stage = stage_operands
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
@@ -226,7 +234,14 @@ class TritonBackend:
                                                                                stream))
 
     def _tiles_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                      target: Target) -> TritonKernel | TileSplitKernel:
+                      target: Target) -> TritonKernel | TileSplitKernel | BlockMergeKernel:
+        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn`
+        qualifies, else with its block-merged variants where `block_merge` asks and `fn` qualifies."""
+        split = self._tile_split_kernel(kernel, fn, facts, target)
+        return split if split is not kernel else self._block_merge_kernel(kernel, fn, facts, target)
+
+    def _tile_split_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                           target: Target) -> TritonKernel | TileSplitKernel:
         automatic = self._tile_split is True
         if self._tile_split is False or (automatic and (self.interpret or knobs.TILE_SPLIT.get() == "0")):
             return kernel
@@ -242,6 +257,21 @@ class TritonBackend:
             lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
                                                 replace(target, deep_pipeline=True), self.interpret),
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
+
+    def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                            target: Target) -> TritonKernel | BlockMergeKernel:
+        automatic = self._block_merge is True
+        if self._block_merge is False or (automatic and (self.interpret or knobs.BLOCK_MERGE.get() == "0")):
+            return kernel
+        merges = block_merges(fn)
+        counts = [] if merges is None else [c for c in merges.counts() if automatic or c == self._block_merge]
+        if not counts:
+            return kernel
+        forced = None if automatic else self._block_merge
+        return BlockMergeKernel(
+            kernel, merges,
+            lambda variant, count: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
+            lambda grid, args: split_launch.choose_block_merge(grid, args, forced, counts))
 
 
 def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:

@@ -270,16 +270,18 @@ class DirectLauncher:
             self._host = self._host_variant()
         return self._host
 
-    def fused_launch(self) -> FusedLaunch | None:
+    def fused_launch(self, grid: tuple[Grid, Grid] | None = None) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (`fused_launch`): the native
-        launcher's call, with each host descriptor's map kept per address. None for a grid-loop
-        kernel (`fused_launch` says what else declines)."""
+        launcher's call, with each host descriptor's map kept per address. `grid`: (the user's
+        one grid, the grid this kernel launches for it), for a kernel launched in place of
+        another on a grid of its own (backends/tile_splitting.py). None for a grid-loop kernel
+        (`fused_launch` says what else declines)."""
         if self._slots is not None:
             return None
         ex = self._expanded
         if ex is not None:
-            return fused_launch(ex.launcher.native, ex.fused_args, ex.launcher.map_bytes)
-        return fused_launch(self._launcher, self._fused_args)
+            return fused_launch(ex.launcher.native, ex.fused_args, ex.launcher.map_bytes, grid=grid)
+        return fused_launch(self._launcher, self._fused_args, grid=grid)
 
 
 def fused_launch(launcher: native_launch.Native | None, fused_args: Sequence[str] | None,

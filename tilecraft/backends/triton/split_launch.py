@@ -14,7 +14,7 @@ import torch
 from ...language.dtypes import DType
 from ..splitting import Grid, auto_splits, forced_splits
 from ..stream_k import auto_programs
-from ..tile_splitting import auto_count
+from ..tile_splitting import auto_count, auto_merge
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
@@ -55,6 +55,14 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
         return forced
     sms = _launch_sms(args)
     return None if sms is None else auto_count(grid, sms, counts, tile_elements)
+
+
+def choose_block_merge(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int]) -> int | None:
+    """A launch's block-merge factor: `forced` on any grid, else `auto_merge` on a CUDA device."""
+    if forced is not None:
+        return forced
+    sms = _launch_sms(args)
+    return None if sms is None else auto_merge(grid, sms, counts)
 
 
 def choose_stream_k(grid: Grid, args: Sequence[Any], forced: int | None, tile_elements: int) -> int | None:

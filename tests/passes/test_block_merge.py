@@ -1,0 +1,299 @@
+"""Block merging (tilecraft/passes/block_merge.py, backends/tile_splitting.py `BlockMergeKernel`):
+which kernels qualify, the merged variant's IR, how a launch picks its factor, and the results of
+kernels merged F at a time on every backend (a registered backend `<name>-merge<F>`): float64
+references on poisoned outputs, odd sizes, programs whose blocks line up and programs whose
+blocks do not (run one by one), the same values as the unmerged kernel, bit-identical reruns
+through the fast path. On the GPU also the automatic merge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilecraft as ct
+from tilecraft.backends.base import wrapped_as
+from tilecraft.backends.tile_splitting import BlockMergeKernel, GridVariantLauncher, auto_merge
+from tilecraft.ir import ops, verify
+from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
+from tilecraft.passes.block_merge import block_merges
+from conftest import fast_launchers, kernel_ir, run_matmul
+
+ConstInt = ct.Constant[int]
+RNG = np.random.default_rng(11)
+ZERO = ct.PaddingMode.ZERO
+_F32 = np.float32
+
+
+def _mats(m: int, n: int, k: int, dtype=_F32):
+    return RNG.standard_normal((m, k)).astype(dtype), RNG.standard_normal((k, n)).astype(dtype)
+
+
+def _product(A, B, row, col, tm, tn, tk):
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        acc = ct.mma(ct.load(A, index=(row, k), shape=(tm, tk), padding_mode=ZERO),
+                     ct.load(B, index=(k, col), shape=(tk, tn), padding_mode=ZERO), acc)
+    return acc
+
+
+@ct.kernel
+def row_major(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Tiles in row-major order: consecutive blocks are consecutive columns, so merged blocks
+    never line up (every program runs its blocks one by one)."""
+    n_cols = ct.cdiv(C.shape[1], tn)
+    ct.store(C, index=(ct.bid(0) // n_cols, ct.bid(0) % n_cols),
+             tile=_product(A, B, ct.bid(0) // n_cols, ct.bid(0) % n_cols, tm, tn, tk))
+
+
+@ct.kernel
+def column_major_scaled(A, B, C, scale, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Tiles in column-major order (consecutive blocks are consecutive rows: every program whose
+    first row is a multiple of F lines up), each row scaled by `scale` (a load on the rows)."""
+    n_rows = ct.cdiv(C.shape[0], tm)
+    row, col = ct.bid(0) % n_rows, ct.bid(0) // n_rows
+    s = ct.reshape(ct.load(scale, index=(row,), shape=(tm,), padding_mode=ZERO), (tm, 1))
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk) * s)
+
+
+@ct.kernel
+def direct_rows(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """bid(0) itself the row index, inside the loop too: always lined up (no check)."""
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(tm, tk), padding_mode=ZERO),
+                     ct.load(B, index=(k, ct.bid(1)), shape=(tk, tn), padding_mode=ZERO), acc)
+    ct.store(C, index=(ct.bid(0), ct.bid(1)), tile=acc)
+
+
+@ct.kernel
+def shared_rows(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """The rows indexed by a value all blocks share (block b computes column tile b of row tile 0)."""
+    ct.store(C, index=(0, ct.bid(0)), tile=_product(A, B, 0, ct.bid(0), tm, tn, tk))
+
+
+@ct.kernel
+def row_also_added(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """bid(0) the row index and also added to the tile in the loop: read as a number, which the
+    merged blocks would have to share."""
+    acc = ct.full((tm, tn), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(A, axis=1, shape=(tm, tk))):
+        acc = ct.mma(ct.load(A, index=(ct.bid(0), k), shape=(tm, tk), padding_mode=ZERO),
+                     ct.load(B, index=(k, 0), shape=(tk, tn), padding_mode=ZERO), acc) + ct.bid(0)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+@ct.kernel
+def bid_as_column(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """bid(0) the column index: the merged blocks would have to share it, which they never do."""
+    ct.store(C, index=(ct.bid(1), ct.bid(0)), tile=_product(A, B, ct.bid(1), ct.bid(0), tm, tn, tk))
+
+
+# ---- which kernels qualify ------------------------------------------------------------------------
+def test_qualifying_kernels_and_their_factors():
+    a, b = _mats(100, 70, 45)
+    c = np.zeros((100, 70), _F32)
+    for kernel in (matmul_kernel, row_major, direct_rows):
+        merges = block_merges(kernel_ir(kernel, a, b, c, 32, 32, 32))
+        assert merges is not None and merges.counts() == [2, 4]
+    assert block_merges(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32)).counts() == []  # 2048 elements
+    assert block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32)).counts() == [2, 4]
+    assert block_merges(kernel_ir(column_major_scaled, a, b, c, np.ones(100, _F32), 32, 32, 32)) is not None
+
+
+@pytest.mark.parametrize("kernel", [persistent_matmul_kernel, shared_rows, row_also_added, bid_as_column],
+                         ids=lambda k: k.fn.__name__)
+def test_kernels_that_do_not_qualify(kernel):
+    a, b = _mats(64, 64, 32)
+    assert block_merges(kernel_ir(kernel, a, b, np.zeros((64, 64), _F32), 32, 32, 32)) is None
+
+
+def test_merged_variant_ir():
+    """The variant verifies, keeps value ids unique, reads 128-row tiles of A and C where the
+    blocks line up and 32-row ones where they run one by one, and leaves its source unchanged."""
+    a, b = _mats(1000, 500, 700)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((1000, 500), _F32), 32, 32, 32)
+    before = [op.name for op in fn.walk()]
+    merges = block_merges(fn)
+    assert len(merges.rows) == len(merges.uniform) == 1  # the sample's bid_m and bid_n
+    variant = verify(merges.merge(4))
+    ids = [p.id for p in variant.params] + [r.id for op in variant.walk() for r in op.results]
+    assert len(ids) == len(set(ids))
+    branch = next(op for op in variant.body.ops if isinstance(op, ops.If))
+    loads = lambda block: sorted(op.shape for op in _walk(block) if isinstance(op, ops.Load))  # noqa: E731
+    assert loads(branch.then) == [(32, 32), (128, 32)]
+    assert loads(branch.orelse) == [(32, 32), (32, 32)]
+    assert [op.name for op in fn.walk()] == before
+    with pytest.raises(ValueError):
+        merges.merge(3)
+
+
+def _walk(block):
+    for op in block.ops:
+        yield op
+        for inner in op.blocks:
+            yield from _walk(inner)
+
+
+def test_nothing_to_check_when_bid_is_the_row():
+    a, b = _mats(64, 64, 32)
+    variant = verify(block_merges(kernel_ir(direct_rows, a, b, np.zeros((64, 64), _F32), 16, 16, 16)).merge(4))
+    assert not any(isinstance(op, ops.If) for op in variant.walk())
+    assert sorted(op.shape for op in variant.walk() if isinstance(op, ops.Load)) == [(16, 16), (64, 16)]
+
+
+def test_automatic_factor():
+    """Merged launches keep about a block per SM: TC3's 512 blocks 4 to one, TC2's 256 2 to one."""
+    assert auto_merge((512, 1, 1), 132, [2, 4]) == 4
+    assert auto_merge((256, 1, 1), 132, [2, 4]) == 2
+    assert auto_merge((200, 1, 1), 132, [2, 4]) is None  # 100 blocks would leave SMs idle
+    assert auto_merge((4096, 1, 1), 132, [2, 4]) == 4
+    assert auto_merge((514, 1, 1), 132, [2, 4]) == 2  # 4 does not divide it
+    assert auto_merge((513, 1, 1), 132, [2, 4]) is None
+    assert auto_merge((32, 16, 1), 132, [2, 4]) == 4  # every grid axis counts, axis 0 divides
+    assert auto_merge((512, 1, 1), 132, []) is None
+
+
+def test_specialize_starts_from_the_launch_it_follows():
+    """`GridVariantKernel.specialize` gives its launcher the variant's launcher and a quick-path
+    launch for the grid of the kernel's last launch only where that launch ran these very
+    arguments on a variant: not after a launch of other arguments or of the kernel as compiled,
+    and once (a second specialize starts from nothing)."""
+    from types import SimpleNamespace
+    made = []
+    specialized = SimpleNamespace(fused_launch=lambda grid: made.append(("fused", grid)) or "fused")
+    variant = SimpleNamespace(launch=lambda grid, args, stream: made.append(("variant", grid)),
+                              specialize=lambda args: specialized)
+    main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: "main's launcher")
+    merges = SimpleNamespace(merge=lambda count: f"merged {count}")
+    kernel = BlockMergeKernel(main, merges, lambda fn, count: made.append(fn) or variant,
+                              lambda grid, args: 4 if grid[0] % 4 == 0 else 3)
+    args, other = [object(), object()], [object(), object()]
+    kernel.launch((8, 2, 1), args)
+    launcher = kernel.specialize(args)
+    assert launcher.fused_launch() == "fused"
+    assert made == ["merged 4", ("variant", (2, 2, 1)), ("fused", ((8, 2, 1), (2, 2, 1)))]
+    assert kernel.specialize(args).fused_launch() is None  # consumed
+    kernel.launch((8, 2, 1), args)
+    assert kernel.specialize(other).fused_launch() is None  # other arguments
+    kernel.launch((8, 2, 1), args)
+    kernel.launch((10, 1, 1), args)  # 3 does not divide 10: the kernel as compiled
+    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None
+
+
+# ---- results --------------------------------------------------------------------------------------
+@pytest.fixture
+def merge_backend(backend_variant):
+    """A function making (and registering, for this test) `backend` with blocks merged F at a time."""
+    return lambda count: backend_variant(f"merge{count}", block_merge=count, tile_split=False, stream_k=False)
+
+
+def _merged(kernel, name: str, count: int) -> bool:
+    """Whether every variant for backend `name` launched its variant merged `count` at a time."""
+    compiled = [wrapped_as(v.compiled, BlockMergeKernel) for key, v in kernel.variants.items() if key.backend == name]
+    return bool(compiled) and all(c is not None and list(c._variants) == [count] for c in compiled)
+
+
+@pytest.mark.parametrize("count", [2, 4])
+@pytest.mark.parametrize("m,n,k", [(100, 70, 45), (170, 100, 70)])
+def test_merged_matmul_sample(dev, merge_backend, count, m, n, k):
+    """fp32 (tf32 MMAs) with 32x32x32 tiles: edge tiles on both axes and a partial last K step.
+    At 170x100 the sample's groups are 6 row tiles tall, so with F = 4 some programs line up and
+    the others run their blocks one by one. Close to float64, equal to the unmerged kernel up to
+    summation order, the same bits on a rerun (through the fast path's launcher)."""
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)  # its own variants
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
+    if grid[0] % count:
+        pytest.skip("the factor does not divide the grid")
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    unmerged = run_matmul(dev, dev.name, grid, kernel, a, b, (32, 32, 32))
+    name = merge_backend(count)
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, (32, 32, 32)) for _ in range(2))
+    np.testing.assert_allclose(first, ref, atol=2e-3 * np.sqrt(k), rtol=2e-3)  # tf32
+    np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
+    assert _merged(kernel, name, count)
+    assert [type(f) for f in fast_launchers(kernel, name)] == [GridVariantLauncher]
+
+
+@pytest.mark.parametrize("kernel", [row_major, column_major_scaled], ids=lambda k: k.fn.__name__)
+def test_merged_orders(dev, merge_backend, kernel):
+    """fp16 in, fp32 out, 16x32x16 tiles merged 4 at a time: in row-major order no program lines
+    up, in column-major order those whose first row is a multiple of 4 do (5 row tiles: the
+    others straddle two columns)."""
+    m, n, k = 75, 120, 40
+    a, b = _mats(m, n, k, np.float16)
+    scale = RNG.standard_normal(m).astype(_F32)
+    extra = (dev.put(scale),) if kernel is column_major_scaled else ()
+    grid = (ct.cdiv(m, 16) * ct.cdiv(n, 32), 1, 1)
+    got = run_matmul(dev, merge_backend(4), grid, kernel, a, b, (*extra, 16, 32, 16))
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    if extra:
+        ref = ref * scale[:, None]
+    np.testing.assert_allclose(got, ref, atol=1e-4 * k, rtol=1e-5)
+    assert _merged(kernel, f"{dev.name}-merge4", 4)
+
+
+def test_merged_2d_grid(dev, merge_backend):
+    """bid(0) the row and bid(1) the column on a 2-D grid, merged along axis 0."""
+    m, n, k = 70, 50, 33
+    a, b = _mats(m, n, k, np.float16)
+    grid = (ct.cdiv(m, 16) + 1, ct.cdiv(n, 16), 1)  # one more row of blocks than tiles: past the end
+    got = run_matmul(dev, merge_backend(2), grid, direct_rows, a, b, (16, 16, 16))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=1e-4 * k, rtol=1e-5)
+    assert _merged(direct_rows, f"{dev.name}-merge2", 2)
+
+
+@pytest.mark.only_backends("triton")
+def test_merged_quick_launches(dev):
+    """On the GPU: cached `ct.launch`es of an automatically merged kernel (1000x500x64 fp32,
+    32x32x32 tiles: 512 blocks) take the C quick path made for the grid of the launch before
+    (`GridVariantLauncher.fused_launch`), each right, the grid given in 1 or 3 numbers; it
+    declines another grid, having launched nothing."""
+    import torch
+    m, n, k = 1000, 500, 64
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32),)
+    if auto_merge((*grid, 1, 1), torch.cuda.get_device_properties(0).multi_processor_count, [2, 4]) is None:
+        pytest.skip("this GPU's SMs would not merge this grid")
+    kernel = ct.kernel(matmul_kernel.fn)
+    a, b = (torch.from_numpy(x).cuda() for x in _mats(m, n, k))
+    want = a.double() @ b.double()
+    c = torch.empty(m, n, device="cuda")
+    stream, args = torch.cuda.current_stream(), (a, b, c, 32, 32, 32)
+
+    def check(launch) -> None:
+        c.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.double(), want, rtol=2e-3, atol=2e-3 * k ** 0.5)
+
+    check(lambda: ct.launch(stream, grid, kernel, args))  # compiles, makes the fast-path entry and its quick launcher
+    assert type(kernel.quick).__name__ == "Quick"
+    for i in range(3):
+        check(lambda: _assert_true(kernel.quick(stream, grid if i % 2 else (*grid, 1, 1), args)))
+    assert kernel.quick(stream, (grid[0] // 2,), args) is False  # another grid: declined
+
+
+def _assert_true(value) -> None:
+    assert value is True
+
+
+@pytest.mark.only_backends("triton")
+def test_automatic_merge_on_the_gpu(dev):
+    """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles: 512 blocks, merged as
+    `auto_merge` says for the GPU's SMs (4 to a block on the H200's 132); reruns through the fast
+    path are bit-identical."""
+    import torch
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    m, n, k = 1000, 500, 700
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
+    results = [run_matmul(dev, "triton", grid, kernel, a, b, (32, 32, 32)) for _ in range(3)]
+    np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
+    factor = auto_merge(grid, sms, [2, 4])
+    assert factor == 4 or sms != 132
+    if factor:
+        assert _merged(kernel, "triton", factor)
+    for later in results[1:]:
+        np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))
