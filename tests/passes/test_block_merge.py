@@ -12,7 +12,7 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
-from tilecraft.backends.tile_splitting import BlockMergeKernel, GridVariantLauncher, auto_merge
+from tilecraft.backends.tile_splitting import BlockMergeKernel, GridVariantLauncher, auto_factors, auto_merge
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.block_merge import block_merges
@@ -142,14 +142,22 @@ def test_nothing_to_check_when_bid_is_the_row():
 
 
 def test_automatic_factor():
-    """Merged launches keep about a block per SM: TC3's 512 blocks 4 to one, TC2's 256 2 to one."""
-    assert auto_merge((512, 1, 1), 132, [2, 4]) == 4
-    assert auto_merge((256, 1, 1), 132, [2, 4]) == 2
-    assert auto_merge((200, 1, 1), 132, [2, 4]) is None  # 100 blocks would leave SMs idle
-    assert auto_merge((4096, 1, 1), 132, [2, 4]) == 4
+    """Automatic merges are 4 to a block, of tf32 kernels (fp32 arrays), and keep about a block
+    per SM: TC3's 512 blocks merge, TC2's 256 do not."""
+    a, b = _mats(100, 70, 45)
+    c = np.zeros((100, 70), _F32)
+    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == [4]
+    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32))) == [4]
+    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))) == []  # 2048 elements
+    h, g = _mats(100, 70, 45, np.float16)
+    assert auto_factors(block_merges(kernel_ir(matmul_kernel, h, g, c, 32, 32, 32))) == []  # fp16
+    assert auto_merge((512, 1, 1), 132, [4]) == 4
+    assert auto_merge((256, 1, 1), 132, [4]) is None  # 64 blocks would leave SMs idle
+    assert auto_merge((256, 1, 1), 132, [2, 4]) == 2  # a factor that keeps them busy
+    assert auto_merge((4096, 1, 1), 132, [4]) == 4
     assert auto_merge((514, 1, 1), 132, [2, 4]) == 2  # 4 does not divide it
     assert auto_merge((513, 1, 1), 132, [2, 4]) is None
-    assert auto_merge((32, 16, 1), 132, [2, 4]) == 4  # every grid axis counts, axis 0 divides
+    assert auto_merge((32, 16, 1), 132, [4]) == 4  # every grid axis counts, axis 0 divides
     assert auto_merge((512, 1, 1), 132, []) is None
 
 
@@ -253,7 +261,7 @@ def test_merged_quick_launches(dev):
     import torch
     m, n, k = 1000, 500, 64
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32),)
-    if auto_merge((*grid, 1, 1), torch.cuda.get_device_properties(0).multi_processor_count, [2, 4]) is None:
+    if auto_merge((*grid, 1, 1), torch.cuda.get_device_properties(0).multi_processor_count, [4]) is None:
         pytest.skip("this GPU's SMs would not merge this grid")
     kernel = ct.kernel(matmul_kernel.fn)
     a, b = (torch.from_numpy(x).cuda() for x in _mats(m, n, k))
@@ -291,7 +299,7 @@ def test_automatic_merge_on_the_gpu(dev):
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
     results = [run_matmul(dev, "triton", grid, kernel, a, b, (32, 32, 32)) for _ in range(3)]
     np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    factor = auto_merge(grid, sms, [2, 4])
+    factor = auto_merge(grid, sms, [4])
     assert factor == 4 or sms != 132
     if factor:
         assert _merged(kernel, "triton", factor)

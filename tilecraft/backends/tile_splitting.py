@@ -10,10 +10,9 @@ takes the split count that `auto_count`'s model of those runs rates fastest, pie
 `MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and how many SMs
 the launch's GPU has (or a count forced for tests).
 
-The other way round, a kernel of small tiles (32x32) on a grid of several blocks per SM runs
-with F of its blocks merged into one (passes/block_merge.py) where `auto_merge` says: the
-largest F that leaves about a block per SM (TC3's 512 blocks merged 4 to a block, TC2's 256
-2 to a block; tc3-probe-h200-2026-12-02-o.json).
+The other way round, a tf32 kernel of small tiles (32x32) on a grid of about four blocks per
+SM or more runs with 4 of its blocks merged into one (passes/block_merge.py; `auto_factors`,
+`auto_merge`).
 """
 
 from __future__ import annotations
@@ -69,6 +68,19 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
 MERGED_BLOCKS_PER_SM = 0.95
 """A merge leaves at least this many blocks per SM (TC3's 512 blocks merged 4 to a block: 128
 blocks on the H200's 132 SMs)."""
+
+AUTO_FACTOR = 4
+
+
+def auto_factors(merges: BlockMerges) -> list[int]:
+    """The merge factors launches of a kernel may take on their own: 4, where every MMA takes
+    tf32 operands. On the H200 the MatMul sample's 32x32x32 tiles ran (torch's time over
+    ours, unmerged -> merged; merge-probe-h200-2026-12-02.json): TC3 fp32 0.71 -> 0.89 merged 4
+    to a block (as written with 128x32 tiles: 0.89); 1024^3 and 2048x1024x512 fp32 unchanged
+    (0.62 -> 0.63, 0.75 -> 0.75); but TC2 fp32 (256 blocks) 1.05 -> 0.93 merged 2 to a block,
+    and fp16 at TC3's shape 1.14 -> 1.03 merged 4 to a block: 16-bit operands, half the bytes
+    per MMA, already ran well on small tiles."""
+    return [AUTO_FACTOR] if merges.tf32 and AUTO_FACTOR in merges.counts() else []
 
 
 def auto_merge(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:

@@ -2,10 +2,11 @@
 
 A matmul written with small tiles (the cuTile MatMul sample's 32x32x32 on TC3, 1000x500x700
 tf32: 512 one-warp blocks) spends each K step on a small MMA and reads A and B from L2 once per
-32 columns and rows. On the H200 the same source with 128x32 tiles ran 0.92x torch where its
-32x32 tiles ran 0.75x; TC2 (512x512x768) ran 1.08x with 64x32 against 1.01x
-(benchmarks/results/tc3-probe-h200-2026-12-02-o.json). Merging does that without the user
-changing a tile: program p of the merged kernel runs the user's blocks F p, ..., F p + F - 1.
+32 columns and rows. Merging runs it as if written with taller tiles, without the user changing
+one: program p of the merged kernel runs the user's blocks F p, ..., F p + F - 1. On the H200
+TC3 went from 0.71x torch to 0.89x merged 4 to a block, as fast as the sample written with
+128x32 tiles (benchmarks/results/merge-probe-h200-2026-12-02.json; which launches merge on
+their own: backends/tile_splitting.py `auto_factors`).
 
 Where those blocks' output tiles are F consecutive row tiles of one tile column (the sample's
 grouped order gives that for F up to its group size), the program computes them as one tile of
@@ -70,6 +71,8 @@ class BlockMerges:
     """Prologue values that index output rows (but `bid(0)`): consecutive over the merged blocks."""
     uniform: tuple[Value, ...]
     """Prologue values depending on `bid(0)` that the kernel reads otherwise: equal over them."""
+    tf32: bool
+    """Whether every MMA of the kernel takes tf32 operands."""
 
     def counts(self) -> list[int]:
         """The merge factors this kernel's tile allows."""
@@ -121,7 +124,8 @@ def block_merges(fn: Function) -> BlockMerges | None:
     # bid(0) lines up by itself: F p + j is the first plus j, and F divides the first
     rows = tuple(values[i] for i, r in roles.items() if r == "row" and i in prologue_ids and i not in bids)
     uniform = tuple(values[i] for i, r in roles.items() if r == "uniform")
-    return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), rows, uniform)
+    tf32 = all(op.a.tile.dtype is dt.tfloat32 for op in fn.walk() if isinstance(op, ops.Mma))
+    return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), rows, uniform, tf32)
 
 
 def _row_indices(op: Op, labels: dict[int, Labels]) -> list[Value]:

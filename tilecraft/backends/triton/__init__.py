@@ -36,7 +36,7 @@ from ...passes.warp_specialize import StreamedLoop, streamed_loop  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
-from ..tile_splitting import MIN_AUTO_DIM, BlockMergeKernel, TileSplitKernel, piece_facts  # noqa: E402
+from ..tile_splitting import MIN_AUTO_DIM, BlockMergeKernel, TileSplitKernel, auto_factors, piece_facts  # noqa: E402
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -72,11 +72,11 @@ class TritonBackend:
     tile cut into pieces of one block each (backends/tile_splitting.py; on a GPU, unless
     TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
-    `block_merge`: True runs a matmul-like kernel of small tiles that `passes.block_merge`
-    qualifies, on a launch of about a block per SM or more, with F of its blocks merged into
-    one block of F times the rows (backends/tile_splitting.py `auto_merge`; on a GPU, unless
-    TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is not merged); False never; a
-    count F merges every launch whose grid axis 0 F divides (tests).
+    `block_merge`: True runs a tf32 matmul-like kernel of small tiles that `passes.block_merge`
+    qualifies, on a launch of about four blocks per SM or more, with 4 of its blocks merged
+    into one block of 4 times the rows (backends/tile_splitting.py `auto_factors`,
+    `auto_merge`; on a GPU, unless TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is
+    not merged); False never; a count F merges every launch whose grid axis 0 F divides (tests).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
     whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
     (backends/stream_k.py; on a GPU when TILECRAFT_STREAM_K=1: it still runs slower than the
@@ -264,7 +264,8 @@ class TritonBackend:
         if self._block_merge is False or (automatic and (self.interpret or knobs.BLOCK_MERGE.get() == "0")):
             return kernel
         merges = block_merges(fn)
-        counts = [] if merges is None else [c for c in merges.counts() if automatic or c == self._block_merge]
+        counts = ([] if merges is None else auto_factors(merges) if automatic
+                  else [c for c in merges.counts() if c == self._block_merge])
         if not counts:
             return kernel
         forced = None if automatic else self._block_merge
