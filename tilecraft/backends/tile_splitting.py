@@ -199,8 +199,8 @@ class GridVariantLauncher:
     launchers of the kernel as compiled and of each variant, the count chosen once per grid.
     Made with the grid and count of the launch before it (`ran`), it has a `fused_launch` for
     that grid where the variant's launcher has one: the runtime's quick path then launches the
-    variant in C (TC3 merged: 16.8 us of host time per launch through this launcher's `launch`,
-    tc3-probe-h200-2026-12-02-o.json)."""
+    variant in C (TC3 merged on the H200: 16.8 us of host time per launch through this launcher's
+    `launch`, tc3-probe-h200-2026-12-02-p.json; 6.5 us through the quick path, -r)."""
 
     def __init__(self, kernel: GridVariantKernel, args: Sequence[Any], ran: tuple[Grid, int] | None) -> None:
         self._kernel = kernel
