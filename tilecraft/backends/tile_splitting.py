@@ -1,6 +1,7 @@
-"""Tile-split and block-merge launches, shared by the backends: a kernel that `passes.tile_split` can split runs,
-on a grid that leaves most of the GPU idle, as its variant with each output tile cut into S
-pieces, on a grid S times as long along axis 0; on any other grid it runs as compiled.
+"""Tile-split and block-merge launches, shared by the backends: a kernel that
+`passes.tile_split` can split runs, on a grid that leaves most of the GPU idle, as its variant
+with each output tile cut into S pieces, on a grid S times as long along axis 0; on any other
+grid it runs as compiled.
 
 On the H200 the cuTile MatMul sample (128x256 tiles) ran 0.56-0.69x torch from 256^3 to
 1024^3, and 0.87-1.02x with 64x128 or 64x64 tiles, which fill more SMs; at 1536^3 and above

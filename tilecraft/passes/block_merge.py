@@ -185,7 +185,7 @@ class _Merge:
             if shared is not None and op.results[0].id not in self.m.per_block:
                 copier.map.update({r.id: shared[r.id] for r in op.results})
             else:
-                copier._copy([op])
+                copier.copy([op])
 
     def function(self) -> Function:
         m, b, f = self.m, self.b, self.count
@@ -203,16 +203,16 @@ class _Merge:
                 copiers.append(self._copier(self._binary(BinaryFn.ADD, first, self._const(j, first)), blocks, {}))
                 self._prologue(copiers[j], shared)
             ok = self._lined_up(copiers)
-            pieces = {(v.id, 0): self._binary(BinaryFn.FLOORDIV, copiers[0]._get(v), self._const(f, v))
+            pieces = {(v.id, 0): self._binary(BinaryFn.FLOORDIV, copiers[0].get(v), self._const(f, v))
                       for v in m.rows}
             pieces.update({(v.id, 0): program for op in fn.walk() if isinstance(op, ops.Bid) and op.axis == 0
                            for v in op.results})
             merged = self._copier(first, blocks, copiers[0].map, _Merged)
             merged.pieces = pieces
             if ok is None:
-                merged._copy(self.rest)
+                merged.copy(self.rest)
             else:
-                b.emit(ops.If, cond=ok, then=self._region(lambda: merged._copy(self.rest)),
+                b.emit(ops.If, cond=ok, then=self._region(lambda: merged.copy(self.rest)),
                        orelse=self._region(lambda: self._one_by_one(first, blocks, shared)))
         name = f"{fn.name}_merged{f}"
         return eliminate_dead_code(Function(name, list(fn.params), list(fn.param_names), body, fn.loc,
@@ -223,14 +223,14 @@ class _Merge:
         of the factor and their other block-dependent values equal; None when nothing needs checking."""
         conds = []
         for v in (*self.m.rows, *self.m.uniform):
-            v0 = copiers[0]._get(v)
+            v0 = copiers[0].get(v)
             row = v in self.m.rows
             if row:
                 rem = self._binary(BinaryFn.MOD, v0, self._const(self.count, v0))
                 conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=rem, rhs=self._const(0, v0)))
             for j in range(1, self.count):
                 want = self._binary(BinaryFn.ADD, v0, self._const(j, v0)) if row else v0
-                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=copiers[j]._get(v), rhs=want))
+                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=copiers[j].get(v), rhs=want))
         ok = None
         for c in conds:
             ok = c if ok is None else self._binary(BinaryFn.AND, ok, c)
@@ -252,7 +252,7 @@ class _Merge:
         with b.inside(loop):
             copier = self._copier(self._binary(BinaryFn.ADD, first, j), blocks, {})
             self._prologue(copier, shared)
-            copier._copy(self.rest)
+            copier.copy(self.rest)
             b.emit(ops.Yield, values=())
         b.emit(ops.For, lower=self._const(0, first), upper=self._const(self.count, first), step=self._const(1, first),
                init=(), body=loop)

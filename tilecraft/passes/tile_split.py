@@ -384,7 +384,7 @@ class Rebuild:
                                             BinaryFn.MOD))
             for p in self.fn.params:
                 self._place(p)
-            self._copy(self.fn.body.ops)
+            self.copy(self.fn.body.ops)
         fn = self.fn
         split = Function(f"{fn.name}_split{count}", list(fn.params), list(fn.param_names), body, fn.loc,
                          dict(fn.options))
@@ -400,7 +400,7 @@ class Rebuild:
         with b.inside(body):
             for p in self.fn.params:
                 self._place(p)
-            self._copy(self.fn.body.ops)
+            self.copy(self.fn.body.ops)
         fn = self.fn
         split = Function(f"{fn.name}_rows{pieces}", [*fn.params, piece], [*fn.param_names, "piece"], body, fn.loc,
                          dict(fn.options))
@@ -416,13 +416,14 @@ class Rebuild:
         t = v.tile
         return TileType(t.dtype, tuple(d if a is None else d // self.factors[a] for d, a in zip(t.shape, lab)))
 
-    def _get(self, v: Value) -> Value:
+    def get(self, v: Value) -> Value:
+        """What `v` of the source function is in the copy."""
         return self.map.get(v.id, v)
 
     def _place(self, old: Value) -> None:
         """Where `old` (already mapped) is the index of a tile on split axes, make its piece
         index per axis right after it: i * f + s."""
-        i = self._get(old)
+        i = self.get(old)
         for a in sorted(self.indexing.get(old.id, ())):
             t = i.tile.dtype
             s = self.piece[a] if t is dt.int32 else self.b.value(ops.Cast, x=self.piece[a], dtype=t)
@@ -432,10 +433,11 @@ class Rebuild:
 
     def _index(self, index: tuple[Value, ...], lab: Labels) -> tuple[Value, ...]:
         """A tile index (the original values) as the index of this block's piece."""
-        return tuple(self._get(i) if a is None or self.factors[a] == 1 else self.pieces[i.id, a]
+        return tuple(self.get(i) if a is None or self.factors[a] == 1 else self.pieces[i.id, a]
                      for i, a in zip(index, lab))
 
-    def _copy(self, source: list[Op]) -> None:
+    def copy(self, source: list[Op]) -> None:
+        """Append copies of `source` (ops of the source function) to the block being built."""
         for op in source:
             self.b.loc = op.loc
             if isinstance(op, ops.Bid) and op.axis == 0 and self.user is not None:
@@ -474,7 +476,7 @@ class Rebuild:
         with self.b.inside(copy):
             for a in block.args:
                 self._place(a)
-            self._copy(block.ops)
+            self.copy(block.ops)
         return copy
 
     def _emit(self, op: Op) -> None:
@@ -482,9 +484,9 @@ class Rebuild:
         for name in op._operand_fields:
             v = fields[name]
             if isinstance(v, tuple):
-                fields[name] = tuple(self._get(x) for x in v)
+                fields[name] = tuple(self.get(x) for x in v)
             elif v is not None:
-                fields[name] = self._get(v)
+                fields[name] = self.get(v)
         for name in op._block_fields:
             fields[name] = self._block(fields[name])
         lab = self.labels.get(op.results[0].id) if op.results else None
