@@ -142,8 +142,8 @@ def test_nothing_to_check_when_bid_is_the_row():
 
 
 def test_automatic_factor():
-    """Automatic merges are 4 to a block, of tf32 kernels (fp32 arrays), and keep about a block
-    per SM: TC3's 512 blocks merge, TC2's 256 do not."""
+    """Automatic merges are 4 to a block, of tf32 kernels (fp32 arrays), and leave one wave of
+    blocks: TC3's 512 blocks merge, TC2's 256 do not, nor grids of several waves merged."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == [4]
@@ -152,11 +152,12 @@ def test_automatic_factor():
     h, g = _mats(100, 70, 45, np.float16)
     assert auto_factors(block_merges(kernel_ir(matmul_kernel, h, g, c, 32, 32, 32))) == []  # fp16
     assert auto_merge((512, 1, 1), 132, [4]) == 4
+    assert auto_merge((528, 1, 1), 132, [4]) == 4  # 132 merged blocks: one full wave
+    assert auto_merge((532, 1, 1), 132, [4]) is None  # 133: a second wave
     assert auto_merge((256, 1, 1), 132, [4]) is None  # 64 blocks would leave SMs idle
     assert auto_merge((256, 1, 1), 132, [2, 4]) == 2  # a factor that keeps them busy
-    assert auto_merge((4096, 1, 1), 132, [4]) == 4
-    assert auto_merge((514, 1, 1), 132, [2, 4]) == 2  # 4 does not divide it
-    assert auto_merge((513, 1, 1), 132, [2, 4]) is None
+    assert auto_merge((1024, 1, 1), 132, [4]) is None  # 1024^3: 256 merged blocks, two waves
+    assert auto_merge((514, 1, 1), 132, [2, 4]) is None  # 4 does not divide it, 2 leaves two waves
     assert auto_merge((32, 16, 1), 132, [4]) == 4  # every grid axis counts, axis 0 divides
     assert auto_merge((512, 1, 1), 132, []) is None
 

@@ -12,8 +12,8 @@ takes the split count that `auto_count`'s model of those runs rates fastest, pie
 the launch's GPU has (or a count forced for tests).
 
 The other way round, a tf32 kernel of small tiles (32x32) on a grid of about four blocks per
-SM or more runs with 4 of its blocks merged into one (passes/block_merge.py; `auto_factors`,
-`auto_merge`).
+SM runs with 4 of its blocks merged into one, one wave of taller tiles (passes/block_merge.py;
+`auto_factors`, `auto_merge`).
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
 
 
 MERGED_BLOCKS_PER_SM = 0.95
-"""A merge leaves at least this many blocks per SM (TC3's 512 blocks merged 4 to a block: 128
-blocks on the H200's 132 SMs)."""
+"""A merge leaves at least this many blocks per SM, and at most one (TC3's 512 blocks merged 4
+to a block: 128 blocks on the H200's 132 SMs)."""
 
 AUTO_FACTOR = 4
 
@@ -86,10 +86,14 @@ def auto_factors(merges: BlockMerges) -> list[int]:
 
 def auto_merge(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:
     """The merge factor (one of `counts`) of a launch on `grid`: the largest that divides grid
-    axis 0 and leaves at least `MERGED_BLOCKS_PER_SM` blocks per SM; None when none does."""
+    axis 0 and leaves one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM; None when none
+    does. The merges that paid made one wave of several: TC3's 512 blocks, 128 merged. Where
+    more waves remained they did not (H200, tf32, 4 to a block; merge-deep-ab-h200-2026-12-02.json):
+    1024^3 (256 merged blocks) 0.64 -> 0.65x torch, 2048x1024x512 (512) 0.76 -> 0.76x,
+    4000x1000x700 (1000) 0.30 -> 0.22x."""
     blocks = math.prod(grid)
     return next((f for f in sorted(counts, reverse=True)
-                 if grid[0] % f == 0 and blocks // f >= MERGED_BLOCKS_PER_SM * sms), None)
+                 if grid[0] % f == 0 and MERGED_BLOCKS_PER_SM * sms <= blocks // f <= sms), None)
 
 
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:

@@ -73,8 +73,8 @@ class TritonBackend:
     TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
     `block_merge`: True runs a tf32 matmul-like kernel of small tiles that `passes.block_merge`
-    qualifies, on a launch of about four blocks per SM or more, with 4 of its blocks merged
-    into one block of 4 times the rows (backends/tile_splitting.py `auto_factors`,
+    qualifies, on a launch of about four blocks per SM (one wave once merged), with 4 of its
+    blocks merged into one block of 4 times the rows (backends/tile_splitting.py `auto_factors`,
     `auto_merge`; on a GPU, unless TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is
     not merged); False never; a count F merges every launch whose grid axis 0 F divides (tests).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
