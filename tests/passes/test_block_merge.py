@@ -109,7 +109,8 @@ def test_kernels_that_do_not_qualify(kernel):
 
 def test_merged_variant_ir():
     """The variant verifies, keeps value ids unique, reads 128-row tiles of A and C where the
-    blocks line up and 32-row ones where they run one by one, and leaves its source unchanged."""
+    blocks line up and 32-row ones, without tensor descriptors, where they run one by one, and
+    leaves its source unchanged."""
     a, b = _mats(1000, 500, 700)
     fn = kernel_ir(matmul_kernel, a, b, np.zeros((1000, 500), _F32), 32, 32, 32)
     before = [op.name for op in fn.walk()]
@@ -122,6 +123,8 @@ def test_merged_variant_ir():
     loads = lambda block: sorted(op.shape for op in _walk(block) if isinstance(op, ops.Load))  # noqa: E731
     assert loads(branch.then) == [(32, 32), (128, 32)]
     assert loads(branch.orelse) == [(32, 32), (32, 32)]
+    hints = lambda block: {op.allow_tma for op in _walk(block) if isinstance(op, (ops.Load, ops.Store))}  # noqa: E731
+    assert hints(branch.then) == {None} and hints(branch.orelse) == {False}  # one by one: no descriptors
     assert [op.name for op in fn.walk()] == before
     with pytest.raises(ValueError):
         merges.merge(3)

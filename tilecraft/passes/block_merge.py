@@ -34,6 +34,7 @@ merged tiles of at most `MAX_ROWS` rows.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..ir import BinaryFn, Block, Builder, CompareFn, Function, Op, Value, ops, scalar
@@ -254,5 +255,17 @@ class _Merge:
             self._prologue(copier, shared)
             copier.copy(self.rest)
             b.emit(ops.Yield, values=())
+        _without_tma(loop)
         b.emit(ops.For, lower=self._const(0, first), upper=self._const(self.count, first), step=self._const(1, first),
                init=(), body=loop)
+
+
+def _without_tma(block: Block) -> None:
+    """`block`'s loads and stores, nested ones too, hinted not to use tensor descriptors: the
+    blocks that run one by one are the exception, and a backend that makes descriptors in the
+    kernel would make them for their smaller tiles too, in every program (allow_tma is a hint)."""
+    for i, op in enumerate(block.ops):
+        if isinstance(op, (ops.Load, ops.Store)):
+            block.ops[i] = dataclasses.replace(op, allow_tma=False)
+        for inner in op.blocks:
+            _without_tma(inner)
