@@ -12,9 +12,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...ir import Function, TileType
+from ...passes.block_merge import block_merges
 from ...passes.split_k import split_k as find_split
 from ...passes.stream_k import stream_k as find_stream_k
-from ...passes.block_merge import block_merges
 from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..splitting import SplitKernel, check_split_option, forced_splits
