@@ -176,8 +176,7 @@ def test_specialize_starts_from_the_launch_it_follows():
     variant = SimpleNamespace(launch=lambda grid, args, stream: made.append(("variant", grid)),
                               specialize=lambda args: specialized)
     main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: "main's launcher")
-    merges = SimpleNamespace(merge=lambda count: f"merged {count}")
-    kernel = BlockMergeKernel(main, merges, lambda fn, count: made.append(fn) or variant,
+    kernel = BlockMergeKernel(main, lambda count: f"merged {count}", lambda fn, count: made.append(fn) or variant,
                               lambda grid, args: 4 if grid[0] % 4 == 0 else 3)
     args, other = [object(), object()], [object(), object()]
     kernel.launch((8, 2, 1), args)

@@ -613,7 +613,8 @@ def test_specialized_launcher_chooses_once_per_grid():
         asked.append(grid)
         return 2 if grid[0] == 4 else None
 
-    wrapped = TileSplitKernel(InterpretedKernel(fn), tile_splits(fn), lambda f, count: InterpretedKernel(f), choose)
+    wrapped = TileSplitKernel(InterpretedKernel(fn), tile_splits(fn).split, lambda f, count: InterpretedKernel(f),
+                              choose)
     launcher = wrapped.specialize(None)
     for grid in [(4, 1, 1), (4, 1, 1), (2, 1, 1), (4, 1, 1), (2, 1, 1)]:
         c = poisoned((m, n), np.float32)

@@ -168,14 +168,8 @@ class GridVariantKernel(WrappedKernel):
 
 
 class TileSplitKernel(GridVariantKernel):
-    """A kernel with tile-split variants (see the module docstring): the variant for S launches
-    on a grid S times as long along axis 0."""
-
-    def __init__(self, main: CompiledKernel, splits: TileSplits,
-                 compile_variant: Callable[[Function, int], CompiledKernel],
-                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
-        super().__init__(main, splits.split, compile_variant, choose)
-        self.splits = splits
+    """A kernel with tile-split variants (see the module docstring; `build`: a `TileSplits`'
+    `split`): the variant for S launches on a grid S times as long along axis 0."""
 
     def variant_grid(self, grid: Grid, count: int) -> Grid | None:
         if grid[0] * count >= INDEX32_LIMIT:
@@ -184,14 +178,9 @@ class TileSplitKernel(GridVariantKernel):
 
 
 class BlockMergeKernel(GridVariantKernel):
-    """A kernel with block-merged variants (passes/block_merge.py): the variant for F launches on
-    a grid F times as short along axis 0, which F must divide."""
-
-    def __init__(self, main: CompiledKernel, merges: BlockMerges,
-                 compile_variant: Callable[[Function, int], CompiledKernel],
-                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
-        super().__init__(main, merges.merge, compile_variant, choose)
-        self.merges = merges
+    """A kernel with block-merged variants (passes/block_merge.py; `build`: a `BlockMerges`'
+    `merge`): the variant for F launches on a grid F times as short along axis 0, which F must
+    divide."""
 
     def variant_grid(self, grid: Grid, count: int) -> Grid | None:
         if grid[0] % count:

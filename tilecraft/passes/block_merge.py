@@ -168,8 +168,7 @@ class _Merge:
         `seed` already mapped (factors: the merge's for `_Merged`, else 1)."""
         m = self.m
         factors = (self.count, 1) if cls is _Merged else (1, 1)
-        copier = cls(m.fn, m.labels, factors)
-        copier.b, copier.user, copier.user_blocks = self.b, user, blocks
+        copier = cls(m.fn, m.labels, factors, self.b, user, blocks)
         copier.map.update(seed)
         return copier
 

@@ -354,11 +354,15 @@ class Rebuild:
     axis 0 read as the user's. With every factor 1 it copies ops unchanged but for the grid
     queries and the values in `map` (passes/block_merge.py copies a block's ops that way)."""
 
-    def __init__(self, fn: Function, labels: dict[int, Labels], factors: tuple[int, ...]) -> None:
+    def __init__(self, fn: Function, labels: dict[int, Labels], factors: tuple[int, ...],
+                 builder: Builder | None = None, user: Value | None = None, user_blocks: Value | None = None) -> None:
+        """`builder`: the one to build with (default: a new one for `fn`); `user`, `user_blocks`:
+        what `bid(0)` and `num_blocks(0)` read as in `copy` (None: as they are)."""
         self.fn = fn
         self.labels = labels
         self.factors = factors
-        self.b = Builder(first_id=fn.max_id() + 1)
+        self.b = builder if builder is not None else Builder(first_id=fn.max_id() + 1)
+        self.user, self.user_blocks = user, user_blocks
         self.map: dict[int, Value] = {}
         # value id -> the split axes it indexes: its piece indices are made where it is defined,
         # so that an index invariant in a loop stays invariant (backends walk such tiles by pointer)
@@ -396,7 +400,6 @@ class Rebuild:
         b.loc = self.fn.loc
         piece = b.new_value(TileType(dt.int32, ()), "piece")
         self.piece = [piece] * len(self.factors)
-        self.user = self.user_blocks = None
         with b.inside(body):
             for p in self.fn.params:
                 self._place(p)

@@ -122,13 +122,14 @@ class InterpreterBackend:
         forced = self._tile_split
         splits = tile_splits(fn) if forced is not None else None
         if splits is not None and forced in splits.counts():
-            return TileSplitKernel(kernel, splits, lambda variant, count: InterpretedKernel(variant),
+            return TileSplitKernel(kernel, splits.split, lambda variant, count: InterpretedKernel(variant),
                                    lambda grid, args: forced)
         merge = self._block_merge
         merges = block_merges(fn) if merge is not None else None
         if merges is None or merge not in merges.counts():
             return kernel
-        return BlockMergeKernel(kernel, merges, lambda variant, count: InterpretedKernel(variant), lambda grid, args: merge)
+        return BlockMergeKernel(kernel, merges.merge, lambda variant, count: InterpretedKernel(variant),
+                                lambda grid, args: merge)
 
     def _stream_k_kernel(self, kernel: InterpretedKernel | TileSplitKernel,
                          fn: Function) -> InterpretedKernel | TileSplitKernel | StreamKKernel:

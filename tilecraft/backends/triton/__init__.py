@@ -26,6 +26,7 @@ require("torch", TRITON_BACKENDS)
 from triton.runtime import driver  # noqa: E402
 
 from ... import knobs  # noqa: E402
+from ...knobs import Knob  # noqa: E402
 from ...ir import Function, ops  # noqa: E402
 from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
@@ -189,12 +190,22 @@ class TritonBackend:
         misaligned = [i for i, f in enumerate(facts) if align and f is not None and f.tma_by_copy]
         return stage_operands(fn, misaligned, tf32=tf32)
 
+    def _considers(self, option: bool | int, knob: Knob, opt_in: bool) -> bool:
+        """Whether a derived-kernel option (`split_k`, `tile_split`, `stream_k`, `block_merge`)
+        lets a kernel be looked at: never for False, always for a forced count; for True
+        (automatic) only on a GPU, and where its knob allows: set to 1 (`opt_in`) or not set to 0."""
+        if option is False:
+            return False
+        if option is not True:
+            return True
+        return not self.interpret and (knob.get() == "1" if opt_in else knob.get() != "0")
+
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
         """The kernel as compiled, wrapped with its split-K variants where `split_k` asks, else
         as `_wrapped` wraps it (tile-split, stream-K)."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         automatic = self._split_k is True
-        if self._split_k is False or (automatic and (self.interpret or knobs.SPLIT_K.get() != "1")):
+        if not self._considers(self._split_k, knobs.SPLIT_K, opt_in=True):
             return self._wrapped(kernel, fn, facts, target)
         split = find_split(fn)
         if split is None:
@@ -218,7 +229,7 @@ class TritonBackend:
                          facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
         """`kernel` wrapped with its stream-K variant where `stream_k` asks and `fn` qualifies."""
         automatic = self._stream_k is True
-        if self._stream_k is False or (automatic and (self.interpret or knobs.STREAM_K.get() != "1")):
+        if not self._considers(self._stream_k, knobs.STREAM_K, opt_in=True):
             return kernel
         found = find_stream_k(fn)
         if found is None:
@@ -243,7 +254,7 @@ class TritonBackend:
     def _tile_split_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                            target: Target) -> TritonKernel | TileSplitKernel:
         automatic = self._tile_split is True
-        if self._tile_split is False or (automatic and (self.interpret or knobs.TILE_SPLIT.get() == "0")):
+        if not self._considers(self._tile_split, knobs.TILE_SPLIT, opt_in=False):
             return kernel
         splits = tile_splits(fn)
         counts = ([] if splits is None else splits.counts(MIN_AUTO_DIM) if automatic
@@ -253,7 +264,7 @@ class TritonBackend:
         forced = None if automatic else self._tile_split
         elements = math.prod(splits.shape)
         return TileSplitKernel(
-            kernel, splits,
+            kernel, splits.split,
             lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
                                                 replace(target, deep_pipeline=True), self.interpret),
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
@@ -261,7 +272,7 @@ class TritonBackend:
     def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                             target: Target) -> TritonKernel | BlockMergeKernel:
         automatic = self._block_merge is True
-        if self._block_merge is False or (automatic and (self.interpret or knobs.BLOCK_MERGE.get() == "0")):
+        if not self._considers(self._block_merge, knobs.BLOCK_MERGE, opt_in=False):
             return kernel
         merges = block_merges(fn)
         counts = ([] if merges is None else auto_factors(merges) if automatic
@@ -270,7 +281,7 @@ class TritonBackend:
             return kernel
         forced = None if automatic else self._block_merge
         return BlockMergeKernel(
-            kernel, merges,
+            kernel, merges.merge,
             lambda variant, count: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
             lambda grid, args: split_launch.choose_block_merge(grid, args, forced, counts))
 
