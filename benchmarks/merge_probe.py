@@ -1,11 +1,12 @@
-"""Does block merging pay, case by case? (GPU probe for the automatic merge's rule; not a product
-benchmark.)
+"""Does block merging pay, case by case and merge shape by shape? (GPU probe for the automatic
+merge's rule; not a product benchmark.)
 
-The MatMul sample with its 32x32x32 tiles, as written, under tilecraft with block merging off
-(`TILECRAFT_BLOCK_MERGE=0` when it compiles) and on (passes/block_merge.py; the row names the
-factors its launches took, [] where they did not merge), next to the sample written with
-128x32x32 tiles (what merging 4 to a block should match) and torch. Rows
-are timed in turns (`ROUNDS` rounds, each row once per round: `do_bench`'s median, L2 flushed),
+The MatMul sample with its 32x32x32 tiles, as written, under tilecraft with block merging off,
+automatic (passes/block_merge.py, backends/tile_splitting.py `auto_merge`), and forced to each
+shape of `SHAPES` (row tiles x column tiles of the user's; the row names the merges its launches
+took as rows x cols / stride, [] where they did not merge), next to the sample written with
+128x32x32, 128x128x32 and 128x256x32 tiles (what merging 4 x 1, 4 x 4 and 4 x 8 should match) and torch. Rows are
+timed in turns (`ROUNDS` rounds, each row once per round: `do_bench`'s median, L2 flushed),
 each checked against float64 first; a row's time is the median of its rounds and its ratio
 torch's time over it.
 
@@ -14,49 +15,55 @@ torch's time over it.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 from typing import Callable
 
 from _results import claim
+from matmul import variant_backend
 from power_probe import head, out_path
 
 CASES = (("TC3 1000x500x700 fp32", (1000, 500, 700), "float32"),
-         ("TC2 512x512x768 fp32", (512, 512, 768), "float32"),
-         ("1024x1024x1024 fp32", (1024, 1024, 1024), "float32"),
          ("2048x1024x512 fp32", (2048, 1024, 512), "float32"),
          ("4000x1000x700 fp32", (4000, 1000, 700), "float32"),
-         ("TC3 shape fp16", (1000, 500, 700), "float16"))
-TILE, FACTOR, ROUNDS = 32, 4, 5
+         ("2048x2048x2048 fp32", (2048, 2048, 2048), "float32"),
+         ("4096x4096x4096 fp32", (4096, 4096, 4096), "float32"),
+         ("8192x8192x8192 fp32", (8192, 8192, 8192), "float32"))
+SHAPES = ((4, 1), (2, 2), (4, 2), (2, 4), (4, 4), (4, 8), (2, 8))
+WRITTEN = ((128, 32, 32), (128, 128, 32), (128, 256, 32))
+TILE, ROUNDS = 32, 3
 
 
-def _merged(kernel) -> list[int]:
-    """The merge factors `kernel`'s launches ran with (none: not merged)."""
+def _merged(kernel) -> list[str]:
+    """The merges `kernel`'s launches ran with, as rows x cols / stride (none: not merged)."""
     from tilecraft.backends.base import wrapped_as
     from tilecraft.backends.tile_splitting import BlockMergeKernel
-    found = [wrapped_as(v.compiled, BlockMergeKernel) for v in kernel.variants.values()]
-    return sorted({count for f in found if f is not None for count in f._variants})
+    compiled = [v.compiled for v in kernel.variants.values()]
+    compiled += [k for c in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
+    found = [wrapped_as(c, BlockMergeKernel) for c in compiled]
+    return sorted({f"{m.rows}x{m.cols}/{m.stride}" for f in found if f is not None for m in f._variants})
 
 
 def _launches(a, b, c) -> list[tuple[str, Callable[[], None]]]:
-    """(row, launch) per tilecraft row; compiles each kernel (the knob is read then)."""
+    """(row, launch) per tilecraft row; compiles each kernel."""
     import torch
     import tilecraft as ct
     from tilecraft.library.matmul import matmul_kernel
     stream = torch.cuda.current_stream()
     grid = (ct.cdiv(a.shape[0], TILE) * ct.cdiv(b.shape[1], TILE), 1, 1)
+    args = (a, b, c, TILE, TILE, TILE)
+    backends = [("merging off", variant_backend("nomerge", block_merge=False)), ("automatic", None)]
+    backends += [(f"merged {r}x{k}", variant_backend(f"merge{r}x{k}", block_merge=(r, k))) for r, k in SHAPES]
     rows = []
-    for name, knob in (("merging off", "0"), ("merging on", "")):
+    for name, backend in backends:
         kernel = ct.kernel(matmul_kernel.fn)
-        os.environ["TILECRAFT_BLOCK_MERGE"] = knob
-        ct.launch(stream, grid, kernel, (a, b, c, TILE, TILE, TILE))
-        os.environ.pop("TILECRAFT_BLOCK_MERGE")
+        ct.launch(stream, grid, kernel, args, backend=backend)
         rows.append((f"{name} {_merged(kernel)}",
-                     lambda kernel=kernel: ct.launch(stream, grid, kernel, (a, b, c, TILE, TILE, TILE))))
-    tall = (ct.cdiv(a.shape[0], TILE * FACTOR) * ct.cdiv(b.shape[1], TILE), 1, 1)
-    rows.append((f"written {TILE * FACTOR}x{TILE}x{TILE}",
-                 lambda: ct.launch(stream, tall, matmul_kernel, (a, b, c, TILE * FACTOR, TILE, TILE))))
+                     lambda kernel=kernel, backend=backend: ct.launch(stream, grid, kernel, args, backend=backend)))
+    for tm, tn, tk in WRITTEN:
+        written = (ct.cdiv(a.shape[0], tm) * ct.cdiv(b.shape[1], tn), 1, 1)
+        rows.append((f"written {tm}x{tn}x{tk}", lambda written=written, tiles=(tm, tn, tk): ct.launch(
+            stream, written, matmul_kernel, (a, b, c, *tiles))))
     return rows
 
 
@@ -93,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             if times[name]:
                 ms = statistics.median(times[name])
                 row.update(ms=ms, rounds_ms=times[name], ratio=t_torch / ms)
-                print(f"{case:24s} {name:18s} {ms * 1e3:7.2f} us  {t_torch / ms:.3f}x torch", flush=True)
+                print(f"{case:24s} {name:30s} {ms * 1e3:9.2f} us  {t_torch / ms:.3f}x torch", flush=True)
             entry["rows"].append(row)
         doc["cases"].append(entry)
     out.write_json(doc)

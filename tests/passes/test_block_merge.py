@@ -12,10 +12,11 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
-from tilecraft.backends.tile_splitting import BlockMergeKernel, GridVariantLauncher, auto_factors, auto_merge
+from tilecraft.backends.tile_splitting import (AUTO_SHAPES, BlockMergeKernel, GridVariantLauncher, MergeFinder,
+                                              auto_merge, auto_shapes)
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
-from tilecraft.passes.block_merge import block_merges
+from tilecraft.passes.block_merge import Merge, block_merges
 from conftest import fast_launchers, kernel_ir, run_matmul
 
 ConstInt = ct.Constant[int]
@@ -89,14 +90,22 @@ def bid_as_column(A, B, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
 
 
 # ---- which kernels qualify ------------------------------------------------------------------------
-def test_qualifying_kernels_and_their_factors():
+WIDE_32 = [(1, 2), (1, 4), (1, 8), (2, 1), (2, 2), (2, 4), (2, 8), (4, 1), (4, 2), (4, 4), (4, 8)]
+"""The merge shapes of 32x32 tiles: at most 128 rows and 256 columns."""
+
+
+def test_qualifying_kernels_and_their_shapes():
+    """Merged tiles of at most 128 x 256 of user tiles of at most 32 x 32, wider than the user's
+    only where the columns are indexed by values computed from bid(0), not bid(0) the rows."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
-    for kernel in (matmul_kernel, row_major, direct_rows):
+    for kernel in (matmul_kernel, row_major):
         merges = block_merges(kernel_ir(kernel, a, b, c, 32, 32, 32))
-        assert merges is not None and merges.counts() == [2, 4]
-    assert block_merges(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32)).counts() == []  # 2048 elements
-    assert block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32)).counts() == [2, 4]
+        assert merges is not None and merges.widens and merges.shapes() == WIDE_32
+    merges = block_merges(kernel_ir(direct_rows, a, b, c, 32, 32, 32))
+    assert not merges.widens and merges.shapes() == [(2, 1), (4, 1)]  # bid(0) the row, bid(1) the column
+    assert block_merges(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32)).shapes() == []  # 2048 elements
+    assert (8, 1) in block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32)).shapes()
     assert block_merges(kernel_ir(column_major_scaled, a, b, c, np.ones(100, _F32), 32, 32, 32)) is not None
 
 
@@ -115,8 +124,8 @@ def test_merged_variant_ir():
     fn = kernel_ir(matmul_kernel, a, b, np.zeros((1000, 500), _F32), 32, 32, 32)
     before = [op.name for op in fn.walk()]
     merges = block_merges(fn)
-    assert len(merges.rows) == len(merges.uniform) == 1  # the sample's bid_m and bid_n
-    variant = verify(merges.merge(4))
+    assert len(merges.rows) == len(merges.cols) == 1 and not merges.uniform  # the sample's bid_m and bid_n
+    variant = verify(merges.merge(Merge(4)))
     ids = [p.id for p in variant.params] + [r.id for op in variant.walk() for r in op.results]
     assert len(ids) == len(set(ids))
     branch = next(op for op in variant.body.ops if isinstance(op, ops.If))
@@ -127,7 +136,9 @@ def test_merged_variant_ir():
     assert hints(branch.then) == {None} and hints(branch.orelse) == {False}  # one by one: no descriptors
     assert [op.name for op in fn.walk()] == before
     with pytest.raises(ValueError):
-        merges.merge(3)
+        merges.merge(Merge(3))  # 96 rows: not a shape merges take
+    with pytest.raises(ValueError):
+        Merge(4, 2, 6)  # the stride must be a multiple of the rows
 
 
 def _walk(block):
@@ -139,30 +150,34 @@ def _walk(block):
 
 def test_nothing_to_check_when_bid_is_the_row():
     a, b = _mats(64, 64, 32)
-    variant = verify(block_merges(kernel_ir(direct_rows, a, b, np.zeros((64, 64), _F32), 16, 16, 16)).merge(4))
+    variant = verify(block_merges(kernel_ir(direct_rows, a, b, np.zeros((64, 64), _F32), 16, 16, 16)).merge(Merge(4)))
     assert not any(isinstance(op, ops.If) for op in variant.walk())
     assert sorted(op.shape for op in variant.walk() if isinstance(op, ops.Load)) == [(16, 16), (64, 16)]
 
 
-def test_automatic_factor():
-    """Automatic merges are 4 to a block, of tf32 kernels (fp32 arrays), and leave one wave of
-    blocks: TC3's 512 blocks merge, TC2's 256 do not, nor grids of several waves merged."""
+def test_automatic_shapes():
+    """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
+    of blocks: TC3's 512 blocks merge 4 x 1, 2048 blocks 4 x 4, TC2's 256 do not, nor grids of
+    several waves merged."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
-    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == [4]
-    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32))) == [4]
-    assert auto_factors(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))) == []  # 2048 elements
+    assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
+    assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32))) == list(AUTO_SHAPES)
+    assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))) == []  # 2048 elements
     h, g = _mats(100, 70, 45, np.float16)
-    assert auto_factors(block_merges(kernel_ir(matmul_kernel, h, g, c, 32, 32, 32))) == []  # fp16
-    assert auto_merge((512, 1, 1), 132, [4]) == 4
-    assert auto_merge((528, 1, 1), 132, [4]) == 4  # 132 merged blocks: one full wave
-    assert auto_merge((532, 1, 1), 132, [4]) is None  # 133: a second wave
-    assert auto_merge((256, 1, 1), 132, [4]) is None  # 64 blocks would leave SMs idle
-    assert auto_merge((256, 1, 1), 132, [2, 4]) == 2  # a factor that keeps them busy
-    assert auto_merge((1024, 1, 1), 132, [4]) is None  # 1024^3: 256 merged blocks, two waves
-    assert auto_merge((514, 1, 1), 132, [2, 4]) is None  # 4 does not divide it, 2 leaves two waves
-    assert auto_merge((32, 16, 1), 132, [4]) == 4  # every grid axis counts, axis 0 divides
-    assert auto_merge((512, 1, 1), 132, []) is None
+    assert auto_shapes(block_merges(kernel_ir(matmul_kernel, h, g, c, 32, 32, 32))) == []  # fp16
+    col = [(4, 1)]
+    assert auto_merge((512, 1, 1), 132, col) == col
+    assert auto_merge((528, 1, 1), 132, col) == col  # 132 merged blocks: one full wave
+    assert auto_merge((532, 1, 1), 132, col) == []  # 133: a second wave
+    assert auto_merge((256, 1, 1), 132, col) == []  # 64 blocks would leave SMs idle
+    assert auto_merge((256, 1, 1), 132, [(2, 1), (4, 1)]) == [(2, 1)]  # a shape that keeps them busy
+    assert auto_merge((1024, 1, 1), 132, col) == []  # 1024^3: 256 merged blocks, two waves
+    assert auto_merge((32, 16, 1), 132, col) == col  # every grid axis counts
+    assert auto_merge((512, 1, 1), 132, []) == []
+    assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(4, 1), (2, 2)]
+    assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]
+    assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
 
 
 def test_specialize_starts_from_the_launch_it_follows():
@@ -176,8 +191,8 @@ def test_specialize_starts_from_the_launch_it_follows():
     variant = SimpleNamespace(launch=lambda grid, args, stream: made.append(("variant", grid)),
                               specialize=lambda args: specialized)
     main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: "main's launcher")
-    kernel = BlockMergeKernel(main, lambda count: f"merged {count}", lambda fn, count: made.append(fn) or variant,
-                              lambda grid, args: 4 if grid[0] % 4 == 0 else 3)
+    kernel = BlockMergeKernel(main, lambda merge: f"merged {merge.rows}", lambda fn, merge: made.append(fn) or variant,
+                              lambda grid, args: Merge(4) if grid[0] % 4 == 0 else Merge(3))
     args, other = [object(), object()], [object(), object()]
     kernel.launch((8, 2, 1), args)
     launcher = kernel.specialize(args)
@@ -194,14 +209,22 @@ def test_specialize_starts_from_the_launch_it_follows():
 # ---- results --------------------------------------------------------------------------------------
 @pytest.fixture
 def merge_backend(backend_variant):
-    """A function making (and registering, for this test) `backend` with blocks merged F at a time."""
-    return lambda count: backend_variant(f"merge{count}", block_merge=count, tile_split=False, stream_k=False)
+    """A function making (and registering, for this test) `backend` with its blocks merged as a
+    shape (rows, cols) says (a count F: F x 1)."""
+    def make(shape: int | tuple[int, int]) -> str:
+        rows, cols = (shape, 1) if isinstance(shape, int) else shape
+        return backend_variant(f"merge{rows}x{cols}", block_merge=shape, tile_split=False, stream_k=False)
+    return make
 
 
-def _merged(kernel, name: str, count: int) -> bool:
-    """Whether every variant for backend `name` launched its variant merged `count` at a time."""
+def _merged(kernel, name: str, shape: int | tuple[int, int]) -> list[Merge] | None:
+    """The merges every variant for backend `name` launched, where each launched only merges of
+    `shape` (a count F: F x 1); else None."""
+    rows, cols = (shape, 1) if isinstance(shape, int) else shape
     compiled = [wrapped_as(v.compiled, BlockMergeKernel) for key, v in kernel.variants.items() if key.backend == name]
-    return bool(compiled) and all(c is not None and list(c._variants) == [count] for c in compiled)
+    merges = [m for c in compiled if c is not None for m in c._variants]
+    ok = compiled and None not in compiled and merges and all((m.rows, m.cols) == (rows, cols) for m in merges)
+    return merges if ok else None
 
 
 @pytest.mark.parametrize("count", [2, 4])
@@ -242,7 +265,7 @@ def test_merged_orders(dev, merge_backend, kernel):
     if extra:
         ref = ref * scale[:, None]
     np.testing.assert_allclose(got, ref, atol=1e-4 * k, rtol=1e-5)
-    assert _merged(kernel, f"{dev.name}-merge4", 4)
+    assert _merged(kernel, f"{dev.name}-merge4x1", 4)
 
 
 def test_merged_2d_grid(dev, merge_backend):
@@ -252,7 +275,57 @@ def test_merged_2d_grid(dev, merge_backend):
     grid = (ct.cdiv(m, 16) + 1, ct.cdiv(n, 16), 1)  # one more row of blocks than tiles: past the end
     got = run_matmul(dev, merge_backend(2), grid, direct_rows, a, b, (16, 16, 16))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=1e-4 * k, rtol=1e-5)
-    assert _merged(direct_rows, f"{dev.name}-merge2", 2)
+    assert _merged(direct_rows, f"{dev.name}-merge2x1", 2)
+
+
+@pytest.mark.parametrize("shape,m,n,k", [((2, 2), 500, 100, 40), ((1, 2), 500, 100, 40), ((4, 2), 380, 100, 33)])
+def test_merged_rectangles(dev, merge_backend, shape, m, n, k):
+    """The sample, fp32 (tf32 MMAs) with 32x32x32 tiles, its blocks merged in rectangles of rows
+    x columns: its groups of 8 row tiles put a block's right-hand neighbour 8 blocks later, which
+    the launch finds (stride 8). At 500x100 (16 x 4 tiles) every program lines up; at 380x100 the
+    last group is 4 row tiles tall, where programs run their blocks one by one. Close to float64,
+    equal to the unmerged kernel up to summation order, the same bits on a rerun."""
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    unmerged = run_matmul(dev, dev.name, grid, kernel, a, b, (32, 32, 32))
+    name = merge_backend(shape)
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, (32, 32, 32)) for _ in range(2))
+    np.testing.assert_allclose(first, ref, atol=2e-3 * np.sqrt(k), rtol=2e-3)
+    np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
+    assert _merged(kernel, name, shape) == [Merge(*shape, 8)]
+
+
+@pytest.mark.parametrize("kernel,stride", [(column_major_scaled, 4), (row_major, None)],
+                         ids=lambda k: getattr(getattr(k, "fn", None), "__name__", str(k)))
+def test_merge_finder(kernel, stride):
+    """`MergeFinder` reads the user's order from its index arithmetic, on NumPy arrays and torch
+    tensors alike: in column-major order over 4 row tiles a block's right-hand neighbour is 4
+    blocks later; in row-major order no rows line up, so it finds none."""
+    torch = pytest.importorskip("torch")
+    m, n, k = 128, 96, 32
+    a, b = _mats(m, n, k)
+    c, scale = np.zeros((m, n), _F32), np.ones(m, _F32)
+    extra = (scale,) if kernel is column_major_scaled else ()
+    finder = MergeFinder(block_merges(kernel_ir(kernel, a, b, c, *extra, 32, 32, 32)))
+    grid = (4 * 3, 1, 1)
+    want = None if stride is None else Merge(2, 3, stride)
+    for args in ((a, b, c, *extra), tuple(torch.from_numpy(x) for x in (a, b, c, *extra))):
+        assert finder.find((2, 3), grid, args) == want
+    assert finder.find((2, 1), grid, (a, b, c, *extra)) == (Merge(2) if stride else None)  # rows line up?
+    assert finder.find((2, 1), grid, (a, b, c, *extra), everywhere=False) == Merge(2)  # forced: one column merges
+    assert finder.find((4, 1), (6, 1, 1), (a, b, c, *extra)) is None  # 4 does not divide the grid
+
+
+def test_merges_partition_the_grid():
+    """Every merge's programs run each of the user's blocks once."""
+    for merge in (Merge(4), Merge(2, 2, 8), Merge(4, 4, 8), Merge(1, 4, 8), Merge(2, 3, 4), Merge(4, 2, 4)):
+        grid = merge.span * 3
+        blocks = [merge.block(merge.first(p), i, j) for p in range(grid // merge.blocks)
+                  for i in range(merge.rows) for j in range(merge.cols)]
+        assert sorted(blocks) == list(range(grid)), merge
 
 
 @pytest.mark.only_backends("triton")
@@ -264,7 +337,7 @@ def test_merged_quick_launches(dev):
     import torch
     m, n, k = 1000, 500, 64
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32),)
-    if auto_merge((*grid, 1, 1), torch.cuda.get_device_properties(0).multi_processor_count, [4]) is None:
+    if not auto_merge((*grid, 1, 1), torch.cuda.get_device_properties(0).multi_processor_count, [(4, 1)]):
         pytest.skip("this GPU's SMs would not merge this grid")
     kernel = ct.kernel(matmul_kernel.fn)
     a, b = (torch.from_numpy(x).cuda() for x in _mats(m, n, k))
@@ -302,9 +375,9 @@ def test_automatic_merge_on_the_gpu(dev):
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
     results = [run_matmul(dev, "triton", grid, kernel, a, b, (32, 32, 32)) for _ in range(3)]
     np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    factor = auto_merge(grid, sms, [4])
-    assert factor == 4 or sms != 132
-    if factor:
-        assert _merged(kernel, "triton", factor)
+    shapes = auto_merge(grid, sms, [(4, 1)])
+    assert shapes == [(4, 1)] or sms != 132
+    if shapes:
+        assert _merged(kernel, "triton", shapes[0])
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint32), later.view(np.uint32))

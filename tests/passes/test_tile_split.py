@@ -371,7 +371,7 @@ def b_by_order(A, Bt, C, tm: ConstInt, tn: ConstInt, tk: ConstInt):
 
 
 @pytest.mark.parametrize("kernel", [in_place, plus_tile_sum, two_views, sliding_view, list_in_loop, column_mask,
-                                    operand_also_added, k_row_sums, b_by_order], ids=lambda k: k.fn.__name__)
+                                    operand_also_added, k_row_sums], ids=lambda k: k.fn.__name__)
 def test_more_kernels_that_do_not_qualify(kernel):
     a, b = _mats(70, 64, 64, _F32)
     c = np.zeros((70, 64), _F32)
@@ -512,6 +512,8 @@ def _case(name, m, n, k):
     if name == "b_transposed_view":  # B a transposed view of B^T (strides (1, k)), read in identity order
         bt = np.ascontiguousarray(b.T)
         return branch_store, grid, (a, lambda dev: dev.permute(dev.put(bt), (1, 0)), out, *tiles), {2: checkerboard}
+    if name == "b_by_order":  # B^T read with order=(1, 0): its pieces are cut along B^T's rows
+        return b_by_order, grid, (a, np.ascontiguousarray(b.T), out, *tiles), {2: ab}
     if name == "accumulate":
         return accumulate, grid, (a, b, c, *tiles), {2: c + ab}
     if name == "alpha_beta":
@@ -545,7 +547,8 @@ def _launch_case(dev, name, kernel, grid, args, outs) -> dict:
 
 
 @pytest.mark.parametrize("count", [2, 4])
-@pytest.mark.parametrize("case", ["branch_store", "b_transposed_view", "accumulate", "alpha_beta", "bias_column",
+@pytest.mark.parametrize("case", ["branch_store", "b_transposed_view", "b_by_order", "accumulate", "alpha_beta",
+                                  "bias_column",
                                   "relu_half", "reversed_columns", "batched_3d", "int8", "fp16_acc", "carried"])
 def test_split_results_of_accepted_kernels(dev, tiles_backend, case, count):
     """70x130x50 (edge tiles both ways, a partial K step) with 32x64x32 tiles, split 2 ways (by
@@ -568,6 +571,15 @@ def _param_facts(fn, *arrays) -> list:
     from tilecraft.backends.base import array_facts
     facts = [array_facts(0, x.shape, tuple(s // x.itemsize for s in x.strides), x.itemsize, False) for x in arrays]
     return [*facts, *[None] * (len(fn.params) - len(facts))]
+
+
+def test_cuts_name_the_array_axis_of_ordered_loads():
+    """B^T read with order=(1, 0): a split of the columns cuts the load's tile dim 1, which is
+    B^T's axis 0 (what `piece_facts` must relax)."""
+    a, b = _mats(64, 128, 32)
+    splits = tile_splits(kernel_ir(b_by_order, a, np.ascontiguousarray(b.T), np.zeros((64, 128), _F32), 32, 64, 32))
+    bt = splits.fn.params[1].id
+    assert [cut for cut in splits.cuts(2) if cut[0] == bt] == [(bt, 0, 64, 32)]
 
 
 def test_pieces_past_the_arrays_end_keep_their_bounds_checks():

@@ -13,17 +13,19 @@ the launch's GPU has (or a count forced for tests).
 
 The other way round, a tf32 kernel of small tiles (32x32) on a grid of about four blocks per
 SM runs with 4 of its blocks merged into one, one wave of taller tiles (passes/block_merge.py;
-`auto_factors`, `auto_merge`).
+`auto_shapes`, `auto_merge`, `MergeFinder`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
+
+import numpy as np
 
 from ..ir import Function
-from ..passes.block_merge import BlockMerges
+from ..passes.block_merge import BlockMerges, Merge
 from ..passes.tile_split import TileSplits
 from .base import INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel
 
@@ -70,30 +72,121 @@ MERGED_BLOCKS_PER_SM = 0.95
 """A merge leaves at least this many blocks per SM, and at most one (TC3's 512 blocks merged 4
 to a block: 128 blocks on the H200's 132 SMs)."""
 
-AUTO_FACTOR = 4
+AUTO_SHAPES = ((4, 1), (2, 2), (4, 2), (2, 4), (4, 4), (4, 8))
+"""The shapes (row tiles, column tiles) of the merges launches may take on their own, preferred
+in this order among those of as many blocks."""
 
 
-def auto_factors(merges: BlockMerges) -> list[int]:
-    """The merge factors launches of a kernel may take on their own: 4, where every MMA takes
-    tf32 operands. On the H200 the MatMul sample's 32x32x32 tiles ran (torch's time over
-    ours, unmerged -> merged; merge-probe-h200-2026-12-02.json): TC3 fp32 0.71 -> 0.89 merged 4
-    to a block (as written with 128x32 tiles: 0.89); 1024^3 and 2048x1024x512 fp32 unchanged
-    (0.62 -> 0.63, 0.75 -> 0.75); but TC2 fp32 (256 blocks) 1.05 -> 0.93 merged 2 to a block,
-    and fp16 at TC3's shape 1.14 -> 1.03 merged 4 to a block: 16-bit operands, half the bytes
-    per MMA, already ran well on small tiles."""
-    return [AUTO_FACTOR] if merges.tf32 and AUTO_FACTOR in merges.counts() else []
+def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
+    """The merge shapes launches of a kernel may take on their own (`AUTO_SHAPES`), where every
+    MMA takes tf32 operands. On the H200 the MatMul sample's 32x32x32 tiles ran (torch's time
+    over ours, unmerged -> merged; merge-probe-h200-2026-12-02.json): TC3 fp32 0.71 -> 0.89
+    merged 4 x 1 (as written with 128x32 tiles: 0.89); but TC2 fp32 (256 blocks) 1.05 -> 0.93
+    merged 2 x 1, and fp16 at TC3's shape 1.14 -> 1.03 merged 4 x 1: 16-bit operands, half the
+    bytes per MMA, already ran well on small tiles."""
+    allowed = merges.shapes() if merges.tf32 else []
+    return [s for s in AUTO_SHAPES if s in allowed]
 
 
-def auto_merge(grid: Grid, sms: int, counts: Sequence[int]) -> int | None:
-    """The merge factor (one of `counts`) of a launch on `grid`: the largest that divides grid
-    axis 0 and leaves one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM; None when none
-    does. The merges that paid made one wave of several: TC3's 512 blocks, 128 merged. Where
-    more waves remained they did not (H200, tf32, 4 to a block; merge-deep-ab-h200-2026-12-02.json):
-    1024^3 (256 merged blocks) 0.64 -> 0.65x torch, 2048x1024x512 (512) 0.76 -> 0.76x,
-    4000x1000x700 (1000) 0.30 -> 0.22x."""
+def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
+    that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
+    first. The merges that paid made one wave of several (H200, fp32, merge-probe-h200-2026-12-02-e.json):
+    TC3's 512 blocks merged 4 x 1, 0.73 -> 0.88x torch (2 x 2 0.86x); 2048x1024x512's 2048
+    merged 4 x 4, 0.76 -> 0.94x. Where more waves remained they did not: 1024^3 merged 4 x 1
+    (256 blocks) 0.64 -> 0.65x, 4000x1000x700 2 x 2 (1000) 0.30 -> 0.30x; nor where fewer than
+    one: 1024^3 merged 4 x 4 (64) 0.48x."""
     blocks = math.prod(grid)
-    return next((f for f in sorted(counts, reverse=True)
-                 if grid[0] % f == 0 and MERGED_BLOCKS_PER_SM * sms <= blocks // f <= sms), None)
+    fits = [s for s in shapes if MERGED_BLOCKS_PER_SM * sms <= blocks // (s[0] * s[1]) <= sms]
+    return sorted(fits, key=lambda s: -s[0] * s[1])
+
+
+def check_merge_option(option: bool | int | tuple[int, int]) -> None:
+    """A backend's `block_merge` option: True (automatic), False (never), a count F >= 2 (F x 1)
+    or a shape (rows, cols) of at least two blocks."""
+    shape = option if isinstance(option, tuple) else (option, 1)
+    if not isinstance(option, bool) and not (len(shape) == 2 and all(isinstance(n, int) and n >= 1 for n in shape)
+                                             and shape[0] * shape[1] >= 2):
+        raise ValueError(f"block_merge must be True, False, a count >= 2 or a shape (rows, cols), got {option!r}")
+
+
+def forced_shape(option: int | tuple[int, int]) -> tuple[int, int]:
+    """A backend's forced `block_merge` option as a merge shape: F is F x 1."""
+    return option if isinstance(option, tuple) else (option, 1)
+
+
+MAX_STRIDE = 64
+"""The largest distance between a merged block and its right-hand neighbour `MergeFinder` tries."""
+
+
+class MergeFinder:
+    """Finds the `Merge` of a shape whose blocks line up for a launch, from the user's index
+    arithmetic: the kernel's prologue evaluated on the host for every block of the grid, as the
+    interpreter runs it, and checked as the merged kernel checks it (passes/block_merge.py). The
+    in-kernel check keeps any merge right; this picks one whose programs run merged: where some
+    did not, each would run its blocks one after the other (H200, 4000x1000x700 fp32 merged 4 x 4,
+    its last 5 row tiles' programs one by one: 0.30 -> 0.12x torch, against 0.94x for
+    2048x1024x512, which lines up everywhere; merge-probe-h200-2026-12-02-e.json). Evaluations
+    are remembered per grid and argument shapes."""
+
+    def __init__(self, merges: BlockMerges) -> None:
+        self.merges = merges
+        m = merges
+        self._kinds = [0] * len(m.rows) + [1] * len(m.cols) + [None] * len(m.uniform)  # output axis, or equal
+        self._program = None
+        if self._kinds:
+            from .interpreter.scalars import ScalarProgram  # the interpreter's semantics, on the host
+            self._program = ScalarProgram(m.prologue, m.fn.params, (*m.rows, *m.cols, *m.uniform))
+        self._values: dict[tuple, list[np.ndarray] | None] = {}
+
+    def first(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]],
+              everywhere: bool = True) -> Merge | None:
+        """`find`'s merge for the first of `shapes` that has one, or None."""
+        return next((m for s in shapes if (m := self.find(s, grid, args, everywhere)) is not None), None)
+
+    def find(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any], everywhere: bool = True) -> Merge | None:
+        """The merge of `shape` (rows, cols) for a launch on `grid` whose programs all line up,
+        with the smallest stride (a multiple of the rows) that does; None where none does. One
+        column: consecutive blocks. Not `everywhere` (tests, which force merges): one column
+        whether they line up or not, more where the first and the middle program do."""
+        rows, cols = shape
+        strides = [rows] if cols == 1 else range(rows, min(grid[0] // cols, MAX_STRIDE) + 1, rows)
+        merges = [Merge(rows, cols, s) for s in strides if grid[0] % (s * cols) == 0]
+        if merges and cols == 1 and (not everywhere or self._program is None):
+            return merges[0]  # (no program: the rows are bid(0) itself, which lines up)
+        values = self._evaluate(grid, args) if merges and self._program is not None else None
+        if values is None:
+            return None
+        return next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
+
+    def _evaluate(self, grid: Grid, args: Sequence[Any]) -> list[np.ndarray] | None:
+        """The checked prologue values of every block along grid axis 0 (None: the arguments do
+        not follow the kernel's parameters)."""
+        key = (grid, tuple(tuple(getattr(a, "shape", ())) for a in args))
+        if key not in self._values:
+            ok = len(args) == len(self.merges.fn.params)
+            self._values[key] = self._program(args, grid, np.arange(grid[0])) if ok else None
+        return self._values[key]
+
+    def _lined_up(self, merge: Merge, values: list[np.ndarray], programs: int, everywhere: bool) -> bool:
+        """Whether the programs (all, or the first and middle one) of `merge` pass its kernel's check."""
+        p = np.arange(programs) if everywhere else np.array(sorted({0, programs // 2}))
+        per_span = merge.stride // merge.rows
+        first = p // per_span * merge.span + p % per_span * merge.rows
+        i = np.arange(merge.rows)[None, :, None]
+        j = np.arange(merge.cols)[None, None, :]
+        blocks = first[:, None, None] + i + merge.stride * j
+        ok = np.ones(blocks.shape, dtype=bool)
+        for kind, v in zip(self._kinds, values):
+            at = v[blocks]
+            v0 = at[:, :1, :1]
+            if kind == 0:
+                ok &= (at == v0 + i) & (v0 % merge.rows == 0)
+            elif kind == 1 and merge.cols > 1:
+                ok &= (at == v0 + j) & (v0 % merge.cols == 0)
+            else:
+                ok &= at == v0
+        return bool(ok.all())
 
 
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:
@@ -118,31 +211,32 @@ def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | Non
 class GridVariantKernel(WrappedKernel):
     """A compiled kernel with variants derived from it for some launch grids: `build(count)` makes
     the variant for a count, `compile_variant(fn, count)` compiles it at its first launch, and
-    `choose(grid, args)` gives a launch's count or None (run the kernel as compiled). Every
+    `choose(grid, args)` gives a launch's count or None (run the kernel as compiled); a count is
+    a split count or a `Merge`. Every
     attribute but launch and specialize is the kernel's as compiled (`main`). Subclasses say
     which grid a variant launches on (`variant_grid`)."""
 
-    def __init__(self, main: CompiledKernel, build: Callable[[int], Function],
-                 compile_variant: Callable[[Function, int], CompiledKernel],
-                 choose: Callable[[Grid, Sequence[Any]], int | None]) -> None:
+    def __init__(self, main: CompiledKernel, build: Callable[[Hashable], Function],
+                 compile_variant: Callable[[Function, Hashable], CompiledKernel],
+                 choose: Callable[[Grid, Sequence[Any]], Hashable | None]) -> None:
         self.main = main
         self._build = build
         self._compile_variant = compile_variant
         self._choose = choose
-        self._variants: dict[int, CompiledKernel] = {}
-        self._last_run: tuple[Grid, int, tuple[int, ...]] | None = None  # grid, count, ids of the arguments
+        self._variants: dict[Hashable, CompiledKernel] = {}
+        self._last_run: tuple[Grid, Hashable, tuple[int, ...]] | None = None  # grid, count, ids of the arguments
 
-    def variant_grid(self, grid: Grid, count: int) -> Grid | None:
+    def variant_grid(self, grid: Grid, count: Hashable) -> Grid | None:
         """The grid the variant for `count` launches on for a launch on `grid` (None: none)."""
         raise NotImplementedError
 
-    def variant(self, count: int) -> CompiledKernel:
+    def variant(self, count: Hashable) -> CompiledKernel:
         """The variant for `count`, compiled on first use."""
         if count not in self._variants:
             self._variants[count] = self._compile_variant(self._build(count), count)
         return self._variants[count]
 
-    def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
+    def count(self, grid: Grid, args: Sequence[Any], dependent: bool) -> Hashable | None:
         """The count of a launch, or None to run the kernel as compiled (also for a programmatic
         dependent launch, and a grid the variant cannot take)."""
         if dependent:
@@ -179,13 +273,13 @@ class TileSplitKernel(GridVariantKernel):
 
 class BlockMergeKernel(GridVariantKernel):
     """A kernel with block-merged variants (passes/block_merge.py; `build`: a `BlockMerges`'
-    `merge`): the variant for F launches on a grid F times as short along axis 0, which F must
-    divide."""
+    `merge`, its counts `Merge`s): the variant for a merge of F blocks launches on a grid F times
+    as short along axis 0, which the merge's span must divide."""
 
-    def variant_grid(self, grid: Grid, count: int) -> Grid | None:
-        if grid[0] % count:
+    def variant_grid(self, grid: Grid, count: Merge) -> Grid | None:
+        if grid[0] % count.span:
             return None
-        return grid[0] // count, grid[1], grid[2]
+        return grid[0] // count.blocks, grid[1], grid[2]
 
 
 class GridVariantLauncher:
@@ -196,7 +290,7 @@ class GridVariantLauncher:
     variant in C (TC3 merged on the H200: 16.8 us of host time per launch through this launcher's
     `launch`, tc3-probe-h200-2026-12-02-p.json; 6.5 us through the quick path, -r)."""
 
-    def __init__(self, kernel: GridVariantKernel, args: Sequence[Any], ran: tuple[Grid, int] | None) -> None:
+    def __init__(self, kernel: GridVariantKernel, args: Sequence[Any], ran: tuple[Grid, Hashable] | None) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
         self._counts = ChosenPerGrid(lambda grid, args: kernel.count(grid, args, False))

@@ -1,35 +1,42 @@
-"""Block merging: F of the user's blocks along grid axis 0 run as one block on a tile F times as tall.
+"""Block merging: a rectangle of the user's blocks run as one block on a tile as large as their tiles together.
 
 A matmul written with small tiles (the cuTile MatMul sample's 32x32x32 on TC3, 1000x500x700
 tf32: 512 one-warp blocks) spends each K step on a small MMA and reads A and B from L2 once per
-32 columns and rows. Merging runs it as if written with taller tiles, without the user changing
-one: program p of the merged kernel runs the user's blocks F p, ..., F p + F - 1. On the H200
-TC3 went from 0.71x torch to 0.89x merged 4 to a block, as fast as the sample written with
-128x32 tiles (benchmarks/results/merge-probe-h200-2026-12-02.json; which launches merge on
-their own: backends/tile_splitting.py `auto_factors`).
+32 columns and rows. Merging runs it as if written with larger tiles, without the user changing
+one: each program of the merged kernel runs R x C of the user's blocks (`Merge`: F = R C blocks
+spaced so that, in the user's order of tiles, they should make R row tiles by C column tiles).
+On the H200 TC3 went from 0.71x torch to 0.89x merged 4 x 1 to a block, as fast as the sample
+written with 128x32 tiles (benchmarks/results/merge-probe-h200-2026-12-02.json; which launches
+merge on their own: backends/tile_splitting.py `auto_merge`).
 
-Where those blocks' output tiles are F consecutive row tiles of one tile column (the sample's
-grouped order gives that for F up to its group size), the program computes them as one tile of
-F times the rows: every value on the output rows (the labels `tile_split` finds) is retyped F
-times as tall, and every load and store on them reads tile i / F of the taller tiles, i the
-first block's row index. Each element sums the same products in the same K order as in the
-user's block, so the results differ from the unmerged kernel's at most by how a larger MMA
-instruction orders the sums within one K step (the tile-split variants' rule).
+Where those blocks' output tiles do make that rectangle (the sample's grouped order gives R
+consecutive row tiles for R up to its group size, and the next column its group size later),
+the program computes them as one tile R times as tall and C times as wide: every value on the
+output axes (the labels `tile_split` finds) is retyped so, and every load and store on them
+reads tile i / R (j / C) of the larger tiles, i (j) the first block's row (column) index. Each
+element sums the same products in the same K order as in the user's block, so the results
+differ from the unmerged kernel's at most by how a larger MMA instruction orders the sums within
+one K step (the tile-split variants' rule).
 
 Whether the blocks line up depends on the user's index arithmetic, so it is checked in the
 kernel: the top-level scalar ops that compute from the block index (the prologue, which has no
 effects) run once per merged block; every value of it that indexes rows must be i, i + 1, ...
-with i a multiple of F, and every other value of it that the kernel reads must be the same for
-all F blocks. Where that holds the program runs the merged tile; elsewhere it runs the F blocks
-one after the other, as written. `num_blocks(0)` reads as the user's grid, which the launch
-makes a multiple of F (backends/tile_splitting.py `BlockMergeKernel`).
+down the rectangle with i a multiple of R, every one that indexes columns j, j + 1, ... across
+it with j a multiple of C, and every other value of it that the kernel reads must be the same
+for all F blocks. Where that holds the program runs the merged tile; elsewhere it runs the F
+blocks one after the other, as written. So any `Merge` gives right results; the launch picks
+one whose blocks line up by evaluating the prologue on the host (backends/tile_splitting.py
+`find_merge`). `num_blocks(0)` reads as the user's grid, which the launch makes a multiple of
+the merge's span (`BlockMergeKernel`).
 
 Kernels that qualify: those `tile_split.tile_splits` takes (rank-2 stores, an MMA reaching
 them, no other effects, no aranges or reductions across the output axes), whose every load and
 store on the output rows is indexed there by a value computed from `bid(0)` (in the prologue,
-or `bid(0)` itself), and that read no value of the prologue computed from `bid(0)` both as a row
-index and otherwise. `BlockMerges.counts` limits F: user tiles of at most `MAX_TILE` elements,
-merged tiles of at most `MAX_ROWS` rows.
+or `bid(0)` itself), and that read no value of the prologue computed from `bid(0)` two ways (a
+row index, a column index, otherwise). Merged tiles are wider than the user's only where every
+column index is such a value too, and no row index is `bid(0)` itself. `BlockMerges.shapes`
+limits R and C: user tiles of at most `MAX_TILE` elements, merged tiles of at most `MAX_ROWS` by
+`MAX_COLS`.
 """
 
 from __future__ import annotations
@@ -49,12 +56,55 @@ MAX_TILE = 32 * 32
 MAX_ROWS = 128
 """Merged tiles have at most this many rows (a Hopper MMA's M is 64; two warpgroups' 128)."""
 
-FACTORS = (2, 4)
-"""The merge factors considered."""
+MAX_COLS = 256
+"""Merged tiles have at most this many columns (a Hopper MMA's largest N)."""
+
+SIDES = (1, 2, 4, 8)
+"""How many of the user's tiles a merged tile may have along each side."""
 
 _PROLOGUE_OPS = (ops.Const, ops.Binary, ops.Compare, ops.Where, ops.Cast, ops.Unary, ops.Bid, ops.NumBlocks,
                  ops.ArrayShape, ops.ArrayStride)
 """Ops that may be part of the prologue (pure, reading no memory) when their results are scalars."""
+
+
+@dataclass(frozen=True)
+class Merge:
+    """Which of the user's blocks one program of a merged kernel runs: `rows` x `cols` blocks,
+    first + i + stride * j for i < rows, j < cols, whose output tiles should make a rectangle of
+    `rows` row tiles and `cols` column tiles (the cuTile sample's grouped order puts a block's
+    right-hand neighbour its group size later: stride 8). The grid's axis 0 is cut into spans of
+    `stride * cols` blocks, each run by `stride / rows` programs: program p's first block is
+    (p // (stride / rows)) * stride * cols + (p % (stride / rows)) * rows. With one column the
+    stride is `rows`: program p runs blocks rows p to rows p + rows - 1."""
+
+    rows: int
+    cols: int = 1
+    stride: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cols == 1:
+            object.__setattr__(self, "stride", self.rows)
+        if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows:
+            raise ValueError(f"cannot merge blocks as {self}")
+
+    @property
+    def blocks(self) -> int:
+        """How many of the user's blocks a program runs."""
+        return self.rows * self.cols
+
+    @property
+    def span(self) -> int:
+        """The grid's axis 0 must be a multiple of this."""
+        return self.stride * self.cols
+
+    def first(self, program: int) -> int:
+        """The first of the user's blocks that `program` runs."""
+        per_span = self.stride // self.rows
+        return program // per_span * self.span + program % per_span * self.rows
+
+    def block(self, first: int, i: int, j: int) -> int:
+        """The user's block on row i and column j of the rectangle that starts at block `first`."""
+        return first + i + self.stride * j
 
 
 @dataclass(frozen=True)
@@ -69,24 +119,33 @@ class BlockMerges:
     per_block: frozenset[int]
     """ids of the results of the prologue ops that depend on `bid(0)`."""
     rows: tuple[Value, ...]
-    """Prologue values that index output rows (but `bid(0)`): consecutive over the merged blocks."""
+    """Prologue values that index output rows (but `bid(0)`): consecutive down the merged blocks."""
+    cols: tuple[Value, ...]
+    """Prologue values that index output columns: consecutive across the merged blocks (equal
+    where they make one column)."""
     uniform: tuple[Value, ...]
     """Prologue values depending on `bid(0)` that the kernel reads otherwise: equal over them."""
+    widens: bool
+    """Whether merged tiles may be wider than the user's: every column index is a prologue value
+    computed from `bid(0)`, and no row index is `bid(0)` itself."""
     tf32: bool
     """Whether every MMA of the kernel takes tf32 operands."""
 
-    def counts(self) -> list[int]:
-        """The merge factors this kernel's tile allows."""
+    def shapes(self) -> list[tuple[int, int]]:
+        """The (rows, cols) of the user's tiles that a merged tile may have: at most `MAX_ROWS`
+        by `MAX_COLS` elements, of user tiles of at most `MAX_TILE`."""
         rows, cols = self.shape
         if rows * cols > MAX_TILE:
             return []
-        return [f for f in FACTORS if rows * f <= MAX_ROWS]
+        widths = SIDES if self.widens else (1,)
+        return [(r, c) for r in SIDES for c in widths
+                if r * c >= 2 and rows * r <= MAX_ROWS and cols * c <= MAX_COLS]
 
-    def merge(self, count: int) -> Function:
-        """The kernel running `count` of the user's blocks per program (module docstring)."""
-        if count not in FACTORS:
-            raise ValueError(f"cannot merge blocks {count} at a time")
-        return _Merge(self, count).function()
+    def merge(self, merge: Merge) -> Function:
+        """The kernel whose programs run the user's blocks as `merge` says (module docstring)."""
+        if (merge.rows, merge.cols) not in self.shapes():
+            raise ValueError(f"cannot merge this kernel's blocks as {merge}")
+        return _Merge(self, merge).function()
 
 
 def block_merges(fn: Function) -> BlockMerges | None:
@@ -110,36 +169,47 @@ def block_merges(fn: Function) -> BlockMerges | None:
             per_block.update(r.id for r in op.results)
     roles: dict[int, str] = {}
     values: dict[int, Value] = {}
+    shared_cols = False
     for op in fn.walk():
         if id(op) in in_prologue:
             continue
-        rows = _row_indices(op, splits.labels)
+        rows, cols = _indices(op, splits.labels, 0), _indices(op, splits.labels, 1)
         if any(v.id not in per_block for v in rows):
             return None  # rows indexed by a value all the blocks share
+        shared_cols = shared_cols or any(v.id not in per_block for v in cols)
         for v in {v.id: v for v in op.operands if v.id in per_block}.values():
-            role = "row" if sum(x is v for x in op.operands) == sum(x is v for x in rows) else "uniform"
-            if roles.setdefault(v.id, role) != role or (role == "uniform" and v.id in bids):
+            uses = sum(x is v for x in op.operands)
+            role = ("row" if uses == sum(x is v for x in rows) else "col" if uses == sum(x is v for x in cols)
+                    else "uniform")
+            if roles.setdefault(v.id, role) != role or (role != "row" and v.id in bids):
                 return None  # read two ways, or the block index read as if shared: never merges
             values[v.id] = v
     prologue_ids = {r.id for op in prologue for r in op.results}
-    # bid(0) lines up by itself: F p + j is the first plus j, and F divides the first
-    rows = tuple(values[i] for i, r in roles.items() if r == "row" and i in prologue_ids and i not in bids)
-    uniform = tuple(values[i] for i, r in roles.items() if r == "uniform")
+    direct = any(roles.get(i) == "row" for i in bids)
+
+    def role(name: str) -> tuple[Value, ...]:
+        # bid(0) as a row lines up by itself (one column): F p + j is the first plus j
+        return tuple(values[i] for i, r in roles.items() if r == name and i in prologue_ids and i not in bids)
+
     tf32 = all(op.a.tile.dtype is dt.tfloat32 for op in fn.walk() if isinstance(op, ops.Mma))
-    return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), rows, uniform, tf32)
+    widens = bool(role("col")) and not shared_cols and not direct
+    return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), role("row"),
+                       role("col"), role("uniform"), widens, tf32)
 
 
-def _row_indices(op: Op, labels: dict[int, Labels]) -> list[Value]:
-    """The values indexing output rows in `op`: a load's or store's index on a dim along them."""
+def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
+    """The values indexing output `axis` (0: rows, 1: columns) in `op`: a load's or store's index
+    on a dim along it."""
     if not isinstance(op, (ops.Load, ops.Store)):
         return []
     lab = labels.get((op.result if isinstance(op, ops.Load) else op.tile).id)
-    return [] if lab is None else [i for i, a in zip(op.index, lab) if a == 0]
+    return [] if lab is None else [i for i, a in zip(op.index, lab) if a == axis]
 
 
 class _Merged(Rebuild):
-    """The rest of the kernel copied for a merged program: values on the output rows retyped
-    `count` times as tall, row indices read from `pieces` (the taller tiles' index)."""
+    """The rest of the kernel copied for a merged program: values on the output axes retyped
+    as many times as long as the merge has the user's tiles along them, indices on them read
+    from `pieces` (the larger tiles' index)."""
 
     def _type(self, v: Value) -> IRType:
         lab = self.labels.get(v.id)
@@ -149,15 +219,15 @@ class _Merged(Rebuild):
         return TileType(t.dtype, tuple(d if a is None else d * self.factors[a] for d, a in zip(t.shape, lab)))
 
     def _place(self, old: Value) -> None:
-        """The taller tiles' row indices are made before the copy (`_Merge`)."""
+        """The larger tiles' indices are made before the copy (`_Merge`)."""
 
 
 class _Merge:
-    """Builds `BlockMerges.merge(count)`."""
+    """Builds `BlockMerges.merge(merge)`."""
 
-    def __init__(self, merges: BlockMerges, count: int) -> None:
+    def __init__(self, merges: BlockMerges, merge: Merge) -> None:
         self.m = merges
-        self.count = count
+        self.merge = merge
         fn = merges.fn
         self.b = Builder(first_id=fn.max_id() + 1)
         in_prologue = {id(op) for op in merges.prologue}
@@ -167,7 +237,7 @@ class _Merge:
         """A copier of the kernel's ops for the user's block `user` of `blocks`, values of
         `seed` already mapped (factors: the merge's for `_Merged`, else 1)."""
         m = self.m
-        factors = (self.count, 1) if cls is _Merged else (1, 1)
+        factors = (self.merge.rows, self.merge.cols) if cls is _Merged else (1, 1)
         copier = cls(m.fn, m.labels, factors, self.b, user, blocks)
         copier.map.update(seed)
         return copier
@@ -177,6 +247,16 @@ class _Merge:
 
     def _binary(self, fn: BinaryFn, lhs: Value, rhs: Value) -> Value:
         return self.b.value(ops.Binary, fn=fn, lhs=lhs, rhs=rhs)
+
+    def _by(self, fn: BinaryFn, lhs: Value, rhs: int) -> Value:
+        return self._binary(fn, lhs, self._const(rhs, lhs))
+
+    def _block(self, first: Value, i: Value | int, j: Value | int) -> Value:
+        """The user's block `Merge.block(first, i, j)`, i and j constants or values."""
+        at = first if i == 0 else self._binary(BinaryFn.ADD, first, self._const(i, first) if isinstance(i, int) else i)
+        if isinstance(j, int):
+            return at if j == 0 else self._by(BinaryFn.ADD, at, self.merge.stride * j)
+        return self._binary(BinaryFn.ADD, at, self._by(BinaryFn.MUL, j, self.merge.stride))
 
     def _prologue(self, copier: Rebuild, shared: dict[int, Value] | None) -> None:
         """Copy the prologue with `copier`: every op, or (`shared` given) only those that depend
@@ -188,49 +268,62 @@ class _Merge:
                 copier.copy([op])
 
     def function(self) -> Function:
-        m, b, f = self.m, self.b, self.count
+        m, b, g = self.m, self.b, self.merge
         fn = m.fn
         body = Block()
         b.loc = fn.loc
         with b.inside(body):
             program = b.value(ops.Bid, axis=0)
-            first = self._binary(BinaryFn.MUL, program, self._const(f, program))
-            blocks = self._binary(BinaryFn.MUL, b.value(ops.NumBlocks, axis=0), self._const(f, program))
-            copiers = [self._copier(first, blocks, {})]
-            self._prologue(copiers[0], None)
-            shared = dict(copiers[0].map)
-            for j in range(1, f):
-                copiers.append(self._copier(self._binary(BinaryFn.ADD, first, self._const(j, first)), blocks, {}))
-                self._prologue(copiers[j], shared)
+            per_span = g.stride // g.rows
+            first = (self._by(BinaryFn.MUL, program, g.blocks) if per_span == 1 else self._binary(
+                BinaryFn.ADD, self._by(BinaryFn.MUL, self._by(BinaryFn.FLOORDIV, program, per_span), g.span),
+                self._by(BinaryFn.MUL, self._by(BinaryFn.MOD, program, per_span), g.rows)))
+            blocks = self._by(BinaryFn.MUL, b.value(ops.NumBlocks, axis=0), g.blocks)
+            copiers: dict[tuple[int, int], Rebuild] = {}
+            shared: dict[int, Value] = {}
+            for n, (i, j) in enumerate((i, j) for j in range(g.cols) for i in range(g.rows)):
+                copier = copiers[i, j] = self._copier(self._block(first, i, j), blocks, {})
+                self._prologue(copier, shared if n else None)
+                if not n:
+                    shared = dict(copier.map)
             ok = self._lined_up(copiers)
-            pieces = {(v.id, 0): self._binary(BinaryFn.FLOORDIV, copiers[0].get(v), self._const(f, v))
-                      for v in m.rows}
+            first_block = copiers[0, 0]
+            pieces = {(v.id, 0): self._by(BinaryFn.FLOORDIV, first_block.get(v), g.rows) for v in m.rows}
+            if g.cols > 1:
+                pieces.update({(v.id, 1): self._by(BinaryFn.FLOORDIV, first_block.get(v), g.cols) for v in m.cols})
+            # bid(0) as a row index (one column only): the program's index on the taller tiles
             pieces.update({(v.id, 0): program for op in fn.walk() if isinstance(op, ops.Bid) and op.axis == 0
                            for v in op.results})
-            merged = self._copier(first, blocks, copiers[0].map, _Merged)
+            merged = self._copier(first, blocks, first_block.map, _Merged)
             merged.pieces = pieces
             if ok is None:
                 merged.copy(self.rest)
             else:
                 b.emit(ops.If, cond=ok, then=self._region(lambda: merged.copy(self.rest)),
                        orelse=self._region(lambda: self._one_by_one(first, blocks, shared)))
-        name = f"{fn.name}_merged{f}"
+        name = f"{fn.name}_merged{g.rows}x{g.cols}"
         return eliminate_dead_code(Function(name, list(fn.params), list(fn.param_names), body, fn.loc,
                                             dict(fn.options)))
 
-    def _lined_up(self, copiers: list[Rebuild]) -> Value | None:
-        """A bool that holds where the merged blocks' row indices are consecutive from a multiple
-        of the factor and their other block-dependent values equal; None when nothing needs checking."""
+    def _lined_up(self, copiers: dict[tuple[int, int], Rebuild]) -> Value | None:
+        """A bool that holds where the merged blocks' row (column) indices go up by one down
+        (across) the rectangle from a multiple of its rows (columns), and their other
+        block-dependent values are equal; None when nothing needs checking."""
+        g = self.merge
         conds = []
-        for v in (*self.m.rows, *self.m.uniform):
-            v0 = copiers[0].get(v)
-            row = v in self.m.rows
-            if row:
-                rem = self._binary(BinaryFn.MOD, v0, self._const(self.count, v0))
-                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=rem, rhs=self._const(0, v0)))
-            for j in range(1, self.count):
-                want = self._binary(BinaryFn.ADD, v0, self._const(j, v0)) if row else v0
-                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=copiers[j].get(v), rhs=want))
+        along = [(v, 0, g.rows) for v in self.m.rows]
+        along += [(v, 1, g.cols) if g.cols > 1 else (v, None, 1) for v in self.m.cols]
+        along += [(v, None, 1) for v in self.m.uniform]
+        for v, axis, factor in along:
+            v0 = copiers[0, 0].get(v)
+            if factor > 1:
+                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=self._by(BinaryFn.MOD, v0, factor),
+                                          rhs=self._const(0, v0)))
+            for (i, j), copier in copiers.items():
+                step = (i, j)[axis] if axis is not None else 0
+                if (i, j) != (0, 0):
+                    want = self._by(BinaryFn.ADD, v0, step) if step else v0
+                    conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=copier.get(v), rhs=want))
         ok = None
         for c in conds:
             ok = c if ok is None else self._binary(BinaryFn.AND, ok, c)
@@ -244,18 +337,20 @@ class _Merge:
         return block
 
     def _one_by_one(self, first: Value, blocks: Value, shared: dict[int, Value]) -> None:
-        """The user's blocks first, ..., first + count - 1 one after the other, as written."""
-        b = self.b
+        """The program's blocks one after the other, as written, down each column of the rectangle."""
+        b, g = self.b, self.merge
         i32 = scalar(dt.int32)
-        j = b.new_value(i32, "j")
-        loop = Block([j])
+        k = b.new_value(i32, "k")
+        loop = Block([k])
         with b.inside(loop):
-            copier = self._copier(self._binary(BinaryFn.ADD, first, j), blocks, {})
+            user = (self._block(first, k, 0) if g.cols == 1 else self._block(first, self._by(BinaryFn.MOD, k, g.rows),
+                                                                              self._by(BinaryFn.FLOORDIV, k, g.rows)))
+            copier = self._copier(user, blocks, {})
             self._prologue(copier, shared)
             copier.copy(self.rest)
             b.emit(ops.Yield, values=())
         _without_tma(loop)
-        b.emit(ops.For, lower=self._const(0, first), upper=self._const(self.count, first), step=self._const(1, first),
+        b.emit(ops.For, lower=self._const(0, first), upper=self._const(g.blocks, first), step=self._const(1, first),
                init=(), body=loop)
 
 

@@ -75,7 +75,7 @@ class TileSplits:
         factors = split_factors(self.shape, count)
         if factors is None:
             return []
-        return [(op.array.id, k, tile.tile.shape[k], tile.tile.shape[k] // factors[a])
+        return [(op.array.id, op.order[k], tile.tile.shape[k], tile.tile.shape[k] // factors[a])
                 for op, tile, k, a in _cut_axes(self.fn, self.labels, factors)]
 
     def counts(self, min_dim: int = MIN_SPLIT_DIM) -> list[int]:
@@ -114,9 +114,9 @@ def split_factors(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:
 
 def _cut_axes(fn: Function, labels: dict[int, Labels],
               factors: tuple[int, ...]) -> list[tuple[ops.Load | ops.Store, Value, int, int]]:
-    """(load or store, its tile, array axis k, output axis) for every access axis on an output
-    axis that `factors` cuts (loads and stores are in array axis order: k is also the tile's dim
-    and the position of the index value)."""
+    """(load or store, its tile, dim k, output axis) for every access axis on an output axis
+    that `factors` cuts: k is the tile's dim and the position of the index value, in the order of
+    the access's view of its array (array axis `op.order[k]`)."""
     found = []
     for op in fn.walk():
         tile = op.result if isinstance(op, ops.Load) else op.tile if isinstance(op, ops.Store) else None
@@ -212,9 +212,7 @@ def _operand_labels(op: Op, result: Labels | None, rows_only: bool = False) -> l
         else:
             lab.insert(op.axis, None)
         return [(op.x, tuple(lab))]
-    if isinstance(op, ops.Load):
-        if op.order != tuple(range(len(op.shape))):
-            raise _Declined
+    if isinstance(op, ops.Load):  # any order: its index and tile dims are the permuted view's
         return []
     if isinstance(op, ops.Bitcast) and op.x.tile.shape == op.result.tile.shape:
         return [(op.x, result)]

@@ -19,10 +19,10 @@ from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..splitting import SplitKernel, check_split_option, forced_splits
 from ..stream_k import StreamKKernel
-from ..tile_splitting import BlockMergeKernel, TileSplitKernel
+from ..tile_splitting import BlockMergeKernel, MergeFinder, TileSplitKernel, check_merge_option, forced_shape
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
-from .numerics import scalar
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
+from .scalars import bind
 
 _MISSING = missing_rules()
 if _MISSING:
@@ -57,8 +57,7 @@ class InterpretedKernel:
                             f"got {len(args)}")
         gx, gy, gz = (tuple(int(g) for g in grid) + (1, 1, 1))[:3]
         env: list[Any] = [None] * self._size
-        for (s, dtype), arg in zip(self._params, args):
-            env[s] = arg if dtype is None else scalar(arg, dtype)
+        bind(env, self._params, args)
         env[NUM_BLOCKS_SLOT:NUM_BLOCKS_SLOT + 3] = [_I32(gx), _I32(gy), _I32(gz)]
         ops = self._ops
         with np.errstate(all="ignore"):
@@ -83,20 +82,22 @@ class InterpreterBackend:
     split-K kernels, N ways; `tile_split`: a count N runs every launch of a kernel
     `passes.tile_split` qualifies with its output tiles split N ways; `stream_k`: a count N runs
     every 1-D launch of a kernel `passes.stream_k` qualifies as its stream-K kernel on N programs;
-    `block_merge`: a count F runs every launch of a kernel `passes.block_merge` qualifies (and
-    tile splitting does not take) with F of its blocks merged, where F divides grid axis 0
-    (tests of the splits and merges; never by default: a CPU has no idle SMs)."""
+    `block_merge`: a shape (R, C) (a count F: F x 1) runs every launch of a kernel
+    `passes.block_merge` qualifies (and tile splitting does not take) with R x C of its blocks
+    merged, where the grid allows and, for C > 1, `MergeFinder` finds them lined up (tests of the
+    splits and merges; never by default: a CPU has no idle SMs)."""
 
     kind = BackendKind.INTERPRETER
     _split_k: int | None = None  # (also for subclasses that skip __init__)
     _tile_split: int | None = None
-    _block_merge: int | None = None
+    _block_merge: int | tuple[int, int] | None = None
     _stream_k: int | None = None
 
     def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False,
-                 stream_k: bool | int = False, block_merge: bool | int = False) -> None:
-        for option in (split_k, tile_split, stream_k, block_merge):
+                 stream_k: bool | int = False, block_merge: bool | int | tuple[int, int] = False) -> None:
+        for option in (split_k, tile_split, stream_k):
             check_split_option(option)
+        check_merge_option(block_merge)
         self._split_k = None if isinstance(split_k, bool) else split_k
         self._tile_split = None if isinstance(tile_split, bool) else tile_split
         self._block_merge = None if isinstance(block_merge, bool) else block_merge
@@ -124,12 +125,13 @@ class InterpreterBackend:
         if splits is not None and forced in splits.counts():
             return TileSplitKernel(kernel, splits.split, lambda variant, count: InterpretedKernel(variant),
                                    lambda grid, args: forced)
-        merge = self._block_merge
-        merges = block_merges(fn) if merge is not None else None
-        if merges is None or merge not in merges.counts():
+        forced = None if self._block_merge is None else forced_shape(self._block_merge)
+        merges = block_merges(fn) if forced is not None else None
+        if merges is None or forced not in merges.shapes():
             return kernel
+        finder = MergeFinder(merges)
         return BlockMergeKernel(kernel, merges.merge, lambda variant, count: InterpretedKernel(variant),
-                                lambda grid, args: merge)
+                                lambda grid, args: finder.find(forced, grid, args, everywhere=False))
 
     def _stream_k_kernel(self, kernel: InterpretedKernel | TileSplitKernel,
                          fn: Function) -> InterpretedKernel | TileSplitKernel | StreamKKernel:

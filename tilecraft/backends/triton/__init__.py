@@ -37,7 +37,8 @@ from ...passes.warp_specialize import StreamedLoop, streamed_loop  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
-from ..tile_splitting import MIN_AUTO_DIM, BlockMergeKernel, TileSplitKernel, auto_factors, piece_facts  # noqa: E402
+from ..tile_splitting import (MIN_AUTO_DIM, BlockMergeKernel, MergeFinder, TileSplitKernel, auto_shapes,  # noqa: E402
+                              check_merge_option, forced_shape, piece_facts)
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -75,9 +76,10 @@ class TritonBackend:
     splits every launch's tiles N ways (tests).
     `block_merge`: True runs a tf32 matmul-like kernel of small tiles that `passes.block_merge`
     qualifies, on a launch of about four blocks per SM (one wave once merged), with 4 of its
-    blocks merged into one block of 4 times the rows (backends/tile_splitting.py `auto_factors`,
+    blocks merged into one block of 4 times the rows (backends/tile_splitting.py `auto_shapes`,
     `auto_merge`; on a GPU, unless TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is
-    not merged); False never; a count F merges every launch whose grid axis 0 F divides (tests).
+    not merged); False never; a shape (R, C) (a count F: F x 1) merges R x C blocks on every
+    launch whose grid allows it and, for C > 1, whose blocks `MergeFinder` finds lined up (tests).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
     whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
     (backends/stream_k.py; on a GPU when TILECRAFT_STREAM_K=1: it still runs slower than the
@@ -94,13 +96,13 @@ class TritonBackend:
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
                  split_k: bool | int = True, tile_split: bool | int = True, stream_k: bool | int = True,
-                 block_merge: bool | int = True, stage_operands: bool | None = None) -> None:
+                 block_merge: bool | int | tuple[int, int] = True, stage_operands: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
         check_split_option(tile_split)
         check_split_option(stream_k)
-        check_split_option(block_merge)
+        check_merge_option(block_merge)
         self._split_k = split_k
         self._tile_split = tile_split
         self._stream_k = stream_k
@@ -158,9 +160,11 @@ class TritonBackend:
                             # the staged kernel's descriptors are made in the kernel: its operands are
                             # fresh copies at every launch (3001^3 fp16 on the H200: 0.20 -> 0.31 ms with
                             # host descriptors); a tf32 matmul's copies may run the Gluon variant
-                            lambda f: self._warp_specialized(
+                            # (merged where the staged kernel's blocks may be: tf32 of small tiles)
+                            lambda f: self._warp_specialized(self._block_merge_kernel(
                                 TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
-                                             host_variants=False), staged.fn, f),
+                                             host_variants=False), staged.fn, f, target, host_variants=False),
+                                staged.fn, f),
                             self.interpret, self._stage is True)
 
     def _warp_specialized(self, kernel: Compiled, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled:
@@ -270,20 +274,21 @@ class TritonBackend:
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
 
     def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                            target: Target) -> TritonKernel | BlockMergeKernel:
+                            target: Target, host_variants: bool = True) -> TritonKernel | BlockMergeKernel:
         automatic = self._block_merge is True
         if not self._considers(self._block_merge, knobs.BLOCK_MERGE, opt_in=False):
             return kernel
         merges = block_merges(fn)
-        counts = ([] if merges is None else auto_factors(merges) if automatic
-                  else [c for c in merges.counts() if c == self._block_merge])
-        if not counts:
+        shapes = ([] if merges is None else auto_shapes(merges) if automatic
+                  else [s for s in merges.shapes() if s == forced_shape(self._block_merge)])
+        if not shapes:
             return kernel
-        forced = None if automatic else self._block_merge
+        finder = MergeFinder(merges)
         return BlockMergeKernel(
             kernel, merges.merge,
-            lambda variant, count: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
-            lambda grid, args: split_launch.choose_block_merge(grid, args, forced, counts))
+            lambda variant, count: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret,
+                                                host_variants=host_variants),
+            lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic))
 
 
 def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:

@@ -14,7 +14,8 @@ import torch
 from ...language.dtypes import DType
 from ..splitting import Grid, auto_splits, forced_splits
 from ..stream_k import auto_programs
-from ..tile_splitting import auto_count, auto_merge
+from ...passes.block_merge import Merge
+from ..tile_splitting import MergeFinder, auto_count, auto_merge
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
@@ -57,12 +58,14 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
     return None if sms is None else auto_count(grid, sms, counts, tile_elements)
 
 
-def choose_block_merge(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int]) -> int | None:
-    """A launch's block-merge factor: `forced` on any grid, else `auto_merge` on a CUDA device."""
-    if forced is not None:
-        return forced
+def choose_block_merge(grid: Grid, args: Sequence[Any], finder: MergeFinder, shapes: Sequence[tuple[int, int]],
+                       automatic: bool) -> Merge | None:
+    """A launch's merge: of `shapes` (one, forced) on any grid, or (`automatic`) of the first of
+    those `auto_merge` ranks whose programs all line up, on a CUDA device."""
+    if not automatic:
+        return finder.first(grid, args, shapes, everywhere=False)
     sms = _launch_sms(args)
-    return None if sms is None else auto_merge(grid, sms, counts)
+    return None if sms is None else finder.first(grid, args, auto_merge(grid, sms, shapes))
 
 
 def choose_stream_k(grid: Grid, args: Sequence[Any], forced: int | None, tile_elements: int) -> int | None:
