@@ -157,8 +157,8 @@ def test_nothing_to_check_when_bid_is_the_row():
 
 def test_automatic_shapes():
     """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
-    of blocks: TC3's 512 blocks merge 4 x 1, 2048 blocks 4 x 4, TC2's 256 do not, nor grids of
-    several waves merged."""
+    of blocks (TC3's 512 blocks merge 4 x 1, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 4,
+    several."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
@@ -178,6 +178,9 @@ def test_automatic_shapes():
     assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(4, 1), (2, 2)]
     assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
+    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 2048^3: 4 x 4 would leave 1.9 waves
+    assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]  # 4096^3: several waves of 128x128
+    assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == []
 
 
 def test_specialize_starts_from_the_launch_it_follows():
@@ -298,6 +301,20 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k):
     assert _merged(kernel, name, shape) == [Merge(*shape, 8)]
 
 
+@pytest.mark.only_backends("triton", "triton-interpret")
+def test_merged_staged_operands(dev, backend_variant):
+    """The staged kernel (tf32 operands rounded into scratch copies, B transposed: its loads of
+    B^T in order (1, 0)) merged 2 x 2, as large tf32 launches run on the GPU."""
+    m, n, k = 500, 100, 40
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)
+    name = backend_variant("merge-staged", stage_operands=True, block_merge=(2, 2), tile_split=False, stream_k=False)
+    got = run_matmul(dev, name, (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1), kernel, a, b, (32, 32, 32))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=2e-3 * np.sqrt(k), rtol=2e-3)
+    staged = [c for key, v in kernel.variants.items() if key.backend == name for c in v.compiled._kernels.values()]
+    assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8)]]
+
+
 @pytest.mark.parametrize("kernel,stride", [(column_major_scaled, 4), (row_major, None)],
                          ids=lambda k: getattr(getattr(k, "fn", None), "__name__", str(k)))
 def test_merge_finder(kernel, stride):
@@ -363,20 +380,20 @@ def _assert_true(value) -> None:
 
 
 @pytest.mark.only_backends("triton")
-def test_automatic_merge_on_the_gpu(dev):
-    """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles: 512 blocks, merged as
-    `auto_merge` says for the GPU's SMs (4 to a block on the H200's 132); reruns through the fast
-    path are bit-identical."""
+@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (4, 1)), (2048, 1024, 512, (4, 4))])
+def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
+    """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles (512 blocks), and 2048x1024x512
+    (2048), merged as `auto_merge` says for the GPU's SMs (on the H200's 132: 4 x 1 and 4 x 4);
+    reruns through the fast path are bit-identical."""
     import torch
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    m, n, k = 1000, 500, 700
     a, b = _mats(m, n, k)
     kernel = ct.kernel(matmul_kernel.fn)
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
     results = [run_matmul(dev, "triton", grid, kernel, a, b, (32, 32, 32)) for _ in range(3)]
     np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    shapes = auto_merge(grid, sms, [(4, 1)])
-    assert shapes == [(4, 1)] or sms != 132
+    shapes = auto_merge(grid, sms, AUTO_SHAPES)
+    assert shapes[:1] == [shape] or sms != 132
     if shapes:
         assert _merged(kernel, "triton", shapes[0])
     for later in results[1:]:

@@ -11,9 +11,9 @@ takes the split count that `auto_count`'s model of those runs rates fastest, pie
 `MIN_AUTO_DIM` on a side. What a backend supplies: how to compile a variant and how many SMs
 the launch's GPU has (or a count forced for tests).
 
-The other way round, a tf32 kernel of small tiles (32x32) on a grid of about four blocks per
-SM runs with 4 of its blocks merged into one, one wave of taller tiles (passes/block_merge.py;
-`auto_shapes`, `auto_merge`, `MergeFinder`).
+The other way round, a tf32 kernel of small tiles (32x32) on a grid of several blocks per SM
+runs with a rectangle of its blocks merged into one, on one wave of larger tiles or (large
+grids) on 128x128 ones (passes/block_merge.py; `auto_shapes`, `auto_merge`, `MergeFinder`).
 """
 
 from __future__ import annotations
@@ -88,17 +88,27 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
     return [s for s in AUTO_SHAPES if s in allowed]
 
 
+WIDE_SHAPE = (4, 4)
+"""The merge launches of several waves take (128x128 tiles of the sample's 32x32 ones)."""
+
+WIDE_MIN_WAVES = 2
+"""... where it leaves at least this many blocks per SM."""
+
+
 def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
-    first. The merges that paid made one wave of several (H200, fp32, merge-probe-h200-2026-12-02-e.json):
-    TC3's 512 blocks merged 4 x 1, 0.73 -> 0.88x torch (2 x 2 0.86x); 2048x1024x512's 2048
-    merged 4 x 4, 0.76 -> 0.94x. Where more waves remained they did not: 1024^3 merged 4 x 1
-    (256 blocks) 0.64 -> 0.65x, 4000x1000x700 2 x 2 (1000) 0.30 -> 0.30x; nor where fewer than
-    one: 1024^3 merged 4 x 4 (64) 0.48x."""
+    first; then `WIDE_SHAPE` where it leaves `WIDE_MIN_WAVES` waves or more. H200, fp32, the
+    sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
+    TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
+    0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x); several waves, 4 x 4,
+    4096^3 0.20 -> 0.68x and 8192^3 0.22 -> 0.80x (4 x 8 0.39, 0.46x; 2 x 8 as 4 x 4). Where
+    fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
+    (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     blocks = math.prod(grid)
     fits = [s for s in shapes if MERGED_BLOCKS_PER_SM * sms <= blocks // (s[0] * s[1]) <= sms]
-    return sorted(fits, key=lambda s: -s[0] * s[1])
+    wide = [WIDE_SHAPE] if WIDE_SHAPE in shapes and blocks // math.prod(WIDE_SHAPE) >= WIDE_MIN_WAVES * sms else []
+    return sorted(fits, key=lambda s: -s[0] * s[1]) + [s for s in wide if s not in fits]
 
 
 def check_merge_option(option: bool | int | tuple[int, int]) -> None:
