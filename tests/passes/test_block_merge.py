@@ -12,6 +12,7 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
+from tilecraft.backends.interpreter import InterpretedKernel
 from tilecraft.backends.tile_splitting import (AUTO_SHAPES, BlockMergeKernel, GridVariantLauncher, MergeFinder,
                                               auto_merge, auto_shapes)
 from tilecraft.ir import ops, verify
@@ -328,12 +329,46 @@ def test_merge_finder(kernel, stride):
     extra = (scale,) if kernel is column_major_scaled else ()
     finder = MergeFinder(block_merges(kernel_ir(kernel, a, b, c, *extra, 32, 32, 32)))
     grid = (4 * 3, 1, 1)
-    want = None if stride is None else Merge(2, 3, stride)
+    want = None if stride is None else Merge(2, 3, stride, checked=False)  # lined up everywhere: unchecked
     for args in ((a, b, c, *extra), tuple(torch.from_numpy(x) for x in (a, b, c, *extra))):
         assert finder.find((2, 3), grid, args) == want
-    assert finder.find((2, 1), grid, (a, b, c, *extra)) == (Merge(2) if stride else None)  # rows line up?
+    assert finder.find((2, 1), grid, (a, b, c, *extra)) == (Merge(2, checked=False) if stride else None)
     assert finder.find((2, 1), grid, (a, b, c, *extra), everywhere=False) == Merge(2)  # forced: one column merges
     assert finder.find((4, 1), (6, 1, 1), (a, b, c, *extra)) is None  # 4 does not divide the grid
+
+
+@ct.kernel
+def column_major_by_argument(A, B, C, n_rows, tm: ConstInt, tn: ConstInt, tk: ConstInt):
+    """Tiles in column-major order over `n_rows` row tiles, a scalar argument."""
+    row, col = ct.bid(0) % n_rows, ct.bid(0) // n_rows
+    ct.store(C, index=(row, col), tile=_product(A, B, row, col, tm, tn, tk))
+
+
+def test_unchecked_merges():
+    """Where the launch found every program lined up, the merged kernel has one copy of the
+    prologue and no branch, and its results are right. A kernel whose prologue reads a scalar
+    argument (which may differ between launches of one variant) keeps the check."""
+    m, n, k = 128, 128, 40
+    a, b = _mats(m, n, k)
+    c = np.zeros((m, n), _F32)
+    merges = block_merges(kernel_ir(column_major_scaled, a, b, c, np.ones(m, _F32), 32, 32, 32))
+    merge = MergeFinder(merges).find((2, 2), (16, 1, 1), (a, b, c, np.ones(m, _F32)))
+    assert merges.pinned and merge == Merge(2, 2, 4, checked=False)
+    variant = verify(merges.merge(merge))
+    assert not any(isinstance(op, (ops.If, ops.For)) and op is not _k_loop(variant) for op in variant.body.ops)
+    scale = RNG.standard_normal(m).astype(_F32)
+    out = np.full((m, n), np.nan, _F32)
+    InterpretedKernel(variant).launch((4, 1, 1), (a, b, out, scale))
+    np.testing.assert_allclose(out, (a.astype(np.float64) @ b) * scale[:, None], atol=1e-4 * k, rtol=1e-5)
+    by_argument = block_merges(kernel_ir(column_major_by_argument, a, b, c, 4, 32, 32, 32))
+    assert not by_argument.pinned
+    assert MergeFinder(by_argument).find((2, 2), (16, 1, 1), (a, b, c, 4)) == Merge(2, 2, 4)  # checked
+    with pytest.raises(ValueError):
+        by_argument.merge(Merge(2, 2, 4, checked=False))
+
+
+def _k_loop(fn):
+    return next(op for op in fn.body.ops if isinstance(op, ops.For))
 
 
 def test_merges_partition_the_grid():

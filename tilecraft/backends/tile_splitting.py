@@ -137,7 +137,9 @@ class MergeFinder:
     did not, each would run its blocks one after the other (H200, 4000x1000x700 fp32 merged 4 x 4,
     its last 5 row tiles' programs one by one: 0.30 -> 0.12x torch, against 0.94x for
     2048x1024x512, which lines up everywhere; merge-probe-h200-2026-12-02-e.json). Evaluations
-    are remembered per grid and argument shapes."""
+    are remembered per grid and arguments' layouts and values. Where the prologue reads what a
+    launch's specialization pins only (`BlockMerges.pinned`), a merge found lined up everywhere
+    runs unchecked."""
 
     def __init__(self, merges: BlockMerges) -> None:
         self.merges = merges
@@ -167,12 +169,15 @@ class MergeFinder:
         values = self._evaluate(grid, args) if merges and self._program is not None else None
         if values is None:
             return None
-        return next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
+        found = next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
+        unchecked = found is not None and everywhere and self.merges.pinned
+        return replace(found, checked=False) if unchecked else found
 
     def _evaluate(self, grid: Grid, args: Sequence[Any]) -> list[np.ndarray] | None:
         """The checked prologue values of every block along grid axis 0 (None: the arguments do
         not follow the kernel's parameters)."""
-        key = (grid, tuple(tuple(getattr(a, "shape", ())) for a in args))
+        from .interpreter.scalars import layout_key
+        key = (grid, layout_key(args))
         if key not in self._values:
             ok = len(args) == len(self.merges.fn.params)
             self._values[key] = self._program(args, grid, np.arange(grid[0])) if ok else None

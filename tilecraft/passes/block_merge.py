@@ -26,7 +26,10 @@ it with j a multiple of C, and every other value of it that the kernel reads mus
 for all F blocks. Where that holds the program runs the merged tile; elsewhere it runs the F
 blocks one after the other, as written. So any `Merge` gives right results; the launch picks
 one whose blocks line up by evaluating the prologue on the host (backends/tile_splitting.py
-`find_merge`). `num_blocks(0)` reads as the user's grid, which the launch makes a multiple of
+`MergeFinder`). Where that evaluation holds for every launch of the variant (the prologue reads
+no scalar parameter: `BlockMerges.pinned`) and found every program lined up, the merge runs
+unchecked (`Merge.checked`): one copy of the prologue, no branch, the kernel a written one of
+the larger tiles would be. `num_blocks(0)` reads as the user's grid, which the launch makes a multiple of
 the merge's span (`BlockMergeKernel`).
 
 Kernels that qualify: those `tile_split.tile_splits` takes (rank-2 stores, an MMA reaching
@@ -80,6 +83,8 @@ class Merge:
     rows: int
     cols: int = 1
     stride: int = 0
+    checked: bool = True
+    """Whether the kernel checks that its blocks line up (else the launch has: `BlockMerges.pinned`)."""
 
     def __post_init__(self) -> None:
         if self.cols == 1:
@@ -128,6 +133,10 @@ class BlockMerges:
     widens: bool
     """Whether merged tiles may be wider than the user's: every column index is a prologue value
     computed from `bid(0)`, and no row index is `bid(0)` itself."""
+    pinned: bool
+    """Whether the prologue reads no scalar parameter (only arrays' shapes and strides, constants
+    and the grid, which a launch's specialization pins): a launch that evaluated it on the host
+    for every block knows whether they line up, and may run a merge unchecked."""
     tf32: bool
     """Whether every MMA of the kernel takes tf32 operands."""
 
@@ -142,8 +151,9 @@ class BlockMerges:
                 if r * c >= 2 and rows * r <= MAX_ROWS and cols * c <= MAX_COLS]
 
     def merge(self, merge: Merge) -> Function:
-        """The kernel whose programs run the user's blocks as `merge` says (module docstring)."""
-        if (merge.rows, merge.cols) not in self.shapes():
+        """The kernel whose programs run the user's blocks as `merge` says (module docstring);
+        unchecked, each program runs its blocks merged, as the launch found they line up."""
+        if (merge.rows, merge.cols) not in self.shapes() or not (merge.checked or self.pinned):
             raise ValueError(f"cannot merge this kernel's blocks as {merge}")
         return _Merge(self, merge).function()
 
@@ -193,8 +203,10 @@ def block_merges(fn: Function) -> BlockMerges | None:
 
     tf32 = all(op.a.tile.dtype is dt.tfloat32 for op in fn.walk() if isinstance(op, ops.Mma))
     widens = bool(role("col")) and not shared_cols and not direct
+    scalars = {p.id for p in fn.params if isinstance(p.type, TileType)}
+    pinned = not any(v.id in scalars for op in prologue for v in op.operands)
     return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), role("row"),
-                       role("col"), role("uniform"), widens, tf32)
+                       role("col"), role("uniform"), widens, pinned, tf32)
 
 
 def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
@@ -281,12 +293,13 @@ class _Merge:
             blocks = self._by(BinaryFn.MUL, b.value(ops.NumBlocks, axis=0), g.blocks)
             copiers: dict[tuple[int, int], Rebuild] = {}
             shared: dict[int, Value] = {}
-            for n, (i, j) in enumerate((i, j) for j in range(g.cols) for i in range(g.rows)):
+            checked = [(i, j) for j in range(g.cols) for i in range(g.rows)] if g.checked else [(0, 0)]
+            for n, (i, j) in enumerate(checked):
                 copier = copiers[i, j] = self._copier(self._block(first, i, j), blocks, {})
                 self._prologue(copier, shared if n else None)
                 if not n:
                     shared = dict(copier.map)
-            ok = self._lined_up(copiers)
+            ok = self._lined_up(copiers) if g.checked else None
             first_block = copiers[0, 0]
             pieces = {(v.id, 0): self._by(BinaryFn.FLOORDIV, first_block.get(v), g.rows) for v in m.rows}
             if g.cols > 1:
@@ -301,7 +314,7 @@ class _Merge:
             else:
                 b.emit(ops.If, cond=ok, then=self._region(lambda: merged.copy(self.rest)),
                        orelse=self._region(lambda: self._one_by_one(first, blocks, shared)))
-        name = f"{fn.name}_merged{g.rows}x{g.cols}"
+        name = f"{fn.name}_merged{g.rows}x{g.cols}{'' if g.checked else '_unchecked'}"
         return eliminate_dead_code(Function(name, list(fn.params), list(fn.param_names), body, fn.loc,
                                             dict(fn.options)))
 

@@ -26,6 +26,19 @@ class _Layout:
             self.strides = tuple(s * self.itemsize for s in array.stride())
 
 
+def layout_key(args: Sequence[Any]) -> tuple:
+    """What a `ScalarProgram` may read of `args`, hashable: arrays' shapes and strides, numbers'
+    values (of anything else, such as a list of arrays, its type)."""
+    def item(a: Any) -> Any:
+        if isinstance(a, (int, float, np.generic)):
+            return a
+        if hasattr(a, "shape"):
+            lay = _Layout(a)
+            return lay.shape, lay.strides
+        return type(a)
+    return tuple(item(a) for a in args)
+
+
 def bind(env: Env, params: Sequence[tuple[int, Any]], args: Sequence[Any], arrays: bool = False) -> None:
     """Put `args` in their parameters' slots of `env` (`params`: slot and scalar dtype, None for
     an array): scalars as NumPy scalars of their dtype, arrays as they are (`arrays`: as `_Layout`s)."""

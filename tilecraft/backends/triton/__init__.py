@@ -286,8 +286,10 @@ class TritonBackend:
         finder = MergeFinder(merges)
         return BlockMergeKernel(
             kernel, merges.merge,
-            lambda variant, count: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret,
-                                                host_variants=host_variants),
+            # an unchecked merge is a kernel of larger tiles, which may have a warp-specialized variant
+            lambda variant, count: self._warp_specialized(
+                TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret,
+                             host_variants=host_variants), variant, facts),
             lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic))
 
 
