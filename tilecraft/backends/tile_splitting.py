@@ -72,9 +72,10 @@ MERGED_BLOCKS_PER_SM = 0.95
 """A merge leaves at least this many blocks per SM, and at most one (TC3's 512 blocks merged 4
 to a block: 128 blocks on the H200's 132 SMs)."""
 
-AUTO_SHAPES = ((4, 1), (2, 2), (4, 2), (2, 4), (4, 4), (4, 8))
+AUTO_SHAPES = ((2, 2), (4, 1), (4, 2), (2, 4), (4, 4), (4, 8))
 """The shapes (row tiles, column tiles) of the merges launches may take on their own, preferred
-in this order among those of as many blocks."""
+in this order among those of as many blocks: TC3 merged 2 x 2 ran 0.86, 0.94, 0.96x torch in
+three calls, 4 x 1 0.85, 0.89, 0.92x (merge-probe-h200-2026-12-02-e.json, -f, -h)."""
 
 
 def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
@@ -102,7 +103,8 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x); several waves, 4 x 4,
-    4096^3 0.20 -> 0.68x and 8192^3 0.22 -> 0.80x (4 x 8 0.39, 0.46x; 2 x 8 as 4 x 4). Where
+    4096^3 0.20 -> 0.68x and 8192^3 0.22 -> 0.80x (4 x 8 0.39, 0.46x; 2 x 8 as 4 x 4). Unchecked
+    (`MergeFinder`; -h): 2048x1024x512 1.06x, 2048^3 0.55x, 4096^3 0.73x, 8192^3 0.84x. Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     blocks = math.prod(grid)
