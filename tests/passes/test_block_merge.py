@@ -105,6 +105,7 @@ def test_qualifying_kernels_and_their_shapes():
         assert merges is not None and merges.widens and merges.shapes() == WIDE_32
     merges = block_merges(kernel_ir(direct_rows, a, b, c, 32, 32, 32))
     assert not merges.widens and merges.shapes() == [(2, 1), (4, 1)]  # bid(0) the row, bid(1) the column
+    assert not merges.pinned  # it reads bid(1), which a launch's evaluation along axis 0 does not cover
     assert block_merges(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32)).shapes() == []  # 2048 elements
     assert (8, 1) in block_merges(kernel_ir(matmul_kernel, a, b, c, 16, 32, 32)).shapes()
     assert block_merges(kernel_ir(column_major_scaled, a, b, c, np.ones(100, _F32), 32, 32, 32)) is not None

@@ -134,9 +134,10 @@ class BlockMerges:
     """Whether merged tiles may be wider than the user's: every column index is a prologue value
     computed from `bid(0)`, and no row index is `bid(0)` itself."""
     pinned: bool
-    """Whether the prologue reads no scalar parameter (only arrays' shapes and strides, constants
-    and the grid, which a launch's specialization pins): a launch that evaluated it on the host
-    for every block knows whether they line up, and may run a merge unchecked."""
+    """Whether the prologue reads no scalar parameter and no block index but axis 0's (only
+    arrays' shapes and strides, constants, the grid and `bid(0)`, which a launch's
+    specialization and grid pin): a launch that evaluated it on the host for every block along
+    axis 0 knows whether they line up, and may run a merge unchecked."""
     tf32: bool
     """Whether every MMA of the kernel takes tf32 operands."""
 
@@ -204,7 +205,8 @@ def block_merges(fn: Function) -> BlockMerges | None:
     tf32 = all(op.a.tile.dtype is dt.tfloat32 for op in fn.walk() if isinstance(op, ops.Mma))
     widens = bool(role("col")) and not shared_cols and not direct
     scalars = {p.id for p in fn.params if isinstance(p.type, TileType)}
-    pinned = not any(v.id in scalars for op in prologue for v in op.operands)
+    pinned = not any(v.id in scalars for op in prologue for v in op.operands) and not any(
+        isinstance(op, ops.Bid) and op.axis != 0 for op in prologue)
     return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), role("row"),
                        role("col"), role("uniform"), widens, pinned, tf32)
 

@@ -4,6 +4,7 @@ row and column indices of each of the user's blocks) without running the kernel.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -14,16 +15,20 @@ from .registry import BID_SLOT, NUM_BLOCKS_SLOT, RULES, Compiler, Env
 
 
 class _Layout:
-    """An array argument as ArrayShape and ArrayStride read it (NumPy's names): a torch tensor's
-    shape and strides, or a NumPy array's."""
+    """An array argument as ArrayShape and ArrayStride read it (NumPy's names): a NumPy array's
+    shape and strides, a torch tensor's, or (an array without strides, such as JAX's) those of
+    a dense row-major array of its shape."""
 
     def __init__(self, array: Any) -> None:
         self.shape = tuple(int(d) for d in array.shape)
         if isinstance(array, np.ndarray):
             self.strides, self.itemsize = array.strides, array.itemsize
-        else:
+        elif callable(getattr(array, "stride", None)):
             self.itemsize = array.element_size()
             self.strides = tuple(s * self.itemsize for s in array.stride())
+        else:
+            self.itemsize = np.dtype(array.dtype).itemsize
+            self.strides = tuple(self.itemsize * math.prod(self.shape[k + 1:]) for k in range(len(self.shape)))
 
 
 def layout_key(args: Sequence[Any]) -> tuple:
