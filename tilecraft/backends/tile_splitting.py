@@ -72,10 +72,11 @@ MERGED_BLOCKS_PER_SM = 0.95
 """A merge leaves at least this many blocks per SM, and at most one (TC3's 512 blocks merged 4
 to a block: 128 blocks on the H200's 132 SMs)."""
 
-AUTO_SHAPES = ((2, 2), (4, 1), (4, 2), (2, 4), (4, 4), (4, 8))
+AUTO_SHAPES = ((4, 1), (2, 2), (4, 2), (2, 4), (4, 4), (4, 8))
 """The shapes (row tiles, column tiles) of the merges launches may take on their own, preferred
-in this order among those of as many blocks: TC3 merged 2 x 2 ran 0.86, 0.94, 0.96x torch in
-three calls, 4 x 1 0.85, 0.89, 0.92x (merge-probe-h200-2026-12-02-e.json, -f, -h)."""
+in this order among those of as many blocks. TC3 merged 2 x 2 with the check ran 0.86, 0.94,
+0.96x torch in three calls, 4 x 1 0.85, 0.89, 0.92x (merge-probe-h200-2026-12-02-e.json, -f,
+-h), but 2 x 2 unchecked, as a launch would take it, has not run on the GPU: 4 x 1 stays first."""
 
 
 def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
