@@ -189,11 +189,9 @@ class MergeFinder:
     def _lined_up(self, merge: Merge, values: list[np.ndarray], programs: int, everywhere: bool) -> bool:
         """Whether the programs (all, or the first and middle one) of `merge` pass its kernel's check."""
         p = np.arange(programs) if everywhere else np.array(sorted({0, programs // 2}))
-        per_span = merge.stride // merge.rows
-        first = p // per_span * merge.span + p % per_span * merge.rows
         i = np.arange(merge.rows)[None, :, None]
         j = np.arange(merge.cols)[None, None, :]
-        blocks = first[:, None, None] + i + merge.stride * j
+        blocks = merge.block(merge.first(p)[:, None, None], i, j)
         ok = np.ones(blocks.shape, dtype=bool)
         for kind, v in zip(self._kinds, values):
             at = v[blocks]

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from ..ir import BinaryFn, Block, Builder, CompareFn, Function, Op, Value, ops, scalar
 from ..ir.types import IRType, TileType
@@ -102,13 +103,14 @@ class Merge:
         """The grid's axis 0 must be a multiple of this."""
         return self.stride * self.cols
 
-    def first(self, program: int) -> int:
-        """The first of the user's blocks that `program` runs."""
+    def first(self, program: Any) -> Any:
+        """The first of the user's blocks that `program` runs (an int, or a NumPy array of them)."""
         per_span = self.stride // self.rows
         return program // per_span * self.span + program % per_span * self.rows
 
-    def block(self, first: int, i: int, j: int) -> int:
-        """The user's block on row i and column j of the rectangle that starts at block `first`."""
+    def block(self, first: Any, i: Any, j: Any) -> Any:
+        """The user's block on row i and column j of the rectangle that starts at block `first`
+        (ints, or NumPy arrays that broadcast)."""
         return first + i + self.stride * j
 
 
