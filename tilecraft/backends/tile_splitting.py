@@ -147,9 +147,8 @@ class MergeFinder:
     def __init__(self, merges: BlockMerges) -> None:
         self.merges = merges
         m = merges
-        self._kinds = [0] * len(m.rows) + [1] * len(m.cols) + [None] * len(m.uniform)  # output axis, or equal
         self._program = None
-        if self._kinds:
+        if m.rows or m.cols or m.uniform:  # (in the order of `BlockMerges.checks`)
             from .interpreter.scalars import ScalarProgram  # the interpreter's semantics, on the host
             self._program = ScalarProgram(m.prologue, m.fn.params, (*m.rows, *m.cols, *m.uniform))
         self._values: dict[tuple, list[np.ndarray] | None] = {}
@@ -193,15 +192,10 @@ class MergeFinder:
         j = np.arange(merge.cols)[None, None, :]
         blocks = merge.block(merge.first(p)[:, None, None], i, j)
         ok = np.ones(blocks.shape, dtype=bool)
-        for kind, v in zip(self._kinds, values):
+        for (_, axis, factor), v in zip(self.merges.checks(merge), values):
             at = v[blocks]
             v0 = at[:, :1, :1]
-            if kind == 0:
-                ok &= (at == v0 + i) & (v0 % merge.rows == 0)
-            elif kind == 1 and merge.cols > 1:
-                ok &= (at == v0 + j) & (v0 % merge.cols == 0)
-            else:
-                ok &= at == v0
+            ok &= (at == v0 + (0 if axis is None else (i, j)[axis])) & (v0 % factor == 0)
         return bool(ok.all())
 
 

@@ -153,6 +153,16 @@ class BlockMerges:
         return [(r, c) for r in SIDES for c in widths
                 if r * c >= 2 and rows * r <= MAX_ROWS and cols * c <= MAX_COLS]
 
+    def checks(self, merge: Merge) -> list[tuple[Value, int | None, int]]:
+        """What lines `merge`'s blocks up (module docstring), per checked prologue value: (value,
+        the rectangle's axis it goes up by one along, 0 down or 1 across, and the multiple of its
+        side it starts at) or (value, None, 1): equal over the blocks. Rows first, then columns
+        (equal where the merge has one column), then the other values: the kernel's check and
+        the launch's evaluation of it (backends/tile_splitting.py `MergeFinder`) read this."""
+        found: list[tuple[Value, int | None, int]] = [(v, 0, merge.rows) for v in self.rows]
+        found += [(v, 1, merge.cols) if merge.cols > 1 else (v, None, 1) for v in self.cols]
+        return found + [(v, None, 1) for v in self.uniform]
+
     def merge(self, merge: Merge) -> Function:
         """The kernel whose programs run the user's blocks as `merge` says (module docstring);
         unchecked, each program runs its blocks merged, as the launch found they line up."""
@@ -326,12 +336,8 @@ class _Merge:
         """A bool that holds where the merged blocks' row (column) indices go up by one down
         (across) the rectangle from a multiple of its rows (columns), and their other
         block-dependent values are equal; None when nothing needs checking."""
-        g = self.merge
         conds = []
-        along = [(v, 0, g.rows) for v in self.m.rows]
-        along += [(v, 1, g.cols) if g.cols > 1 else (v, None, 1) for v in self.m.cols]
-        along += [(v, None, 1) for v in self.m.uniform]
-        for v, axis, factor in along:
+        for v, axis, factor in self.m.checks(self.merge):
             v0 = copiers[0, 0].get(v)
             if factor > 1:
                 conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=self._by(BinaryFn.MOD, v0, factor),

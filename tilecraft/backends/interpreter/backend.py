@@ -125,13 +125,13 @@ class InterpreterBackend:
         if splits is not None and forced in splits.counts():
             return TileSplitKernel(kernel, splits.split, lambda variant, count: InterpretedKernel(variant),
                                    lambda grid, args: forced)
-        forced = None if self._block_merge is None else forced_shape(self._block_merge)
-        merges = block_merges(fn) if forced is not None else None
-        if merges is None or forced not in merges.shapes():
+        merge_shape = None if self._block_merge is None else forced_shape(self._block_merge)
+        merges = block_merges(fn) if merge_shape is not None else None
+        if merges is None or merge_shape not in merges.shapes():
             return kernel
         finder = MergeFinder(merges)
         return BlockMergeKernel(kernel, merges.merge, lambda variant, count: InterpretedKernel(variant),
-                                lambda grid, args: finder.find(forced, grid, args, everywhere=False))
+                                lambda grid, args: finder.find(merge_shape, grid, args, everywhere=False))
 
     def _stream_k_kernel(self, kernel: InterpretedKernel | TileSplitKernel,
                          fn: Function) -> InterpretedKernel | TileSplitKernel | StreamKKernel:

@@ -12,9 +12,9 @@ from typing import Any, Sequence
 import torch
 
 from ...language.dtypes import DType
+from ...passes.block_merge import Merge
 from ..splitting import Grid, auto_splits, forced_splits
 from ..stream_k import auto_programs
-from ...passes.block_merge import Merge
 from ..tile_splitting import MergeFinder, auto_count, auto_merge
 from .launching import stream_context
 
