@@ -35,13 +35,15 @@ TILE, ROUNDS = 32, 3
 
 
 def _merged(kernel) -> list[str]:
-    """The merges `kernel`'s launches ran with, as rows x cols / stride (none: not merged)."""
+    """The merges `kernel`'s launches ran with, as rows x cols / stride, then g and the merged row
+tiles per group where programs take them in groups (`Merge.band`; none: not merged)."""
     from tilecraft.backends.base import wrapped_as
     from tilecraft.backends.tile_splitting import BlockMergeKernel
     compiled = [v.compiled for v in kernel.variants.values()]
     compiled += [k for c in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
     found = [wrapped_as(c, BlockMergeKernel) for c in compiled]
-    return sorted({f"{m.rows}x{m.cols}/{m.stride}" for f in found if f is not None for m in f._variants})
+    return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}"
+                   for f in found if f is not None for m in f._variants})
 
 
 def _launches(a, b, c) -> list[tuple[str, Callable[[], None]]]:

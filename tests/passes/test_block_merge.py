@@ -177,7 +177,7 @@ def test_automatic_shapes():
     assert auto_merge((1024, 1, 1), 132, col) == []  # 1024^3: 256 merged blocks, two waves
     assert auto_merge((32, 16, 1), 132, col) == col  # every grid axis counts
     assert auto_merge((512, 1, 1), 132, []) == []
-    assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(4, 1), (2, 2)]
+    assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(2, 2), (4, 1)]
     assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
     assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 2048^3: 4 x 4 would leave 1.9 waves
@@ -283,13 +283,17 @@ def test_merged_2d_grid(dev, merge_backend):
     assert _merged(direct_rows, f"{dev.name}-merge2x1", 2)
 
 
-@pytest.mark.parametrize("shape,m,n,k", [((2, 2), 500, 100, 40), ((1, 2), 500, 100, 40), ((4, 2), 380, 100, 33)])
-def test_merged_rectangles(dev, merge_backend, shape, m, n, k):
+@pytest.mark.parametrize("shape,m,n,k,want", [((2, 2), 1000, 100, 40, Merge(2, 2, 8, band=2, group=8)),
+                                               ((1, 2), 500, 100, 40, Merge(1, 2, 8)),
+                                               ((4, 2), 380, 100, 33, Merge(4, 2, 8))])
+def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     """The sample, fp32 (tf32 MMAs) with 32x32x32 tiles, its blocks merged in rectangles of rows
     x columns: its groups of 8 row tiles put a block's right-hand neighbour 8 blocks later, which
-    the launch finds (stride 8). At 500x100 (16 x 4 tiles) every program lines up; at 380x100 the
-    last group is 4 row tiles tall, where programs run their blocks one by one. Close to float64,
-    equal to the unmerged kernel up to summation order, the same bits on a rerun."""
+    the launch finds (stride 8). At 1000x100 (32 x 4 tiles, the last row tile cut short) every
+    program lines up, and they take their rectangles in two groups of 8 merged row tiles
+    (`Merge.band`); at 500x100 one merged row tile is a band, too short to regroup; at 380x100
+    the last group is 4 row tiles tall, where programs run their blocks one by one. Close to
+    float64, equal to the unmerged kernel up to summation order, the same bits on a rerun."""
     a, b = _mats(m, n, k)
     kernel = ct.kernel(matmul_kernel.fn)
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
@@ -300,7 +304,7 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k):
     np.testing.assert_allclose(first, ref, atol=2e-3 * np.sqrt(k), rtol=2e-3)
     np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
-    assert _merged(kernel, name, shape) == [Merge(*shape, 8)]
+    assert _merged(kernel, name, shape) == [want]
 
 
 @pytest.mark.only_backends("triton", "triton-interpret")
@@ -314,7 +318,7 @@ def test_merged_staged_operands(dev, backend_variant):
     got = run_matmul(dev, name, (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1), kernel, a, b, (32, 32, 32))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=2e-3 * np.sqrt(k), rtol=2e-3)
     staged = [c for key, v in kernel.variants.items() if key.backend == name for c in v.compiled._kernels.values()]
-    assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8)]]
+    assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8, band=2, group=8)]]
 
 
 @pytest.mark.parametrize("kernel,stride", [(column_major_scaled, 4), (row_major, None)],
@@ -373,12 +377,32 @@ def _k_loop(fn):
 
 
 def test_merges_partition_the_grid():
-    """Every merge's programs run each of the user's blocks once."""
-    for merge in (Merge(4), Merge(2, 2, 8), Merge(4, 4, 8), Merge(1, 4, 8), Merge(2, 3, 4), Merge(4, 2, 4)):
-        grid = merge.span * 3
+    """Every merge's programs run each of the user's blocks once, in the grid's order or in groups."""
+    grouped = (Merge(4, 4, 8, band=3, group=4), Merge(2, 2, 8, band=2, group=8), Merge(2, 3, 4, band=2, group=6))
+    for merge in (Merge(4), Merge(2, 2, 8), Merge(4, 4, 8), Merge(1, 4, 8), Merge(2, 3, 4), Merge(4, 2, 4), *grouped):
+        grid = merge.span * 3 if not merge.band else merge.blocks * merge.band * merge.group * 2
         blocks = [merge.block(merge.first(p), i, j) for p in range(grid // merge.blocks)
                   for i in range(merge.rows) for j in range(merge.cols)]
         assert sorted(blocks) == list(range(grid)), merge
+
+
+def test_merge_order():
+    """Where the sample's grouped order makes bands of merged row tiles (two per group of 8 user
+    row tiles, merged 4 x 4), the launch has programs take them 8 merged row tiles at a time,
+    down each column of rectangles before the next, as the sample takes its tiles; where no
+    group of 4 to 8 merged row tiles divides the grid's (1280 rows: 10), in the grid's order."""
+    finder = MergeFinder(block_merges(kernel_ir(matmul_kernel, *_mats(32, 32, 32), np.zeros((32, 32), _F32),
+                                                32, 32, 32)))
+    arrays = lambda m, n: (np.empty((m, 64), _F32), np.empty((64, n), _F32), np.empty((m, n), _F32))  # noqa: E731
+    merge = finder.find((4, 4), (32 * 32, 1, 1), arrays(1024, 1024))
+    assert merge == Merge(4, 4, 8, checked=False, band=8, group=8)
+    first = merge.first(np.arange(1024 // 16))
+    rows, cols = first % 8 + first // 256 * 8, first % 256 // 8  # the sample's order, 32 x 32 tiles
+    assert (rows // 4).tolist() == [p % 8 for p in range(64)] and (cols // 4).tolist() == [p // 8 for p in range(64)]
+    assert finder.find((4, 4), (40 * 24, 1, 1), arrays(1280, 768)) == Merge(4, 4, 8, checked=False)
+    for band, group in ((2, 2), (2, 3), (-1, 4)):
+        with pytest.raises(ValueError):
+            Merge(4, 4, 8, band=band, group=group)  # groups: a multiple of a band's 2 merged rows, above it
 
 
 @pytest.mark.only_backends("triton")
@@ -416,10 +440,10 @@ def _assert_true(value) -> None:
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (4, 1)), (2048, 1024, 512, (4, 4))])
+@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (2, 2)), (2048, 1024, 512, (4, 4))])
 def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
     """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles (512 blocks), and 2048x1024x512
-    (2048), merged as `auto_merge` says for the GPU's SMs (on the H200's 132: 4 x 1 and 4 x 4);
+    (2048), merged as `auto_merge` says for the GPU's SMs (on the H200's 132: 2 x 2 and 4 x 4);
     reruns through the fast path are bit-identical."""
     import torch
     sms = torch.cuda.get_device_properties(0).multi_processor_count

@@ -25,7 +25,7 @@ from typing import Any, Callable, Hashable, Sequence
 import numpy as np
 
 from ..ir import Function
-from ..passes.block_merge import BlockMerges, Merge
+from ..passes.block_merge import MERGED_GROUP, BlockMerges, Merge
 from ..passes.tile_split import TileSplits
 from .base import INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel
 
@@ -72,11 +72,11 @@ MERGED_BLOCKS_PER_SM = 0.95
 """A merge leaves at least this many blocks per SM, and at most one (TC3's 512 blocks merged 4
 to a block: 128 blocks on the H200's 132 SMs)."""
 
-AUTO_SHAPES = ((4, 1), (2, 2), (4, 2), (2, 4), (4, 4), (4, 8))
+AUTO_SHAPES = ((2, 2), (4, 1), (4, 2), (2, 4), (4, 4), (4, 8))
 """The shapes (row tiles, column tiles) of the merges launches may take on their own, preferred
-in this order among those of as many blocks. TC3 merged 2 x 2 with the check ran 0.86, 0.94,
-0.96x torch in three calls, 4 x 1 0.85, 0.89, 0.92x (merge-probe-h200-2026-12-02-e.json, -f,
--h), but 2 x 2 unchecked, as a launch would take it, has not run on the GPU: 4 x 1 stays first."""
+in this order among those of as many blocks. TC3 merged 2 x 2 against 4 x 1 with the check
+(merge-probe-h200-2026-12-02-e.json, -f, -h, -i): 0.86, 0.94, 0.96, 0.89x torch against 0.85,
+0.89, 0.92, 0.85x; unchecked, as launches take them, 0.89 against 0.88x (order-diag-h200-2026-12-02.json)."""
 
 
 def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
@@ -172,8 +172,10 @@ class MergeFinder:
         if values is None:
             return None
         found = next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
-        unchecked = found is not None and everywhere and self.merges.pinned
-        return replace(found, checked=False) if unchecked else found
+        if found is None:
+            return None
+        found = self._ordered(found, values, grid[0] // found.blocks)
+        return replace(found, checked=False) if everywhere and self.merges.pinned else found
 
     def _evaluate(self, grid: Grid, args: Sequence[Any]) -> list[np.ndarray] | None:
         """The checked prologue values of every block along grid axis 0 (None: the arguments do
@@ -184,6 +186,26 @@ class MergeFinder:
             ok = len(args) == len(self.merges.fn.params)
             self._values[key] = self._program(args, grid, np.arange(grid[0])) if ok else None
         return self._values[key]
+
+    def _ordered(self, merge: Merge, values: list[np.ndarray], programs: int) -> Merge:
+        """`merge` with its programs taking their rectangles `MERGED_GROUP` merged row tiles at
+        a time (`Merge.band`) where, in the grid's order, they run bands of the user's tiles as
+        the sample's grouped order does; else `merge`."""
+        m = self.merges
+        if not m.rows or not m.cols or merge.cols == 1:
+            return merge
+        firsts = merge.first(np.arange(programs))
+        row = values[0][firsts] // merge.rows
+        col = values[len(m.rows)][firsts] // merge.cols
+        per_span = merge.per_span
+        starts = row[::per_span]  # each span's first merged row tile
+        band = int(np.argmax(starts != starts[0])) if (starts != starts[0]).any() else len(starts)
+        q = np.arange(programs)
+        in_bands = programs % (per_span * band) == 0 and (row == q // (per_span * band) * per_span + q % per_span).all() \
+            and (col == q // per_span % band).all()
+        tall = programs // band
+        group = max((h for h in range(2 * per_span, MERGED_GROUP + 1, per_span) if tall % h == 0), default=0)
+        return replace(merge, band=band, group=group) if in_bands and band > 1 and group else merge
 
     def _lined_up(self, merge: Merge, values: list[np.ndarray], programs: int, everywhere: bool) -> bool:
         """Whether the programs (all, or the first and middle one) of `merge` pass its kernel's check."""

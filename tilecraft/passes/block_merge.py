@@ -71,26 +71,45 @@ _PROLOGUE_OPS = (ops.Const, ops.Binary, ops.Compare, ops.Where, ops.Cast, ops.Un
 """Ops that may be part of the prologue (pure, reading no memory) when their results are scalars."""
 
 
+MERGED_GROUP = 8
+"""How many merged row tiles a group of programs covers, at most, where the launch orders them
+(`Merge.band`). H200, tf32 8192^3, the sample's 32x32x32 tiles merged 4 x 4 (its groups of 8
+row tiles: 2 merged ones): 0.81x torch in the grid's order, 0.88x with groups of 8 merged row
+tiles; the sample written with 128x128x32 tiles and groups of 8 ran 0.90x, of 2 0.81x
+(benchmarks/results/order-diag-h200-2026-12-02.log). So ordered, the sample ran 0.90x
+(order-diag-h200-2026-12-02-b.json)."""
+
+
 @dataclass(frozen=True)
 class Merge:
     """Which of the user's blocks one program of a merged kernel runs: `rows` x `cols` blocks,
     first + i + stride * j for i < rows, j < cols, whose output tiles should make a rectangle of
     `rows` row tiles and `cols` column tiles (the cuTile sample's grouped order puts a block's
     right-hand neighbour its group size later: stride 8). The grid's axis 0 is cut into spans of
-    `stride * cols` blocks, each run by `stride / rows` programs: program p's first block is
-    (p // (stride / rows)) * stride * cols + (p % (stride / rows)) * rows. With one column the
-    stride is `rows`: program p runs blocks rows p to rows p + rows - 1."""
+    `stride * cols` blocks, each run by `stride / rows` programs: in the grid's order program
+    q's first block is (q // (stride / rows)) * stride * cols + (q % (stride / rows)) * rows.
+    With one column the stride is `rows`: program q runs blocks rows q to rows q + rows - 1.
+
+    The spans of the sample's order make bands: `band` spans side by side along one band of
+    `stride / rows` merged row tiles, then the next band. Where the launch found that (`band`
+    > 0), programs take the rectangles `group` merged row tiles at a time instead (a multiple
+    of the band's, dividing the grid's), across every column, as the sample's order takes its
+    tiles (`MERGED_GROUP`); the grid's programs are a multiple of `group * band`."""
 
     rows: int
     cols: int = 1
     stride: int = 0
     checked: bool = True
     """Whether the kernel checks that its blocks line up (else the launch has: `BlockMerges.pinned`)."""
+    band: int = 0
+    group: int = 0
 
     def __post_init__(self) -> None:
         if self.cols == 1:
             object.__setattr__(self, "stride", self.rows)
-        if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows:
+        bad_order = self.band < 0 or self.band and (self.group <= self.per_span or self.group % self.per_span)
+        if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows \
+                or bad_order:
             raise ValueError(f"cannot merge blocks as {self}")
 
     @property
@@ -103,14 +122,25 @@ class Merge:
         """The grid's axis 0 must be a multiple of this."""
         return self.stride * self.cols
 
+    @property
+    def per_span(self) -> int:
+        """How many programs run a span's blocks."""
+        return self.stride // self.rows
+
     def first(self, program: Any) -> Any:
-        """The first of the user's blocks that `program` runs (an int, or a NumPy array of them)."""
-        per_span = self.stride // self.rows
-        return program // per_span * self.span + program % per_span * self.rows
+        """The first of the user's blocks that `program` runs: an int, a NumPy array of them, or
+        anything else with Python's integer operators (the merged kernel's IR values)."""
+        per_span = self.per_span
+        if not self.band:
+            return program // per_span * self.span + program % per_span * self.rows
+        sweep = self.group * self.band
+        row = program // sweep * self.group + program % self.group  # the merged row tile, from the top
+        col = program % sweep // self.group
+        return (row // per_span * self.band + col) * self.span + row % per_span * self.rows
 
     def block(self, first: Any, i: Any, j: Any) -> Any:
         """The user's block on row i and column j of the rectangle that starts at block `first`
-        (ints, or NumPy arrays that broadcast)."""
+        (as `first` takes them)."""
         return first + i + self.stride * j
 
 
@@ -232,6 +262,38 @@ def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
     return [] if lab is None else [i for i, a in zip(op.index, lab) if a == axis]
 
 
+class _IntOps:
+    """An integer IR value under Python's +, *, // and % (an int on the other side folded where
+    it is 0 or 1), so that `Merge.first` and `Merge.block` state a program's blocks once, for
+    the launch's NumPy arrays and for the merged kernel's ops."""
+
+    def __init__(self, b: Builder, value: Value) -> None:
+        self.b = b
+        self.value = value
+
+    def _op(self, fn: BinaryFn, other: "_IntOps | int") -> "_IntOps":
+        rhs = other.value if isinstance(other, _IntOps) else self.b.value(ops.Const, value=other,
+                                                                            dtype=self.value.tile.dtype)
+        return _IntOps(self.b, self.b.value(ops.Binary, fn=fn, lhs=self.value, rhs=rhs))
+
+    def __add__(self, other: "_IntOps | int") -> "_IntOps":
+        return self if isinstance(other, int) and other == 0 else self._op(BinaryFn.ADD, other)
+
+    def __mul__(self, other: "_IntOps | int") -> "_IntOps | int":
+        if isinstance(other, int) and other in (0, 1):
+            return self if other else 0
+        return self._op(BinaryFn.MUL, other)
+
+    __radd__ = __add__
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other: int) -> "_IntOps":
+        return self if other == 1 else self._op(BinaryFn.FLOORDIV, other)
+
+    def __mod__(self, other: int) -> "_IntOps | int":
+        return 0 if other == 1 else self._op(BinaryFn.MOD, other)
+
+
 class _Merged(Rebuild):
     """The rest of the kernel copied for a merged program: values on the output axes retyped
     as many times as long as the merge has the user's tiles along them, indices on them read
@@ -271,18 +333,12 @@ class _Merge:
     def _const(self, value: int, like: Value) -> Value:
         return self.b.value(ops.Const, value=value, dtype=like.tile.dtype)
 
-    def _binary(self, fn: BinaryFn, lhs: Value, rhs: Value) -> Value:
-        return self.b.value(ops.Binary, fn=fn, lhs=lhs, rhs=rhs)
+    def _int(self, value: Value) -> _IntOps:
+        return _IntOps(self.b, value)
 
-    def _by(self, fn: BinaryFn, lhs: Value, rhs: int) -> Value:
-        return self._binary(fn, lhs, self._const(rhs, lhs))
-
-    def _block(self, first: Value, i: Value | int, j: Value | int) -> Value:
-        """The user's block `Merge.block(first, i, j)`, i and j constants or values."""
-        at = first if i == 0 else self._binary(BinaryFn.ADD, first, self._const(i, first) if isinstance(i, int) else i)
-        if isinstance(j, int):
-            return at if j == 0 else self._by(BinaryFn.ADD, at, self.merge.stride * j)
-        return self._binary(BinaryFn.ADD, at, self._by(BinaryFn.MUL, j, self.merge.stride))
+    def _block(self, first: Value, i: _IntOps | int, j: _IntOps | int) -> Value:
+        """The user's block `Merge.block(first, i, j)`."""
+        return self.merge.block(self._int(first), i, j).value
 
     def _prologue(self, copier: Rebuild, shared: dict[int, Value] | None) -> None:
         """Copy the prologue with `copier`: every op, or (`shared` given) only those that depend
@@ -300,11 +356,8 @@ class _Merge:
         b.loc = fn.loc
         with b.inside(body):
             program = b.value(ops.Bid, axis=0)
-            per_span = g.stride // g.rows
-            first = (self._by(BinaryFn.MUL, program, g.blocks) if per_span == 1 else self._binary(
-                BinaryFn.ADD, self._by(BinaryFn.MUL, self._by(BinaryFn.FLOORDIV, program, per_span), g.span),
-                self._by(BinaryFn.MUL, self._by(BinaryFn.MOD, program, per_span), g.rows)))
-            blocks = self._by(BinaryFn.MUL, b.value(ops.NumBlocks, axis=0), g.blocks)
+            first = g.first(self._int(program)).value
+            blocks = (self._int(b.value(ops.NumBlocks, axis=0)) * g.blocks).value
             copiers: dict[tuple[int, int], Rebuild] = {}
             shared: dict[int, Value] = {}
             checked = [(i, j) for j in range(g.cols) for i in range(g.rows)] if g.checked else [(0, 0)]
@@ -315,9 +368,9 @@ class _Merge:
                     shared = dict(copier.map)
             ok = self._lined_up(copiers) if g.checked else None
             first_block = copiers[0, 0]
-            pieces = {(v.id, 0): self._by(BinaryFn.FLOORDIV, first_block.get(v), g.rows) for v in m.rows}
+            pieces = {(v.id, 0): (self._int(first_block.get(v)) // g.rows).value for v in m.rows}
             if g.cols > 1:
-                pieces.update({(v.id, 1): self._by(BinaryFn.FLOORDIV, first_block.get(v), g.cols) for v in m.cols})
+                pieces.update({(v.id, 1): (self._int(first_block.get(v)) // g.cols).value for v in m.cols})
             # bid(0) as a row index (one column only): the program's index on the taller tiles
             pieces.update({(v.id, 0): program for op in fn.walk() if isinstance(op, ops.Bid) and op.axis == 0
                            for v in op.results})
@@ -340,16 +393,16 @@ class _Merge:
         for v, axis, factor in self.m.checks(self.merge):
             v0 = copiers[0, 0].get(v)
             if factor > 1:
-                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=self._by(BinaryFn.MOD, v0, factor),
+                conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=(self._int(v0) % factor).value,
                                           rhs=self._const(0, v0)))
             for (i, j), copier in copiers.items():
                 step = (i, j)[axis] if axis is not None else 0
                 if (i, j) != (0, 0):
-                    want = self._by(BinaryFn.ADD, v0, step) if step else v0
+                    want = (self._int(v0) + step).value
                     conds.append(self.b.value(ops.Compare, fn=CompareFn.EQ, lhs=copier.get(v), rhs=want))
         ok = None
         for c in conds:
-            ok = c if ok is None else self._binary(BinaryFn.AND, ok, c)
+            ok = c if ok is None else self.b.value(ops.Binary, fn=BinaryFn.AND, lhs=ok, rhs=c)
         return ok
 
     def _region(self, fill) -> Block:
@@ -366,8 +419,8 @@ class _Merge:
         k = b.new_value(i32, "k")
         loop = Block([k])
         with b.inside(loop):
-            user = (self._block(first, k, 0) if g.cols == 1 else self._block(first, self._by(BinaryFn.MOD, k, g.rows),
-                                                                              self._by(BinaryFn.FLOORDIV, k, g.rows)))
+            step = self._int(k)
+            user = self._block(first, step, 0) if g.cols == 1 else self._block(first, step % g.rows, step // g.rows)
             copier = self._copier(user, blocks, {})
             self._prologue(copier, shared)
             copier.copy(self.rest)
