@@ -85,3 +85,32 @@ def test_small_tf32_kernels_compile_without_spills(capability, tiles, warps):
         sass = info.stage("sass")
         assert "HMMA" in sass and "HGMMA" not in sass
     assert ("mma.sync:" in info.summary()) == (capability >= 90 and tiles[-1] >= 16), info.summary()
+
+
+def test_what_a_grid_runs(capsys):
+    """With a grid, inspection shows what a launch on it runs on a GPU of so many SMs: TC3's 512
+    blocks of 32x32 tf32 tiles merged 2 x 2 on 132 SMs (128 programs of 64x64 tiles on 4 warps,
+    not 1), 4 x 2 on 64 SMs; 4000x1000's grid, whose last group of row tiles does not line up,
+    the kernel as compiled. Without one, the summary says launches may run a variant."""
+    f32 = torch.float32
+
+    def args(m, n, k):
+        return torch.empty(m, k, dtype=f32), torch.empty(k, n, dtype=f32), torch.empty(m, n, dtype=f32), 32, 32, 32
+
+    plain = inspect_kernel(matmul_kernel, args(1000, 500, 700))
+    assert "grid variants: launches on some grids" in plain.summary() and plain.num_warps == 1
+    merged = inspect_kernel(matmul_kernel, args(1000, 500, 700), grid=(512,))
+    assert "merged 2 x 2 to a program (stride 8, programs in groups of 8 merged row tiles, unchecked), on grid " \
+           "(128, 1, 1)" in merged.summary()
+    assert "matmul_kernel_merged2x2_unchecked" in merged.stage("ir") and "(64, 32)" in merged.stage("ir")
+    assert merged.num_warps == 4 and merged.spill_bytes == 0
+    assert "merged 4 x 2" in inspect_kernel(matmul_kernel, args(1000, 500, 700), grid=(512, 1), sms=64).summary()
+    assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(4000, 1000, 64),
+                                                                   grid=(4000,)).summary()
+    with pytest.raises(ValueError, match="a grid is"):
+        inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))
+    assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[1000,700]", "float32[700,500]", "float32[1000,500]",
+                "32", "32", "32", "--grid", "512,1,1"]) == 0
+    assert "merged 2 x 2" in capsys.readouterr().out
+    assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[64,64]", "--grid", "1,2,3,4"]) == 2
+    assert "a grid is 1 to 3 positive ints" in capsys.readouterr().err

@@ -262,6 +262,10 @@ class GridVariantKernel(WrappedKernel):
         """The grid the variant for `count` launches on for a launch on `grid` (None: none)."""
         raise NotImplementedError
 
+    def variant_ir(self, count: Hashable) -> Function:
+        """The variant's Tile IR for `count` (built anew: what `variant` compiles)."""
+        return self._build(count)
+
     def variant(self, count: Hashable) -> CompiledKernel:
         """The variant for `count`, compiled on first use."""
         if count not in self._variants:

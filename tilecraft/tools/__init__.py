@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["STAGES", "CommandError", "Inspection", "inspect_kernel"]
+__all__ = ["DEFAULT_SMS", "STAGES", "CommandError", "Inspection", "inspect_kernel"]
 
 STAGES = ("ir", "triton", "ttir", "ttgir", "llir", "ptx", "sass")  # what an Inspection shows
+
+DEFAULT_SMS = 132
+"""The SMs an inspection assumes for a grid's launch unless told: an H100's or H200's."""
 
 
 class CommandError(Exception):

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..environment import require
 from ..errors import TileError
-from . import STAGES, CommandError
+from . import DEFAULT_SMS, STAGES, CommandError
 from .loading import RULES, load_file
 
 NAME = "inspect"
@@ -52,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warp-specialized", action="store_true",
                    help="show a matmul's warp-specialized Gluon variant, which runs grids of 256 blocks or more on "
                         "sm_90 (by default the Triton kernel, which runs the other grids, is shown)")
+    p.add_argument("--grid", type=parse_grid, metavar="G[,G1[,G2]]",
+                   help="show what a launch on this grid runs: a variant its launch picks for the grid (blocks "
+                        "merged into larger tiles, tiles split), or the kernel")
+    p.add_argument("--sms", type=int, default=DEFAULT_SMS,
+                   help=f"the GPU's SM count for --grid (default {DEFAULT_SMS}: an H100's or H200's)")
 
 
 def run(opts: argparse.Namespace) -> int:
@@ -65,7 +70,7 @@ def run(opts: argparse.Namespace) -> int:
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
         info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged,
-                              warp_specialized=opts.warp_specialized)
+                              warp_specialized=opts.warp_specialized, grid=opts.grid, sms=opts.sms)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except TileError as exc:
@@ -76,6 +81,17 @@ def run(opts: argparse.Namespace) -> int:
         print(f"==== {stage} ====\n{info.stage(stage)}")
     print(info.summary())
     return 0
+
+
+def parse_grid(text: str) -> tuple[int, ...]:
+    """`G` or `G0,G1[,G2]`: a launch grid of 1 to 3 positive ints."""
+    try:
+        grid = tuple(int(g) for g in text.split(","))
+    except ValueError:
+        grid = ()
+    if not 1 <= len(grid) <= 3 or min(grid) < 1:
+        raise argparse.ArgumentTypeError(f"a grid is 1 to 3 positive ints separated by commas, got {text!r}")
+    return grid
 
 
 def parse_arg(text: str) -> Any:

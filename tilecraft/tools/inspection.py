@@ -24,13 +24,16 @@ from typing import Any
 from ..backends.arrays import as_torch
 from ..backends.base import BackendKind, wrapped_as
 from ..backends.splitting import SplitKernel
+from ..backends.tile_splitting import GridVariantKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..backends.triton.compile import TritonKernel
 from ..backends.triton.operand_staging import StagedKernel
-from ..ir import ArrayType, ListType, format_function
+from ..backends.triton.split_launch import assumed_sms
+from ..ir import ArrayType, Function, ListType, format_function
+from ..passes.block_merge import Merge
 from ..runtime.args import backend_args
 from ..runtime.kernel import Kernel
-from . import STAGES
+from . import DEFAULT_SMS, STAGES
 
 
 @dataclass
@@ -54,6 +57,7 @@ class Inspection:
     # variant": that variant's stages (`warp_specialized=True`)
     host_descriptors: bool = False  # the stages are the host-descriptor variant's, which every launch runs
     mma_sync: bool = False  # built with Hopper's wgmma off: tf32 MMAs on operands rounded in registers
+    on_grid: str = ""  # what a launch on the grid asked for runs (a variant its launch picks, or the kernel)
 
     def stage(self, name: str) -> str:
         """The text of stage `name` (one of STAGES)."""
@@ -103,6 +107,8 @@ class Inspection:
         elif self.staging == "shown":
             text += ("\nthe stages shown are the staged kernel's (operands copied in a prologue: tf32 ones rounded, "
                      "B transposed; misaligned ones into 16-byte aligned rows)")
+        if self.on_grid:
+            text += "\n" + self.on_grid
         return text
 
 
@@ -123,13 +129,16 @@ def _resources(cubin: bytes) -> tuple[int | None, int | None]:
 
 
 def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90,
-                   staged: bool = False, warp_specialized: bool = False) -> Inspection:
+                   staged: bool = False, warp_specialized: bool = False,
+                   grid: tuple[int, ...] | None = None, sms: int = DEFAULT_SMS) -> Inspection:
     """Compile `kernel` for `args` (arrays may live on the CPU) for NVIDIA sm_<capability>,
     exactly as a launch on such a GPU would: same specialization facts, same lowering.
     `staged`: the staged variant that launches with large tf32 or misaligned operands run
     (backends/triton/operand_staging.py; a ValueError if the kernel has none).
     `warp_specialized`: a matmul's warp-specialized Gluon variant, which runs only on some grids
-    (by default the Triton kernel is shown; a ValueError if the kernel has none)."""
+    (by default the Triton kernel is shown; a ValueError if the kernel has none).
+    `grid`: what a launch on that grid runs on a GPU of `sms` SMs, where that is a variant the
+    launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py)."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
     ir = kernel.lower(specs, arch)
@@ -139,32 +148,38 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
     launch_args = backend_args(flat, as_torch)
-    if staged and warp_specialized:
-        raise ValueError("choose one of the staged kernel and the warp-specialized variant to show")
-    host = False  # the host-descriptor variant shown (what every launch with these arguments runs)
-    shown = None if staged else _warp_specialized(compiled, capability, launch_args, warp_specialized)
-    if warp_specialized and not isinstance(shown, tuple):
-        raise ValueError(f"kernel `{ir.name}` has no warp-specialized Gluon variant for these arguments on "
-                         f"sm_{capability}")
+    if warp_specialized and (staged or grid is not None):
+        raise ValueError("the warp-specialized variant is shown on its own: not with the staged kernel or a grid")
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
-        binary = compiled.compile_for(capability, launch_args, staged=True)
-        ir, compiled = compiled.staged.fn, compiled.staged_kernel(launch_args)
-        variant = _variant_of(compiled)[1]  # a tf32 matmul's, on its staged operands
-        shown = "variant" if variant is not None and variant.lowered.chained else None
-    elif isinstance(shown, tuple):
+        ir, compiled, launch_args = compiled.staged.fn, compiled.staged_kernel(launch_args), compiled.staged_args(launch_args)
+    on_grid, as_compiled = "", compiled  # what a launch on `grid` runs, said in the summary
+    if grid is not None:
+        ir, compiled, on_grid = _on_grid(ir, compiled, grid, launch_args, sms)
+    elif wrapped_as(compiled, GridVariantKernel) is not None:
+        on_grid = ("grid variants: launches on some grids run a variant of the kernel shown (blocks merged, tiles "
+                   "split: backends/tile_splitting.py); grid=, --grid shows what a grid runs")
+    host = False  # the host-descriptor variant shown (what every launch with these arguments runs)
+    picked = staged or compiled is not as_compiled  # a variant, whose Gluon variant (if any) is not shown
+    shown = None if picked else _warp_specialized(compiled, capability, launch_args, warp_specialized)
+    if warp_specialized and not isinstance(shown, tuple):
+        raise ValueError(f"kernel `{ir.name}` has no warp-specialized Gluon variant for these arguments on "
+                         f"sm_{capability}")
+    if isinstance(shown, tuple):
         variant, binary = shown
         registers, spills = _resources(binary.asm["cubin"])
         return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
                           variant.lowered.stages, binary.metadata.shared, registers, spills,
                           tuple(compiled.fallbacks), split, "",
-                          warp_specialized="shown variant" if warp_specialized else "shown")
-    else:
-        main = wrapped_as(compiled, TritonKernel)
-        variant = main.variant_for(launch_args) if main is not None else None
-        host = variant is not None and variant is not main
-        binary = (variant if host else compiled).compile_for(capability, launch_args)
+                          warp_specialized="shown variant" if warp_specialized else "shown", on_grid=on_grid)
+    if staged:
+        variant = _variant_of(compiled)[1]  # a tf32 matmul's, on its staged operands
+        shown = "variant" if variant is not None and variant.lowered.chained else None
+    main = wrapped_as(compiled, TritonKernel)
+    variant = main.variant_for(launch_args) if main is not None else None
+    host = variant is not None and variant is not main
+    binary = (variant if host else compiled).compile_for(capability, launch_args)
     fallbacks = tuple(compiled.fallbacks)  # a wrapper's (the Gluon variant given up) and the kernel's
     if host:  # the variant's own refits, where it did not fit; its source, schedule and resources
         fallbacks, compiled = (*fallbacks, *variant.fallbacks), variant
@@ -173,7 +188,31 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                       compiled.config.num_stages, binary.metadata.shared, registers, spills, fallbacks,
                       split, "shown" if staged else "variant" if has_staged else "",
                       warp_specialized="variant" if shown == "variant" else "", host_descriptors=host,
-                      mma_sync=compiled.config.mma_sync and capability >= 90)
+                      mma_sync=compiled.config.mma_sync and capability >= 90, on_grid=on_grid)
+
+
+def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any], sms: int) -> tuple[Function, Any, str]:
+    """(IR, compiled kernel, what the summary says) of what a launch of `compiled` on `grid`
+    runs on a GPU of `sms` SMs: the variant its launch picks for the grid, or the kernel as
+    compiled."""
+    whole = (*grid, 1, 1)[:3]
+    if len(grid) not in (1, 2, 3) or not all(isinstance(g, int) and g >= 1 for g in grid):
+        raise ValueError(f"a grid is 1 to 3 positive ints, got {grid!r}")
+    variants = wrapped_as(compiled, GridVariantKernel)
+    with assumed_sms(sms):
+        count = None if variants is None else variants.count(whole, args, False)
+    if count is None:
+        return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)"
+    launched = variants.variant_grid(whole, count)
+    if isinstance(count, Merge):
+        how = (f"the user's blocks merged {count.rows} x {count.cols} to a program (stride {count.stride}"
+               + (f", programs in groups of {count.group} merged row tiles" if count.band else "")
+               + (", unchecked" if not count.checked else ", checked in the kernel") + ")")
+    else:
+        how = f"each output tile split {count} ways"
+    note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
+            "(backends/tile_splitting.py)")
+    return variants.variant_ir(count), variants.variant(count), note
 
 
 def _variant_of(compiled: Any) -> tuple[Any, Any]:

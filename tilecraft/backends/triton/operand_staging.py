@@ -180,11 +180,16 @@ class StagedKernel(WrappedKernel):
             return self.main.compile_for(capability, args)
         if args is None:
             raise ValueError("compile_for(staged=True) needs the launch arguments")
+        return self.staged_kernel(args).compile_for(capability, self.staged_args(args))
+
+    def staged_args(self, args: Sequence[Any]) -> list[Any]:
+        """`args` as the staged kernel takes them, each staged array a copy's layout (on the meta
+        device: no data)."""
         copies = list(args)
         for i, copy in self.staged.params.items():
             shape, strides = scratch_layout(args[i].shape, copy.transposed, args[i].element_size())
             copies[i] = torch.empty_strided(shape, strides, dtype=args[i].dtype, device="meta")
-        return self.staged_kernel(args).compile_for(capability, copies)
+        return copies
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:

@@ -7,7 +7,7 @@ the kernels always see it alive)."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -19,6 +19,18 @@ from ..tile_splitting import MergeFinder, auto_count, auto_merge
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
+_assumed: list[int] = []  # `assumed_sms`'s count, innermost last
+
+
+@contextlib.contextmanager
+def assumed_sms(count: int) -> Iterator[None]:
+    """Choose launches' splits and merges inside as on a GPU of `count` SMs, whatever holds the
+    tensors (`tilecraft inspect --grid`, which compiles for a GPU that is not here)."""
+    _assumed.append(count)
+    try:
+        yield
+    finally:
+        _assumed.pop()
 
 
 def _device(args: Sequence[Any]) -> torch.device | None:
@@ -34,7 +46,9 @@ def sm_count(index: int) -> int:
 
 
 def _launch_sms(args: Sequence[Any]) -> int | None:
-    """The SM count of the GPU holding a launch's tensors (None off CUDA)."""
+    """The SM count of the GPU holding a launch's tensors (None off CUDA), or `assumed_sms`'s."""
+    if _assumed:
+        return _assumed[-1]
     device = _device(args)
     if device is None or device.type != "cuda":
         return None
