@@ -4,7 +4,8 @@ merge's rule; not a product benchmark.)
 The MatMul sample with its 32x32x32 tiles, as written, under tilecraft with block merging off,
 automatic (passes/block_merge.py, backends/tile_splitting.py `auto_merge`), and forced to each
 shape of `SHAPES` (row tiles x column tiles of the user's; the row names the merges its launches
-took as rows x cols / stride, [] where they did not merge), next to the sample written with
+took as rows x cols / stride, [] where they did not merge; forced merges run unchecked where
+every program lines up, as automatic ones do, else checked), next to the sample written with
 128x32x32, 128x128x32 and 128x256x32 tiles (what merging 4 x 1, 4 x 4 and 4 x 8 should match) and torch. Rows are
 timed in turns (`ROUNDS` rounds, each row once per round: `do_bench`'s median, L2 flushed),
 each checked against float64 first; a row's time is the median of its rounds and its ratio
@@ -36,13 +37,14 @@ TILE, ROUNDS = 32, 3
 
 def _merged(kernel) -> list[str]:
     """The merges `kernel`'s launches ran with, as rows x cols / stride, then g and the merged row
-tiles per group where programs take them in groups (`Merge.band`; none: not merged)."""
+tiles per group where programs take them in groups (`Merge.band`), u where unchecked (none: not
+merged)."""
     from tilecraft.backends.base import wrapped_as
     from tilecraft.backends.tile_splitting import BlockMergeKernel
     compiled = [v.compiled for v in kernel.variants.values()]
     compiled += [k for c in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
     found = [wrapped_as(c, BlockMergeKernel) for c in compiled]
-    return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}"
+    return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}{'' if m.checked else ' u'}"
                    for f in found if f is not None for m in f._variants})
 
 

@@ -283,17 +283,18 @@ def test_merged_2d_grid(dev, merge_backend):
     assert _merged(direct_rows, f"{dev.name}-merge2x1", 2)
 
 
-@pytest.mark.parametrize("shape,m,n,k,want", [((2, 2), 1000, 100, 40, Merge(2, 2, 8, band=2, group=8)),
-                                               ((1, 2), 500, 100, 40, Merge(1, 2, 8)),
+@pytest.mark.parametrize("shape,m,n,k,want", [((2, 2), 1000, 100, 40, Merge(2, 2, 8, False, 2, 8)),
+                                               ((1, 2), 500, 100, 40, Merge(1, 2, 8, False)),
                                                ((4, 2), 380, 100, 33, Merge(4, 2, 8))])
 def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     """The sample, fp32 (tf32 MMAs) with 32x32x32 tiles, its blocks merged in rectangles of rows
     x columns: its groups of 8 row tiles put a block's right-hand neighbour 8 blocks later, which
     the launch finds (stride 8). At 1000x100 (32 x 4 tiles, the last row tile cut short) every
-    program lines up, and they take their rectangles in two groups of 8 merged row tiles
-    (`Merge.band`); at 500x100 one merged row tile is a band, too short to regroup; at 380x100
-    the last group is 4 row tiles tall, where programs run their blocks one by one. Close to
-    float64, equal to the unmerged kernel up to summation order, the same bits on a rerun."""
+    program lines up, so the kernel runs unchecked, and they take their rectangles in two groups
+    of 8 merged row tiles (`Merge.band`); at 500x100 (unchecked too) one merged row tile is a
+    band, too short to regroup; at 380x100 the last group is 4 row tiles tall, where the checked
+    kernel's programs run their blocks one by one. Close to float64, equal to the unmerged kernel
+    up to summation order, the same bits on a rerun."""
     a, b = _mats(m, n, k)
     kernel = ct.kernel(matmul_kernel.fn)
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
@@ -318,7 +319,7 @@ def test_merged_staged_operands(dev, backend_variant):
     got = run_matmul(dev, name, (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1), kernel, a, b, (32, 32, 32))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=2e-3 * np.sqrt(k), rtol=2e-3)
     staged = [c for key, v in kernel.variants.items() if key.backend == name for c in v.compiled._kernels.values()]
-    assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8, band=2, group=8)]]
+    assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8, False, 2, 8)]]
 
 
 @pytest.mark.parametrize("kernel,stride", [(column_major_scaled, 4), (row_major, None)],

@@ -161,8 +161,9 @@ class MergeFinder:
     def find(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any], everywhere: bool = True) -> Merge | None:
         """The merge of `shape` (rows, cols) for a launch on `grid` whose programs all line up,
         with the smallest stride (a multiple of the rows) that does; None where none does. One
-        column: consecutive blocks. Not `everywhere` (tests, which force merges): one column
-        whether they line up or not, more where the first and the middle program do."""
+        column: consecutive blocks. Not `everywhere` (tests and probes, which force merges): one
+        column whether they line up or not, more where the first and the middle program do;
+        unchecked, as found automatically, where all do."""
         rows, cols = shape
         strides = [rows] if cols == 1 else range(rows, min(grid[0] // cols, MAX_STRIDE) + 1, rows)
         merges = [Merge(rows, cols, s) for s in strides if grid[0] % (s * cols) == 0]
@@ -174,8 +175,10 @@ class MergeFinder:
         found = next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
         if found is None:
             return None
-        found = self._ordered(found, values, grid[0] // found.blocks)
-        return replace(found, checked=False) if everywhere and self.merges.pinned else found
+        programs = grid[0] // found.blocks
+        found = self._ordered(found, values, programs)
+        unchecked = self.merges.pinned and (everywhere or self._lined_up(found, values, programs, True))
+        return replace(found, checked=False) if unchecked else found
 
     def _evaluate(self, grid: Grid, args: Sequence[Any]) -> list[np.ndarray] | None:
         """The checked prologue values of every block along grid axis 0 (None: the arguments do
