@@ -159,8 +159,8 @@ def test_nothing_to_check_when_bid_is_the_row():
 
 def test_automatic_shapes():
     """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
-    of blocks (TC3's 512 blocks merge 4 x 1, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 4,
-    several."""
+    of blocks (TC3's 512 blocks merge 2 x 2, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 8
+    (else 4 x 4), several."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
@@ -181,7 +181,8 @@ def test_automatic_shapes():
     assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
     assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 2048^3: 4 x 4 would leave 1.9 waves
-    assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]  # 4096^3: several waves of 128x128
+    assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 4096^3: several waves of 128x256
+    assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]  # 4 x 8 would leave 1.9 waves
     assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == []
 
 

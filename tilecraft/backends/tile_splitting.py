@@ -90,8 +90,12 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
     return [s for s in AUTO_SHAPES if s in allowed]
 
 
-WIDE_SHAPE = (4, 4)
-"""The merge launches of several waves take (128x128 tiles of the sample's 32x32 ones)."""
+WIDE_SHAPES = ((4, 8), (4, 4))
+"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` (128x256
+or 128x128 tiles of the sample's 32x32 ones). H200, unchecked, programs in groups
+(merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
+against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x). Checked, in the grid's order,
+4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h)."""
 
 WIDE_MIN_WAVES = 2
 """... where it leaves at least this many blocks per SM."""
@@ -100,17 +104,17 @@ WIDE_MIN_WAVES = 2
 def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
-    first; then `WIDE_SHAPE` where it leaves `WIDE_MIN_WAVES` waves or more. H200, fp32, the
+    first; then the first of `WIDE_SHAPES` that leaves `WIDE_MIN_WAVES` waves or more. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
-    0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x); several waves, 4 x 4,
-    4096^3 0.20 -> 0.68x and 8192^3 0.22 -> 0.80x (4 x 8 0.39, 0.46x; 2 x 8 as 4 x 4). Unchecked
-    (`MergeFinder`; -h): 2048x1024x512 1.06x, 2048^3 0.55x, 4096^3 0.73x, 8192^3 0.84x. Where
+    0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
+    -h): 2048x1024x512 1.06x, 2048^3 0.55x; several waves, unchecked and in groups (-j): 4096^3
+    0.22 -> 0.93x and 8192^3 0.22 -> 0.96x merged 4 x 8 (`WIDE_SHAPES`). Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     blocks = math.prod(grid)
     fits = [s for s in shapes if MERGED_BLOCKS_PER_SM * sms <= blocks // (s[0] * s[1]) <= sms]
-    wide = [WIDE_SHAPE] if WIDE_SHAPE in shapes and blocks // math.prod(WIDE_SHAPE) >= WIDE_MIN_WAVES * sms else []
+    wide = [s for s in WIDE_SHAPES if s in shapes and blocks // math.prod(s) >= WIDE_MIN_WAVES * sms][:1]
     return sorted(fits, key=lambda s: -s[0] * s[1]) + [s for s in wide if s not in fits]
 
 
