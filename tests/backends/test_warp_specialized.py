@@ -551,7 +551,7 @@ def test_inspect_names_a_matmuls_variant():
 def test_inspect_shows_a_matmuls_variant_when_asked(capsys):
     """`warp_specialized=True` (`--warp-specialized`) shows the matmul's Gluon variant, the kernel
     large grids run: its Gluon source, warps and registers, and says which grids run it; a kernel
-    without one, and the variant asked for with the staged kernel, are a clear error."""
+    without one, and the variant asked for with the staged kernel or a grid, are a clear error."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
     from pathlib import Path
@@ -565,8 +565,9 @@ def test_inspect_shows_a_matmuls_variant_when_asked(capsys):
     assert "warp-specialized variant shown: grids of 256 blocks" in info.summary()
     with pytest.raises(ValueError, match="no warp-specialized Gluon variant"):
         inspect_kernel(matmul_kernel, (a, a, a, 64, 64, 32), capability=90, warp_specialized=True)
-    with pytest.raises(ValueError, match="choose one"):
-        inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 64), capability=90, warp_specialized=True, staged=True)
+    for other in ({"staged": True}, {"grid": (256,)}):  # what a grid runs is asked for without it
+        with pytest.raises(ValueError, match="shown on its own"):
+            inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 64), capability=90, warp_specialized=True, **other)
     path = Path(__import__("tilecraft").__file__).parent / "library" / "matmul.py"
     assert cli(["inspect", f"{path}:matmul_kernel", *["float16[4096,4096]"] * 3, "128", "256", "64",
                 "--warp-specialized", "--stage", "triton"]) == 0
