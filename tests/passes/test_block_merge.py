@@ -7,6 +7,8 @@ through the fast path. On the GPU also the automatic merge."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -340,7 +342,8 @@ def test_merge_finder(kernel, stride):
     for args in ((a, b, c, *extra), tuple(torch.from_numpy(x) for x in (a, b, c, *extra))):
         assert finder.find((2, 3), grid, args) == want
     assert finder.find((2, 1), grid, (a, b, c, *extra)) == (Merge(2, checked=False) if stride else None)
-    assert finder.find((2, 1), grid, (a, b, c, *extra), everywhere=False) == Merge(2)  # forced: one column merges
+    forced = finder.find((2, 1), grid, (a, b, c, *extra), everywhere=False)
+    assert forced == (Merge(2, checked=False) if stride else Merge(2))  # forced: one column merges, checked if needed
     assert finder.find((4, 1), (6, 1, 1), (a, b, c, *extra)) is None  # 4 does not divide the grid
 
 
@@ -386,6 +389,63 @@ def test_merges_partition_the_grid():
         blocks = [merge.block(merge.first(p), i, j) for p in range(grid // merge.blocks)
                   for i in range(merge.rows) for j in range(merge.cols)]
         assert sorted(blocks) == list(range(grid)), merge
+    for merge, grid in ((Merge(2, 2, 8, head=4), 20), (Merge(4, 4, 8, band=2, group=4, head=16), 16 * 16 + 37)):
+        programs = merge.programs(grid)
+        assert merge.user_blocks(programs) == grid
+        blocks = [merge.block(merge.first(p), i, j) for p in range(merge.head)
+                  for i in range(merge.rows) for j in range(merge.cols)]
+        blocks += [p + merge.head * (merge.blocks - 1) for p in range(merge.head, programs)]  # on their own
+        assert sorted(blocks) == list(range(grid)), merge
+    assert Merge(2, 2, 8, head=4).programs(15) is None  # shorter than the head
+
+
+def _sample(m: int, n: int):
+    """The sample's arrays at m x n (no data) and its `MergeFinder` (32x32x32 tiles)."""
+    arrays = (np.empty((m, 64), _F32), np.empty((64, n), _F32), np.empty((m, n), _F32))
+    return arrays, MergeFinder(block_merges(kernel_ir(matmul_kernel, *arrays, 32, 32, 32)))
+
+
+def test_merges_with_a_tail():
+    """Where the grid's last group of row tiles is cut short (4000 rows: 125 row tiles, 15
+    groups of 8 and one of 5), its blocks do not line up: the merge runs the 15 groups' blocks
+    merged (a head of 240 programs of 4 x 4, in groups of 6 merged row tiles) and each of the
+    last 160 blocks on its own, 400 programs in all. A tail of more than a quarter of the grid
+    (350 rows: 11 row tiles, 3 of them past the group) is not merged; nor are columns cut short
+    inside every group (3000 columns: 94 column tiles, merged 4 across)."""
+    arrays, finder = _sample(4000, 1000)
+    merge = finder.find((4, 4), (4000, 1, 1), arrays)
+    assert merge == Merge(4, 4, 8, checked=False, band=8, group=6, head=240) and merge.programs(4000) == 400
+    arrays, finder = _sample(350, 1000)
+    assert finder.find((2, 2), (352, 1, 1), arrays) is None
+    arrays, finder = _sample(3000, 3000)
+    assert finder.find((4, 4), (94 * 94, 1, 1), arrays) is None
+
+
+@pytest.mark.parametrize("m,n,shape,head", [(300, 64, (2, 2), 4), (270, 100, (4, 1), 8)])
+def test_merged_with_a_tail(dev, merge_backend, m, n, shape, head):
+    """The sample merged with a tail (`Merge.head`): 300x64 (10 x 2 tiles) merged 2 x 2, its
+    first 16 blocks 4 programs, the last group's 4 blocks one each; 270x100 (9 x 4 tiles) merged
+    4 x 1 (forced, and found lined up but for the tail), the last row of tiles on its own. Close to float64, equal to the unmerged kernel up to
+    summation order, the same bits on a rerun; checked in the kernel too (the interpreter)."""
+    k = 40
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    unmerged = run_matmul(dev, dev.name, grid, kernel, a, b, (32, 32, 32))
+    name = merge_backend(shape)
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, (32, 32, 32)) for _ in range(2))
+    np.testing.assert_allclose(first, ref, atol=2e-3 * np.sqrt(k), rtol=2e-3)
+    np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
+    want = Merge(*shape, 8 if shape[1] > 1 else shape[0], checked=False, head=head)
+    assert _merged(kernel, name, shape) == [want]
+    if dev.name == "interpreter":  # the same merge checked in the kernel
+        variant = verify(block_merges(kernel_ir(matmul_kernel, a, b, first, 32, 32, 32)).merge(
+            replace(want, checked=True)))
+        out = np.full((m, n), np.nan, _F32)
+        InterpretedKernel(variant).launch((want.programs(grid[0]), 1, 1), (a, b, out))
+        np.testing.assert_array_equal(out.view(np.uint32), first.view(np.uint32))
 
 
 def test_merge_order():

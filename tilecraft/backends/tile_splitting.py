@@ -132,6 +132,9 @@ def forced_shape(option: int | tuple[int, int]) -> tuple[int, int]:
     return option if isinstance(option, tuple) else (option, 1)
 
 
+MAX_TAIL = 0.25
+"""The most of a grid's blocks a merge runs on their own, after its merged head (`Merge.head`)."""
+
 MAX_STRIDE = 64
 """The largest distance between a merged block and its right-hand neighbour `MergeFinder` tries."""
 
@@ -164,25 +167,41 @@ class MergeFinder:
 
     def find(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any], everywhere: bool = True) -> Merge | None:
         """The merge of `shape` (rows, cols) for a launch on `grid` whose programs all line up,
-        with the smallest stride (a multiple of the rows) that does; None where none does. One
-        column: consecutive blocks. Not `everywhere` (tests and probes, which force merges): one
-        column whether they line up or not, more where the first and the middle program do;
-        unchecked, as found automatically, where all do."""
+        with the smallest stride (a multiple of the rows) that does; else one whose programs
+        line up but for at most `MAX_TAIL` of the grid's blocks at its end, which run on their
+        own (`Merge.head`); None where none does. One column: consecutive blocks. Not
+        `everywhere` (tests and probes, which force merges), where none does: one column whether
+        they line up or not, more where the first and the middle program do. Merges whose
+        programs line up run unchecked where the prologue allows (`BlockMerges.pinned`)."""
         rows, cols = shape
         strides = [rows] if cols == 1 else range(rows, min(grid[0] // cols, MAX_STRIDE) + 1, rows)
-        merges = [Merge(rows, cols, s) for s in strides if grid[0] % (s * cols) == 0]
-        if merges and cols == 1 and (not everywhere or self._program is None):
-            return merges[0]  # (no program: the rows are bid(0) itself, which lines up)
-        values = self._evaluate(grid, args) if merges and self._program is not None else None
+        merges = [Merge(rows, cols, s) for s in strides if grid[0] >= s * cols]
+        whole = [m for m in merges if grid[0] % m.span == 0]
+        if self._program is None:  # the rows are bid(0) itself, which lines up
+            return whole[0] if whole and cols == 1 else None
+        values = self._evaluate(grid, args) if merges else None
         if values is None:
             return None
-        found = next((m for m in merges if self._lined_up(m, values, grid[0] // m.blocks, everywhere)), None)
+        lined = {m: self._lined(m, values, np.arange(grid[0] // m.span * m.per_span)) for m in merges}
+        found = next((m for m in whole if lined[m].all()), None)
         if found is None:
+            found = next((h for m in merges if (h := self._with_head(m, lined[m], grid[0])) is not None), None)
+        if found is not None:
+            found = self._ordered(found, values, found.head or grid[0] // found.blocks)
+            return replace(found, checked=not self.merges.pinned)
+        if everywhere:
             return None
-        programs = grid[0] // found.blocks
-        found = self._ordered(found, values, programs)
-        unchecked = self.merges.pinned and (everywhere or self._lined_up(found, values, programs, True))
-        return replace(found, checked=False) if unchecked else found
+        return next((m for m in whole if cols == 1 or lined[m][sorted({0, len(lined[m]) // 2})].all()), None)
+
+    @staticmethod
+    def _with_head(merge: Merge, lined: np.ndarray, user_blocks: int) -> Merge | None:
+        """`merge` with a head of its leading programs that line up (whole spans), where the
+        blocks after them are at most `MAX_TAIL` of the grid's; None where they are more."""
+        leading = len(lined) if lined.all() else int(np.argmin(lined))
+        head = leading // merge.per_span * merge.per_span
+        if not head or user_blocks - head * merge.blocks > MAX_TAIL * user_blocks:
+            return None
+        return replace(merge, head=head)
 
     def _evaluate(self, grid: Grid, args: Sequence[Any]) -> list[np.ndarray] | None:
         """The checked prologue values of every block along grid axis 0 (None: the arguments do
@@ -214,18 +233,18 @@ class MergeFinder:
         group = max((h for h in range(2 * per_span, MERGED_GROUP + 1, per_span) if tall % h == 0), default=0)
         return replace(merge, band=band, group=group) if in_bands and band > 1 and group else merge
 
-    def _lined_up(self, merge: Merge, values: list[np.ndarray], programs: int, everywhere: bool) -> bool:
-        """Whether the programs (all, or the first and middle one) of `merge` pass its kernel's check."""
-        p = np.arange(programs) if everywhere else np.array(sorted({0, programs // 2}))
+    def _lined(self, merge: Merge, values: list[np.ndarray], programs: np.ndarray) -> np.ndarray:
+        """Per program of `programs` (in the grid's order), whether its blocks pass the merged
+        kernel's check."""
         i = np.arange(merge.rows)[None, :, None]
         j = np.arange(merge.cols)[None, None, :]
-        blocks = merge.block(merge.first(p)[:, None, None], i, j)
+        blocks = merge.block(merge.first(programs)[:, None, None], i, j)
         ok = np.ones(blocks.shape, dtype=bool)
         for (_, axis, factor), v in zip(self.merges.checks(merge), values):
             at = v[blocks]
             v0 = at[:, :1, :1]
             ok &= (at == v0 + (0 if axis is None else (i, j)[axis])) & (v0 % factor == 0)
-        return bool(ok.all())
+        return ok.all(axis=(1, 2))
 
 
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:
@@ -320,9 +339,8 @@ class BlockMergeKernel(GridVariantKernel):
     as short along axis 0, which the merge's span must divide."""
 
     def variant_grid(self, grid: Grid, count: Merge) -> Grid | None:
-        if grid[0] % count.span:
-            return None
-        return grid[0] // count.blocks, grid[1], grid[2]
+        programs = count.programs(grid[0])
+        return None if programs is None else (programs, grid[1], grid[2])
 
 
 class GridVariantLauncher:

@@ -103,13 +103,18 @@ class Merge:
     """Whether the kernel checks that its blocks line up (else the launch has: `BlockMerges.pinned`)."""
     band: int = 0
     group: int = 0
+    head: int = 0
+    """Where nonzero, only the programs below it run merged (the user's first `head * blocks`
+    blocks, whole spans); each later program runs one more of the user's blocks on its own, as
+    written: the blocks of a grid's last group of row tiles, cut short, which do not line up."""
 
     def __post_init__(self) -> None:
         if self.cols == 1:
             object.__setattr__(self, "stride", self.rows)
         bad_order = self.band < 0 or self.band and (self.group <= self.per_span or self.group % self.per_span)
+        bad_head = self.head < 0 or self.head % self.per_span
         if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows \
-                or bad_order:
+                or bad_order or bad_head:
             raise ValueError(f"cannot merge blocks as {self}")
 
     @property
@@ -121,6 +126,17 @@ class Merge:
     def span(self) -> int:
         """The grid's axis 0 must be a multiple of this."""
         return self.stride * self.cols
+
+    def programs(self, user_blocks: int) -> int | None:
+        """How many programs run a grid of `user_blocks` blocks along axis 0 (None: this merge
+        cannot: the grid is not whole spans, or, with a head, shorter than it)."""
+        if self.head:
+            return self.head + user_blocks - self.head * self.blocks if self.head * self.blocks <= user_blocks else None
+        return user_blocks // self.blocks if user_blocks % self.span == 0 else None
+
+    def user_blocks(self, programs: Any) -> Any:
+        """The user's grid along axis 0 of a launch of `programs` (as `first` takes them)."""
+        return programs + self.head * (self.blocks - 1) if self.head else programs * self.blocks
 
     @property
     def per_span(self) -> int:
@@ -356,34 +372,55 @@ class _Merge:
         b.loc = fn.loc
         with b.inside(body):
             program = b.value(ops.Bid, axis=0)
-            first = g.first(self._int(program)).value
-            blocks = (self._int(b.value(ops.NumBlocks, axis=0)) * g.blocks).value
-            copiers: dict[tuple[int, int], Rebuild] = {}
-            shared: dict[int, Value] = {}
-            checked = [(i, j) for j in range(g.cols) for i in range(g.rows)] if g.checked else [(0, 0)]
-            for n, (i, j) in enumerate(checked):
-                copier = copiers[i, j] = self._copier(self._block(first, i, j), blocks, {})
-                self._prologue(copier, shared if n else None)
-                if not n:
-                    shared = dict(copier.map)
-            ok = self._lined_up(copiers) if g.checked else None
-            first_block = copiers[0, 0]
-            pieces = {(v.id, 0): (self._int(first_block.get(v)) // g.rows).value for v in m.rows}
-            if g.cols > 1:
-                pieces.update({(v.id, 1): (self._int(first_block.get(v)) // g.cols).value for v in m.cols})
-            # bid(0) as a row index (one column only): the program's index on the taller tiles
-            pieces.update({(v.id, 0): program for op in fn.walk() if isinstance(op, ops.Bid) and op.axis == 0
-                           for v in op.results})
-            merged = self._copier(first, blocks, first_block.map, _Merged)
-            merged.pieces = pieces
-            if ok is None:
-                merged.copy(self.rest)
-            else:
-                b.emit(ops.If, cond=ok, then=self._region(lambda: merged.copy(self.rest)),
-                       orelse=self._region(lambda: self._one_by_one(first, blocks, shared)))
-        name = f"{fn.name}_merged{g.rows}x{g.cols}{'' if g.checked else '_unchecked'}"
+            blocks = g.user_blocks(self._int(b.value(ops.NumBlocks, axis=0))).value
+            if not g.head:
+                self._merged(program, blocks)
+            else:  # the head's programs merged, each later one a block of the user's as written
+                alone = self._int(program) + g.head * (g.blocks - 1)
+                tail = self._region(lambda: self._one_block(alone.value, blocks))
+                _without_tma(tail)
+                b.emit(ops.If, cond=b.value(ops.Compare, fn=CompareFn.LT, lhs=program, rhs=self._const(g.head, program)),
+                       then=self._region(lambda: self._merged(program, blocks)), orelse=tail)
+        name = f"{fn.name}_merged{g.rows}x{g.cols}{'' if g.checked else '_unchecked'}{'_head' if g.head else ''}"
         return eliminate_dead_code(Function(name, list(fn.params), list(fn.param_names), body, fn.loc,
                                             dict(fn.options)))
+
+    def _one_block(self, user: Value, blocks: Value, shared: dict[int, Value] | None = None) -> None:
+        """The user's block `user` run as written (the prologue's values that do not depend on
+        the block taken from `shared`, where given)."""
+        copier = self._copier(user, blocks, {})
+        self._prologue(copier, shared)
+        copier.copy(self.rest)
+
+    def _merged(self, program: Value, blocks: Value) -> None:
+        """The program's rectangle of blocks, merged where they line up (unchecked: as the
+        launch found), else one by one."""
+        m, b, g = self.m, self.b, self.merge
+        fn = m.fn
+        first = g.first(self._int(program)).value
+        copiers: dict[tuple[int, int], Rebuild] = {}
+        shared: dict[int, Value] = {}
+        checked = [(i, j) for j in range(g.cols) for i in range(g.rows)] if g.checked else [(0, 0)]
+        for n, (i, j) in enumerate(checked):
+            copier = copiers[i, j] = self._copier(self._block(first, i, j), blocks, {})
+            self._prologue(copier, shared if n else None)
+            if not n:
+                shared = dict(copier.map)
+        ok = self._lined_up(copiers) if g.checked else None
+        first_block = copiers[0, 0]
+        pieces = {(v.id, 0): (self._int(first_block.get(v)) // g.rows).value for v in m.rows}
+        if g.cols > 1:
+            pieces.update({(v.id, 1): (self._int(first_block.get(v)) // g.cols).value for v in m.cols})
+        # bid(0) as a row index (one column only): the program's index on the taller tiles
+        pieces.update({(v.id, 0): program for op in fn.walk() if isinstance(op, ops.Bid) and op.axis == 0
+                       for v in op.results})
+        merged = self._copier(first, blocks, first_block.map, _Merged)
+        merged.pieces = pieces
+        if ok is None:
+            merged.copy(self.rest)
+        else:
+            b.emit(ops.If, cond=ok, then=self._region(lambda: merged.copy(self.rest)),
+                   orelse=self._region(lambda: self._one_by_one(first, blocks, shared)))
 
     def _lined_up(self, copiers: dict[tuple[int, int], Rebuild]) -> Value | None:
         """A bool that holds where the merged blocks' row (column) indices go up by one down
@@ -421,9 +458,7 @@ class _Merge:
         with b.inside(loop):
             step = self._int(k)
             user = self._block(first, step, 0) if g.cols == 1 else self._block(first, step % g.rows, step // g.rows)
-            copier = self._copier(user, blocks, {})
-            self._prologue(copier, shared)
-            copier.copy(self.rest)
+            self._one_block(user, blocks, shared)
             b.emit(ops.Yield, values=())
         _without_tma(loop)
         b.emit(ops.For, lower=self._const(0, first), upper=self._const(g.blocks, first), step=self._const(1, first),
