@@ -162,7 +162,7 @@ def test_nothing_to_check_when_bid_is_the_row():
 def test_automatic_shapes():
     """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
     of blocks (TC3's 512 blocks merge 2 x 2, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 8
-    (else 4 x 4), several."""
+    (else 4 x 4, else 4 x 2), two or more."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
@@ -182,9 +182,10 @@ def test_automatic_shapes():
     assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(2, 2), (4, 1)]
     assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
-    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 2048^3: 4 x 4 would leave 1.9 waves
+    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8), (4, 2)]  # 2048^3: one wave, else two or more
     assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 4096^3: several waves of 128x256
     assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]  # 4 x 8 would leave 1.9 waves
+    assert auto_merge((4000, 1, 1), 132, AUTO_SHAPES) == [(4, 2)]  # 4000x1000x700: 4 x 4 would leave 1.9
     assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == []
 
 
@@ -502,11 +503,11 @@ def _assert_true(value) -> None:
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (2, 2)), (2048, 1024, 512, (4, 4))])
+@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (2, 2)), (2048, 1024, 512, (4, 4)), (4000, 1000, 64, (4, 2))])
 def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
-    """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles (512 blocks), and 2048x1024x512
-    (2048), merged as `auto_merge` says for the GPU's SMs (on the H200's 132: 2 x 2 and 4 x 4);
-    reruns through the fast path are bit-identical."""
+    """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles (512 blocks), 2048x1024x512
+    (2048) and 4000x1000x64 (4000, with a tail), merged as `auto_merge` says for the GPU's SMs
+    (on the H200's 132: 2 x 2, 4 x 4 and 4 x 2); reruns through the fast path are bit-identical."""
     import torch
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     a, b = _mats(m, n, k)

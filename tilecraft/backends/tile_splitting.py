@@ -90,12 +90,14 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
     return [s for s in AUTO_SHAPES if s in allowed]
 
 
-WIDE_SHAPES = ((4, 8), (4, 4))
-"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` (128x256
-or 128x128 tiles of the sample's 32x32 ones). H200, unchecked, programs in groups
+WIDE_SHAPES = ((4, 8), (4, 4), (4, 2))
+"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` (128x256,
+128x128 or 128x64 tiles of the sample's 32x32 ones). H200, unchecked, programs in groups
 (merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
-against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x). Checked, in the grid's order,
-4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h)."""
+against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x); checked, in the grid's order,
+4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h). Grids of 3008 and 4000 blocks, too few for
+two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`; -l): 4 x 2
+0.66, 0.60x against 4 x 4 0.50, 0.52x, 4 x 8 0.52, 0.53x, 0.33, 0.30x unmerged."""
 
 WIDE_MIN_WAVES = 2
 """... where it leaves at least this many blocks per SM."""
@@ -109,7 +111,8 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
     -h): 2048x1024x512 1.06x, 2048^3 0.55x; several waves, unchecked and in groups (-j): 4096^3
-    0.22 -> 0.93x and 8192^3 0.22 -> 0.96x merged 4 x 8 (`WIDE_SHAPES`). Where
+    0.22 -> 0.93x and 8192^3 0.22 -> 0.96x merged 4 x 8, 4000x1000x700 0.30 -> 0.60x merged 4 x
+    2 (-l; `WIDE_SHAPES`). Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     blocks = math.prod(grid)
