@@ -91,7 +91,8 @@ def test_what_a_grid_runs(capsys):
     """With a grid, inspection shows what a launch on it runs on a GPU of so many SMs: TC3's 512
     blocks of 32x32 tf32 tiles merged 2 x 2 on 132 SMs (128 programs of 64x64 tiles on 4 warps,
     not 1), 4 x 2 on 64 SMs; 4000x1000's grid, whose last group of row tiles does not line up,
-    the kernel as compiled. Without one, the summary says launches may run a variant."""
+    merged 4 x 2 but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
+    compiled. Without one, the summary says launches may run a variant."""
     f32 = torch.float32
 
     def args(m, n, k):
@@ -105,8 +106,11 @@ def test_what_a_grid_runs(capsys):
     assert "matmul_kernel_merged2x2_unchecked" in merged.stage("ir") and "(64, 32)" in merged.stage("ir")
     assert merged.num_warps == 4 and merged.spill_bytes == 0
     assert "merged 4 x 2" in inspect_kernel(matmul_kernel, args(1000, 500, 700), grid=(512, 1), sms=64).summary()
-    assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(4000, 1000, 64),
-                                                                   grid=(4000,)).summary()
+    tail = inspect_kernel(matmul_kernel, args(4000, 1000, 64), grid=(4000,)).summary()
+    assert "merged 4 x 2 to a program (stride 8, programs in groups of 6 merged row tiles, unchecked, the first " \
+           "480 programs; the 160 blocks after them one each), on grid (640, 1, 1)" in tail
+    assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(512, 512, 64),
+                                                                   grid=(256,)).summary()
     with pytest.raises(ValueError, match="a grid is"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))
     assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[1000,700]", "float32[700,500]", "float32[1000,500]",

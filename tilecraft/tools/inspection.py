@@ -207,7 +207,9 @@ def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any]
     if isinstance(count, Merge):
         how = (f"the user's blocks merged {count.rows} x {count.cols} to a program (stride {count.stride}"
                + (f", programs in groups of {count.group} merged row tiles" if count.band else "")
-               + (", unchecked" if not count.checked else ", checked in the kernel") + ")")
+               + (", unchecked" if not count.checked else ", checked in the kernel")
+               + (f", the first {count.head} programs; the {whole[0] - count.head * count.blocks} blocks after them "
+                  "one each" if count.head else "") + ")")
     else:
         how = f"each output tile split {count} ways"
     note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
