@@ -289,7 +289,9 @@ def test_merged_2d_grid(dev, merge_backend):
 
 @pytest.mark.parametrize("shape,m,n,k,want", [((2, 2), 1000, 100, 40, Merge(2, 2, 8, False, 2, 8)),
                                                ((1, 2), 500, 100, 40, Merge(1, 2, 8, False)),
-                                               ((4, 2), 380, 100, 33, Merge(4, 2, 8))])
+                                               ((4, 2), 380, 100, 33, Merge(4, 2, 8)),
+                                               ((2, 2), 300, 64, 40, Merge(2, 2, 8, False, head=4)),
+                                               ((4, 1), 270, 100, 40, Merge(4, checked=False, head=8))])
 def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     """The sample, fp32 (tf32 MMAs) with 32x32x32 tiles, its blocks merged in rectangles of rows
     x columns: its groups of 8 row tiles put a block's right-hand neighbour 8 blocks later, which
@@ -297,8 +299,11 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     program lines up, so the kernel runs unchecked, and they take their rectangles in two groups
     of 8 merged row tiles (`Merge.band`); at 500x100 (unchecked too) one merged row tile is a
     band, too short to regroup; at 380x100 the last group is 4 row tiles tall, where the checked
-    kernel's programs run their blocks one by one. Close to float64, equal to the unmerged kernel
-    up to summation order, the same bits on a rerun."""
+    kernel's programs run their blocks one by one. With a tail (`Merge.head`): 300x64 (10 x 2
+    tiles) merged 2 x 2, its first 16 blocks 4 programs, the last group's 4 blocks one each;
+    270x100 (9 x 4 tiles) merged 4 x 1, the last row of tiles on its own. Close to float64, equal
+    to the unmerged kernel up to summation order, the same bits on a rerun, and (the
+    interpreter) the same bits as the merge checked in the kernel."""
     a, b = _mats(m, n, k)
     kernel = ct.kernel(matmul_kernel.fn)
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
@@ -310,6 +315,12 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
     assert _merged(kernel, name, shape) == [want]
+    if dev.name == "interpreter" and not want.checked:
+        variant = verify(block_merges(kernel_ir(matmul_kernel, a, b, first, 32, 32, 32)).merge(
+            replace(want, checked=True)))
+        out = np.full((m, n), np.nan, _F32)
+        InterpretedKernel(variant).launch((want.programs(grid[0]), 1, 1), (a, b, out))
+        np.testing.assert_array_equal(out.view(np.uint32), first.view(np.uint32))
 
 
 @pytest.mark.only_backends("triton", "triton-interpret")
@@ -420,33 +431,6 @@ def test_merges_with_a_tail():
     assert finder.find((2, 2), (352, 1, 1), arrays) is None
     arrays, finder = _sample(3000, 3000)
     assert finder.find((4, 4), (94 * 94, 1, 1), arrays) is None
-
-
-@pytest.mark.parametrize("m,n,shape,head", [(300, 64, (2, 2), 4), (270, 100, (4, 1), 8)])
-def test_merged_with_a_tail(dev, merge_backend, m, n, shape, head):
-    """The sample merged with a tail (`Merge.head`): 300x64 (10 x 2 tiles) merged 2 x 2, its
-    first 16 blocks 4 programs, the last group's 4 blocks one each; 270x100 (9 x 4 tiles) merged
-    4 x 1 (forced, and found lined up but for the tail), the last row of tiles on its own. Close to float64, equal to the unmerged kernel up to
-    summation order, the same bits on a rerun; checked in the kernel too (the interpreter)."""
-    k = 40
-    a, b = _mats(m, n, k)
-    kernel = ct.kernel(matmul_kernel.fn)
-    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    unmerged = run_matmul(dev, dev.name, grid, kernel, a, b, (32, 32, 32))
-    name = merge_backend(shape)
-    first, again = (run_matmul(dev, name, grid, kernel, a, b, (32, 32, 32)) for _ in range(2))
-    np.testing.assert_allclose(first, ref, atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
-    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
-    want = Merge(*shape, 8 if shape[1] > 1 else shape[0], checked=False, head=head)
-    assert _merged(kernel, name, shape) == [want]
-    if dev.name == "interpreter":  # the same merge checked in the kernel
-        variant = verify(block_merges(kernel_ir(matmul_kernel, a, b, first, 32, 32, 32)).merge(
-            replace(want, checked=True)))
-        out = np.full((m, n), np.nan, _F32)
-        InterpretedKernel(variant).launch((want.programs(grid[0]), 1, 1), (a, b, out))
-        np.testing.assert_array_equal(out.view(np.uint32), first.view(np.uint32))
 
 
 def test_merge_order():

@@ -76,7 +76,7 @@ AUTO_SHAPES = ((2, 2), (4, 1), (4, 2), (2, 4), (4, 4), (4, 8))
 """The shapes (row tiles, column tiles) of the merges launches may take on their own, preferred
 in this order among those of as many blocks. TC3 merged 2 x 2 against 4 x 1 with the check
 (merge-probe-h200-2026-12-02-e.json, -f, -h, -i): 0.86, 0.94, 0.96, 0.89x torch against 0.85,
-0.89, 0.92, 0.85x; unchecked, as launches take them, 0.89 against 0.88x (order-diag-h200-2026-12-02.json)."""
+0.89, 0.92, 0.85x; unchecked, as launches take them, 0.89 against 0.88x (order-diag-h200-2026-12-02-b.json)."""
 
 
 def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
@@ -339,7 +339,8 @@ class TileSplitKernel(GridVariantKernel):
 class BlockMergeKernel(GridVariantKernel):
     """A kernel with block-merged variants (passes/block_merge.py; `build`: a `BlockMerges`'
     `merge`, its counts `Merge`s): the variant for a merge of F blocks launches on a grid F times
-    as short along axis 0, which the merge's span must divide."""
+    as short along axis 0, which the merge's span must divide, or with a head (`Merge.head`) on
+    the head's programs and one more per block after them (`Merge.programs`)."""
 
     def variant_grid(self, grid: Grid, count: Merge) -> Grid | None:
         programs = count.programs(grid[0])

@@ -29,8 +29,11 @@ one whose blocks line up by evaluating the prologue on the host (backends/tile_s
 `MergeFinder`). Where that evaluation holds for every launch of the variant (the prologue reads
 no scalar parameter: `BlockMerges.pinned`) and found every program lined up, the merge runs
 unchecked (`Merge.checked`): one copy of the prologue, no branch, the kernel a written one of
-the larger tiles would be. `num_blocks(0)` reads as the user's grid, which the launch makes a multiple of
-the merge's span (`BlockMergeKernel`).
+the larger tiles would be. Where only the blocks of the grid's last group of row tiles, cut
+short, do not line up, the merge has a head (`Merge.head`): its programs run merged, and each
+block after them runs as a program of its own. Programs may take their rectangles in another
+order than the grid's, in groups of row tiles (`Merge.band`), which the launch picks for L2
+reuse. `num_blocks(0)` reads as the user's grid (`Merge.user_blocks`).
 
 Kernels that qualify: those `tile_split.tile_splits` takes (rank-2 stores, an MMA reaching
 them, no other effects, no aranges or reductions across the output axes), whose every load and
