@@ -113,6 +113,8 @@ def test_what_a_grid_runs(capsys):
                                                                    grid=(256,)).summary()
     with pytest.raises(ValueError, match="a grid is"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))
+    with pytest.raises(ValueError, match="at least one SM"):
+        inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(4,), sms=0)
     assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[1000,700]", "float32[700,500]", "float32[1000,500]",
                 "32", "32", "32", "--grid", "512,1,1"]) == 0
     assert "merged 2 x 2" in capsys.readouterr().out

@@ -198,6 +198,8 @@ def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any]
     whole = (*grid, 1, 1)[:3]
     if len(grid) not in (1, 2, 3) or not all(isinstance(g, int) and g >= 1 for g in grid):
         raise ValueError(f"a grid is 1 to 3 positive ints, got {grid!r}")
+    if sms < 1:
+        raise ValueError(f"a GPU has at least one SM, got sms={sms}")
     variants = wrapped_as(compiled, GridVariantKernel)
     with assumed_sms(sms):
         count = None if variants is None else variants.count(whole, args, False)
