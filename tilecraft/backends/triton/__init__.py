@@ -75,11 +75,12 @@ class TritonBackend:
     TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
     `block_merge`: True runs a tf32 matmul-like kernel of small tiles that `passes.block_merge`
-    qualifies, on a launch of about four blocks per SM (one wave once merged), with 4 of its
-    blocks merged into one block of 4 times the rows (backends/tile_splitting.py `auto_shapes`,
-    `auto_merge`; on a GPU, unless TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is
-    not merged); False never; a shape (R, C) (a count F: F x 1) merges R x C blocks on every
-    launch whose grid allows it and, for C > 1, whose blocks `MergeFinder` finds lined up (tests).
+    qualifies with rectangles of its blocks merged into larger ones: as many as leave one wave,
+    or on grids of several waves 4 x 8 (else 4 x 4, 4 x 2) where that leaves two
+    (backends/tile_splitting.py `auto_shapes`, `auto_merge`, `MergeFinder`; on a GPU, unless
+    TILECRAFT_BLOCK_MERGE=0; a kernel tile splitting takes is not merged); False never; a shape
+    (R, C) (a count F: F x 1) merges R x C blocks on every launch whose grid allows it and, for
+    C > 1, whose blocks `MergeFinder` finds lined up (tests and probes).
     `stream_k`: True runs a matmul-like kernel that `passes.stream_k` qualifies, on a 1-D grid
     whose waves leave many SMs idle, as one program per SM over all tiles' K iterations
     (backends/stream_k.py; on a GPU when TILECRAFT_STREAM_K=1: it still runs slower than the
