@@ -406,7 +406,7 @@ def test_merges_partition_the_grid():
         assert merge.user_blocks(programs) == grid
         blocks = [merge.block(merge.first(p), i, j) for p in range(merge.head)
                   for i in range(merge.rows) for j in range(merge.cols)]
-        blocks += [p + merge.head * (merge.blocks - 1) for p in range(merge.head, programs)]  # on their own
+        blocks += [merge.alone(p) for p in range(merge.head, programs)]  # on their own
         assert sorted(blocks) == list(range(grid)), merge
     assert Merge(2, 2, 8, head=4).programs(15) is None  # shorter than the head
 

@@ -185,16 +185,21 @@ class MergeFinder:
         values = self._evaluate(grid, args) if merges else None
         if values is None:
             return None
-        lined = {m: self._lined(m, values, np.arange(grid[0] // m.span * m.per_span)) for m in merges}
-        found = next((m for m in whole if lined[m].all()), None)
+        checked: dict[Merge, np.ndarray] = {}
+
+        def lined(m: Merge) -> np.ndarray:  # per program over the whole spans, each merge once
+            if m not in checked:
+                checked[m] = self._lined(m, values, np.arange(grid[0] // m.span * m.per_span))
+            return checked[m]
+        found = next((m for m in whole if lined(m).all()), None)
         if found is None:
-            found = next((h for m in merges if (h := self._with_head(m, lined[m], grid[0])) is not None), None)
+            found = next((h for m in merges if (h := self._with_head(m, lined(m), grid[0])) is not None), None)
         if found is not None:
             found = self._ordered(found, values, found.head or grid[0] // found.blocks)
             return replace(found, checked=not self.merges.pinned)
         if everywhere:
             return None
-        return next((m for m in whole if cols == 1 or lined[m][sorted({0, len(lined[m]) // 2})].all()), None)
+        return next((m for m in whole if cols == 1 or lined(m)[sorted({0, len(lined(m)) // 2})].all()), None)
 
     @staticmethod
     def _with_head(merge: Merge, lined: np.ndarray, user_blocks: int) -> Merge | None:

@@ -137,9 +137,13 @@ class Merge:
             return self.head + user_blocks - self.head * self.blocks if self.head * self.blocks <= user_blocks else None
         return user_blocks // self.blocks if user_blocks % self.span == 0 else None
 
+    def alone(self, program: Any) -> Any:
+        """The user's block that `program`, past the head, runs on its own (as `first` takes it)."""
+        return program + self.head * (self.blocks - 1)
+
     def user_blocks(self, programs: Any) -> Any:
         """The user's grid along axis 0 of a launch of `programs` (as `first` takes them)."""
-        return programs + self.head * (self.blocks - 1) if self.head else programs * self.blocks
+        return self.alone(programs) if self.head else programs * self.blocks
 
     @property
     def per_span(self) -> int:
@@ -379,8 +383,7 @@ class _Merge:
             if not g.head:
                 self._merged(program, blocks)
             else:  # the head's programs merged, each later one a block of the user's as written
-                alone = self._int(program) + g.head * (g.blocks - 1)
-                tail = self._region(lambda: self._one_block(alone.value, blocks))
+                tail = self._region(lambda: self._one_block(g.alone(self._int(program)).value, blocks))
                 _without_tma(tail)
                 b.emit(ops.If, cond=b.value(ops.Compare, fn=CompareFn.LT, lhs=program, rhs=self._const(g.head, program)),
                        then=self._region(lambda: self._merged(program, blocks)), orelse=tail)
