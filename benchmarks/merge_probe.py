@@ -6,28 +6,36 @@ automatic (passes/block_merge.py, backends/tile_splitting.py `auto_merge`), and 
 shape of `SHAPES` (row tiles x column tiles of the user's; the row names the merges its launches
 took as rows x cols / stride, [] where they did not merge; forced merges run unchecked where
 every program lines up, as automatic ones do, else checked), next to the sample written with
-128x32x32, 128x128x32 and 128x256x32 tiles (what merging 4 x 1, 4 x 4 and 4 x 8 should match) and torch. Rows are
+128x32x32, 128x128x32 and 128x256x32 tiles (what merging 4 x 1, 4 x 4 and 4 x 8 should match) and torch.
+With --staged, the automatic and forced rows again with the tf32 operands staged on every launch
+(`TritonBackend(stage_operands=True)`: rounded and B transposed by a prologue, so merged tiles of
+64 rows or more run wgmma); --cases picks cases by a substring of their names. Rows are
 timed in turns (`ROUNDS` rounds, each row once per round: `do_bench`'s median, L2 flushed),
 each checked against float64 first; a row's time is the median of its rounds and its ratio
 torch's time over it.
 
     PYTHONPATH=$PWD:$PWD/.conformance/shim python3 benchmarks/merge_probe.py --out $OUT/merge.json
+    ... merge_probe.py --staged --cases 2048x2048,TC3 --out $OUT/merge.json
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
+from pathlib import Path
 from typing import Callable
 
 from _results import claim
 from matmul import variant_backend
-from power_probe import head, out_path
+from power_probe import head
 
 CASES = (("TC3 1000x500x700 fp32", (1000, 500, 700), "float32"),
          ("2048x1024x512 fp32", (2048, 1024, 512), "float32"),
          ("4000x1000x700 fp32", (4000, 1000, 700), "float32"),
          ("3000x1000x700 fp32", (3000, 1000, 700), "float32"),
+         ("768x1024x1024 fp32", (768, 1024, 1024), "float32"),
+         ("1024x1536x1024 fp32", (1024, 1536, 1024), "float32"),
          ("2048x2048x2048 fp32", (2048, 2048, 2048), "float32"),
          ("4096x4096x4096 fp32", (4096, 4096, 4096), "float32"),
          ("8192x8192x8192 fp32", (8192, 8192, 8192), "float32"))
@@ -50,8 +58,8 @@ where the blocks after them run on their own (`Merge.head`), u where unchecked (
                    for f in found if f is not None for m in f._variants})
 
 
-def _launches(a, b, c) -> list[tuple[str, Callable[[], None]]]:
-    """(row, launch) per tilecraft row; compiles each kernel."""
+def _launches(a, b, c, staged: bool) -> list[tuple[str, Callable[[], None]]]:
+    """(row, launch) per tilecraft row (`staged`: the staged rows too); compiles each kernel."""
     import torch
     import tilecraft as ct
     from tilecraft.library.matmul import matmul_kernel
@@ -60,6 +68,10 @@ def _launches(a, b, c) -> list[tuple[str, Callable[[], None]]]:
     args = (a, b, c, TILE, TILE, TILE)
     backends = [("merging off", variant_backend("nomerge", block_merge=False)), ("automatic", None)]
     backends += [(f"merged {r}x{k}", variant_backend(f"merge{r}x{k}", block_merge=(r, k))) for r, k in SHAPES]
+    if staged:
+        backends += [("staged automatic", variant_backend("staged", stage_operands=True))]
+        backends += [(f"staged merged {r}x{k}", variant_backend(f"staged-merge{r}x{k}", block_merge=(r, k),
+                                                                stage_operands=True)) for r, k in SHAPES]
     rows = []
     for name, backend in backends:
         kernel = ct.kernel(matmul_kernel.fn)
@@ -74,20 +86,28 @@ def _launches(a, b, c) -> list[tuple[str, Callable[[], None]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    out = claim(out_path(__doc__.splitlines()[0], argv))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--staged", action="store_true", help="the staged rows too")
+    parser.add_argument("--cases", default="", help="comma-separated substrings of the case names to run")
+    opts = parser.parse_args(argv)
+    out = claim(opts.out)
+    picked = [c for c in opts.cases.split(",") if c]
     import torch
     import triton
     torch.backends.cuda.matmul.allow_tf32 = True
     doc = head()
     doc["cases"] = []
     for case, (m, n, k), dtype in CASES:
+        if picked and not any(p in case for p in picked):
+            continue
         torch.manual_seed(0)
         a = torch.randn(m, k, device="cuda", dtype=getattr(torch, dtype))
         b = torch.randn(k, n, device="cuda", dtype=getattr(torch, dtype))
         ref = a.double() @ b.double()
         c = torch.empty(m, n, device="cuda", dtype=a.dtype)
         rows = [("torch", lambda: torch.matmul(a, b, out=c))]
-        rows += _launches(a, b, c)
+        rows += _launches(a, b, c, opts.staged)
         errors = {}
         for name, fn in rows:
             c.fill_(float("nan"))
