@@ -36,6 +36,8 @@ CASES = (("TC3 1000x500x700 fp32", (1000, 500, 700), "float32"),
          ("3000x1000x700 fp32", (3000, 1000, 700), "float32"),
          ("768x1024x1024 fp32", (768, 1024, 1024), "float32"),
          ("1024x1536x1024 fp32", (1024, 1536, 1024), "float32"),
+         ("1280x1280x1280 fp32", (1280, 1280, 1280), "float32"),
+         ("1536x1536x1536 fp32", (1536, 1536, 1536), "float32"),
          ("2048x2048x2048 fp32", (2048, 2048, 2048), "float32"),
          ("4096x4096x4096 fp32", (4096, 4096, 4096), "float32"),
          ("8192x8192x8192 fp32", (8192, 8192, 8192), "float32"))
@@ -47,15 +49,16 @@ TILE, ROUNDS = 32, 3
 def _merged(kernel) -> list[str]:
     """The merges `kernel`'s launches ran with, as rows x cols / stride, then g and the merged row
 tiles per group where programs take them in groups (`Merge.band`), h and the merged programs
-where the blocks after them run on their own (`Merge.head`), u where unchecked (none: not merged)."""
+where the blocks after them run on their own (`Merge.head`), u where unchecked, s where the launch
+staged its operands (none: not merged)."""
     from tilecraft.backends.base import wrapped_as
     from tilecraft.backends.tile_splitting import BlockMergeKernel
-    compiled = [v.compiled for v in kernel.variants.values()]
-    compiled += [k for c in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
-    found = [wrapped_as(c, BlockMergeKernel) for c in compiled]
+    compiled = [(v.compiled, "") for v in kernel.variants.values()]
+    compiled += [(k, " s") for c, _ in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
+    found = [(wrapped_as(c, BlockMergeKernel), staged) for c, staged in compiled]
     return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}{f' h{m.head}' if m.head else ''}"
-                   f"{'' if m.checked else ' u'}"
-                   for f in found if f is not None for m in f._variants})
+                   f"{'' if m.checked else ' u'}{staged}"
+                   for f, staged in found if f is not None for m in f._variants})
 
 
 def _launches(a, b, c, staged: bool) -> list[tuple[str, Callable[[], None]]]:

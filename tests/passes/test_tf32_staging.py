@@ -11,6 +11,7 @@ import pytest
 
 import tilecraft as ct
 from conftest import kernel_ir
+from tilecraft.backends.tile_splitting import BlockMergeKernel
 from tilecraft.ir import ops, verify
 from tilecraft.language import dtypes as dt
 from tilecraft.library.matmul import matmul_kernel
@@ -59,8 +60,8 @@ def test_tf32_staging_threshold_follows_the_mma_width():
     from tilecraft.backends.triton import operand_staging as st
     a, b = _mats(128, 64, 64)
     c = np.zeros((128, 64), np.float32)
-    assert not st.narrow_mmas(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32))
-    assert st.narrow_mmas(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32))
+    assert st.mma_rows(kernel_ir(matmul_kernel, a, b, c, 64, 32, 32)) == 64  # wgmma
+    assert st.mma_rows(kernel_ir(matmul_kernel, a, b, c, 32, 64, 32)) == 32  # narrower
     rounded = Copy(True, False, False)
     assert st._min_elements(rounded, narrow=False) == 2**21 and st._min_elements(rounded, narrow=True) == 2**24
     assert st._min_elements(Copy(True, True, True), narrow=False) == 2**22
@@ -225,6 +226,29 @@ def test_automatic_staging_on_the_gpu(dev, staged_backend):
 
 
 @pytest.mark.only_backends("triton")
+def test_merged_launches_stage_on_the_gpu(dev):
+    """2048x2048x1024 float32 with the sample's 32x32x32 tiles (2M-element operands, too few for
+    tiles that narrow): its 4096 blocks merge into wgmma-sized tiles, so the launch stages; twice
+    (the second through the launcher chosen per grid), each on a poisoned output within tf32
+    error of float64 (of the rounded inputs)."""
+    import torch
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("tf32 staging needs sm_90+")
+    a, b = _mats(2048, 2048, 1024)
+    ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+    kernel = ct.kernel(matmul_kernel.fn)
+    args = (dev.put(a), dev.put(b))
+    for _ in range(2):
+        c = dev.poison((2048, 2048), "float32")
+        ct.launch(torch.cuda.current_stream(), (64 * 64, 1, 1), kernel, (*args, c, 32, 32, 32))
+        torch.cuda.synchronize()
+        np.testing.assert_allclose(dev.get(c), ref, atol=1e-4 * np.sqrt(1024), rtol=1e-5)
+    assert _staged_ran([v.compiled for v in kernel.variants.values()])
+    from tilecraft.backends.triton.operand_staging import StagingPerGrid
+    assert [type(entry[0]) for entry in kernel.fast.values()] == [StagingPerGrid]
+
+
+@pytest.mark.only_backends("triton")
 def test_cached_staged_launches(dev, staged_backend, monkeypatch):
     """Repeat launches of one specialization staged automatically (any size, here) take the
     StagedLauncher (prologues through the C launcher, the runtime's quick path): fresh operands at new addresses each time, on the
@@ -270,3 +294,75 @@ def test_staged_kernel_runs_async_wgmma_on_hopper():
     assert max(pendings(staged)) > 0 and "ttg.local_load" not in staged.stage("ttgir")
     assert "staged kernel's" in staged.summary() and "staged variant" in plain.summary()
     assert "ttg.local_load" in plain.stage("ttgir")
+
+
+def _compiled_for_hopper(m: int, n: int, k: int, t: tuple[int, int, int]):
+    """(the matmul sample compiled for sm_90 as a launch of m x k by k x n float32 arrays with tiles
+    `t` would compile it, and the arguments as the launch passes them: uninitialized CPU arrays)."""
+    import torch
+
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.ir import ArrayType
+    from tilecraft.runtime.args import backend_args
+    from tilecraft.backends.arrays import as_torch
+    args = (torch.empty(m, k), torch.empty(k, n), torch.empty(m, n), *t)
+    specs, arrays, flat = matmul_kernel.describe(args)
+    ir = matmul_kernel.lower(specs, "sm_90")
+    facts = iter(a.facts for a in arrays)
+    param_facts = [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
+    return TritonBackend(BackendKind.TRITON, capability=90).compile(ir, param_facts), backend_args(flat, as_torch)
+
+
+def test_narrow_kernels_stage_where_the_launch_merges_wide(monkeypatch):
+    """The sample's 32x32x32 tiles (mma.sync MMAs): at 2048^3 (4M-element operands, below
+    NARROW_STAGE_MIN_ELEMENTS) a launch stages where its grid merges into tiles of 64 rows or
+    more (the staged kernel's automatic merge, wide shapes first: 4 x 4 on 132 SMs), not where
+    it does not merge (a grid of 64 blocks) nor in a programmatic dependent launch; 1024^3 (1M)
+    never stages and 4096^3 (16M) stages on any grid. Such launches get a launcher that chooses
+    per grid."""
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.triton import operand_staging
+    from tilecraft.backends.triton.split_launch import assumed_sms
+    monkeypatch.setattr(operand_staging, "_on_gpu", lambda arrays: True)  # CPU arrays stand for CUDA ones
+    with assumed_sms(132):
+        kernel, args = _compiled_for_hopper(2048, 2048, 2048, (32, 32, 32))
+        assert isinstance(kernel, operand_staging.StagedKernel)
+        assert kernel.stages(args, False, (4096, 1, 1)) and not kernel.stages(args, True, (4096, 1, 1))
+        assert not kernel.stages(args, False, (64, 1, 1))
+        merging = wrapped_as(kernel.staged_kernel(args), BlockMergeKernel)
+        merge = merging.count((4096, 1, 1), kernel.staged_args(args), False)
+        assert (merge.rows, merge.cols) == (4, 4)
+        assert isinstance(kernel.specialize(args), operand_staging.StagingPerGrid)
+        small, small_args = _compiled_for_hopper(1024, 1024, 1024, (32, 32, 32))
+        assert not small.stages(small_args, False, (1024, 1, 1))
+        large, large_args = _compiled_for_hopper(4096, 4096, 4096, (32, 32, 32))
+        assert large.stages(large_args, False, (16384, 1, 1)) and large.stages(large_args, False, (64, 1, 1))
+
+
+def test_staging_per_grid_launcher():
+    """`StagingPerGrid` launches each grid as `stages` chose for it once: staged grids through the
+    staged fast launcher (made once), the others through main (the full way first, then its
+    specialized launcher, a programmatic dependent launch always the full way)."""
+    from types import SimpleNamespace
+
+    from tilecraft.backends.triton.operand_staging import StagingPerGrid
+    ran, asked = [], []
+
+    def stages(args, dependent, grid):
+        asked.append(grid)
+        return grid[0] > 100
+
+    fast = SimpleNamespace(launch=lambda grid, args, stream: ran.append(("main fast", grid)))
+    main = SimpleNamespace(launch=lambda grid, args, stream, dependent=False: ran.append(("main", grid, dependent)),
+                           specialize=lambda args: fast)
+    staged = SimpleNamespace(launch=lambda grid, args, stream: ran.append(("staged", grid)))
+    made = []
+    owner = SimpleNamespace(main=main, stages=stages, staged_launcher=lambda args: made.append(args) or staged)
+    launcher = StagingPerGrid(owner, ("a",))
+    for grid in [(4096, 1, 1), (64, 1, 1), (4096, 1, 1), (64, 1, 1)]:
+        launcher.launch(grid, ("a",), None)
+    launcher.launch((4096, 1, 1), ("a",), None, dependent=True)
+    assert ran == [("staged", (4096, 1, 1)), ("main", (64, 1, 1), False), ("staged", (4096, 1, 1)),
+                   ("main fast", (64, 1, 1)), ("main", (4096, 1, 1), True)]
+    assert asked == [(4096, 1, 1), (64, 1, 1)] and made == [("a",)]

@@ -100,25 +100,45 @@ two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`
 0.66, 0.60x against 4 x 4 0.50, 0.52x, 4 x 8 0.52, 0.53x, 0.33, 0.30x unmerged."""
 
 WIDE_MIN_WAVES = 2
-"""... where it leaves at least this many blocks per SM."""
+"""... where it leaves at least this many waves of blocks, each at least `MERGED_BLOCKS_PER_SM`
+full (2048^3's 4096 blocks merged 4 x 4: 256 blocks, 1.94 per SM)."""
+
+NEAR_BLOCKS_PER_SM = 0.7
+"""Where no merge fills one wave (`MERGED_BLOCKS_PER_SM`) or leaves `WIDE_MIN_WAVES`, the largest
+that leaves at least this many blocks per SM, and fewer than one wave. H200, unstaged, the
+sample's 32x32x32 tiles (merge-probe-h200-2026-12-02-n.json): 1024x1536x1024's 1536 blocks
+unmerged 0.51x torch, 4 x 4 (96 blocks, 0.73 per SM) 0.66x, 2 x 2 0.63x, 4 x 2 0.61x; 768x1024x1024's
+768 blocks 0.70x, 2 x 4 or 4 x 2 (96 blocks) 0.75, 0.73x, 2 x 2 0.65x, 4 x 4 (48) 0.51x."""
 
 
-def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
-    first; then the first of `WIDE_SHAPES` that leaves `WIDE_MIN_WAVES` waves or more. H200, fp32, the
+    first; then the first of `WIDE_SHAPES` that leaves `WIDE_MIN_WAVES` waves or more; then those
+    leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first. `staged` (the
+    kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
+    wide shape first. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
     -h): 2048x1024x512 1.06x, 2048^3 0.55x; several waves, unchecked and in groups (-j): 4096^3
     0.22 -> 0.93x and 8192^3 0.22 -> 0.96x merged 4 x 8, 4000x1000x700 0.30 -> 0.60x merged 4 x
-    2 (-l; `WIDE_SHAPES`). Where
+    2 (-l; `WIDE_SHAPES`). Staged (-n): 2048^3 4 x 4 0.65x, 4 x 8 0.57x, 4 x 2 0.56x (unstaged 0.45,
+    0.55, 0.46x; written with 128x128x32 tiles, staged: 0.66x). Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     blocks = math.prod(grid)
-    fits = [s for s in shapes if MERGED_BLOCKS_PER_SM * sms <= blocks // (s[0] * s[1]) <= sms]
-    wide = [s for s in WIDE_SHAPES if s in shapes and blocks // math.prod(s) >= WIDE_MIN_WAVES * sms][:1]
-    return sorted(fits, key=lambda s: -s[0] * s[1]) + [s for s in wide if s not in fits]
+
+    def per_sm(s: tuple[int, int]) -> float:
+        return blocks // (s[0] * s[1]) / sms
+
+    def largest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return sorted(found, key=lambda s: -s[0] * s[1])
+    fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
+    wide = [s for s in WIDE_SHAPES if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM][:1]
+    near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
+    ranked = [*wide, *fits] if staged else [*fits, *wide]
+    return list(dict.fromkeys([*ranked, *near]))
 
 
 def check_merge_option(option: bool | int | tuple[int, int]) -> None:

@@ -164,7 +164,7 @@ class TritonBackend:
                             # (merged where the staged kernel's blocks may be: tf32 of small tiles)
                             lambda f: self._warp_specialized(self._block_merge_kernel(
                                 TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
-                                             host_variants=False), staged.fn, f, target, host_variants=False),
+                                             host_variants=False), staged.fn, f, target, staged=True),
                                 staged.fn, f),
                             self.interpret, self._stage is True)
 
@@ -275,7 +275,10 @@ class TritonBackend:
             lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
 
     def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                            target: Target, host_variants: bool = True) -> TritonKernel | BlockMergeKernel:
+                            target: Target, staged: bool = False) -> TritonKernel | BlockMergeKernel:
+        """`kernel` wrapped with its block-merged variants where `block_merge` asks and `fn`
+        qualifies; `staged`: `fn` is a staged kernel (operands copied per launch, so its variants
+        make their descriptors in the kernel), whose automatic merges rank as `auto_merge` says."""
         automatic = self._block_merge is True
         if not self._considers(self._block_merge, knobs.BLOCK_MERGE, opt_in=False):
             return kernel
@@ -290,8 +293,8 @@ class TritonBackend:
             # an unchecked merge is a kernel of larger tiles, which may have a warp-specialized variant
             lambda variant, count: self._warp_specialized(
                 TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret,
-                             host_variants=host_variants), variant, facts),
-            lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic))
+                             host_variants=not staged), variant, facts),
+            lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic, staged))
 
 
 def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:

@@ -14,8 +14,10 @@ later work).
 When: on sm_90+ GPUs, for launches whose staged arrays are all large enough for their reason
 (at least STAGE_MIN_ELEMENTS elements for tf32 only, NARROW_STAGE_MIN_ELEMENTS where the kernel's
 MMAs run mma.sync, ALIGN_MIN_ELEMENTS when the array is
-misaligned); tests force it on any launch (`TritonBackend(stage_operands=True)`). Split-K only
-applies to launches that do not stage.
+misaligned); tests force it on any launch (`TritonBackend(stage_operands=True)`). A kernel of
+narrow MMAs whose launch merges its blocks into tiles wide enough for wgmma
+(backends/tile_splitting.py) stages from STAGE_MIN_ELEMENTS: whether a launch stages then
+depends on its grid too. Split-K only applies to launches that do not stage.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ import triton
 
 from ...ir import Function, ops
 from ...passes.operand_staging import Copy, Staged
-from ..base import ArrayFacts, CompiledKernel, FusedLaunch, WrappedKernel, array_facts, needs_index64
+from ..base import (ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, SpecializedLaunchers, WrappedKernel,
+                    array_facts, needs_index64, wrapped_as)
+from ..tile_splitting import BlockMergeKernel
 from .compile import TRITON_LANGUAGE, _load, write_source
 from .helpers import HELPERS
 from .heuristics import WGMMA_ROWS
-from . import native_launch
+from . import native_launch, split_launch
 from .launching import current_stream, stream_context, stream_handle
 
 STAGE_MIN_ELEMENTS = 2**21
@@ -51,6 +55,8 @@ NARROW_STAGE_MIN_ELEMENTS = 2**24
 there the rounded, transposed copy still pays a little once the problem is large (32x32x32 tiles,
 H200: 4096^3 1.89 ms unstaged against 1.85 staged, size-sweep-h200-2026-12-01-ae.json / -ad; 8192^3
 0.20x torch unstaged, side-by-side-h200-2026-12-01-q.json, against 0.22x staged, -p); 2048^3 level.
+Launches whose blocks merge into wgmma-sized tiles stage from STAGE_MIN_ELEMENTS (2048^3 merged 4 x 4,
+staged 0.65x against 0.45x unstaged: merge-probe-h200-2026-12-02-n.json).
 Measured again once these kernels ran on one warp (heuristics.SMALL_TF32_WARPS), one call: staged,
 512^3 to 2048^3 and 1000x500x700 all ran slower (TC3 0.47 against 0.62x torch, 2048^3 0.22 against
 0.26x: size-sweep-h200-2026-12-01-au.json, -aw against -av)."""
@@ -121,9 +127,9 @@ def scratch_facts(shape: Sequence[int], transposed: bool, itemsize: int, origina
     return array_facts(0, dims, strides, itemsize, index64)
 
 
-def narrow_mmas(fn: Function) -> bool:
-    """Whether an MMA of `fn` has fewer than WGMMA_ROWS rows (mma.sync, not wgmma)."""
-    return any(op.result.type.shape[-2] < WGMMA_ROWS for op in fn.walk() if isinstance(op, ops.Mma))
+def mma_rows(fn: Function) -> int | None:
+    """The fewest rows of an MMA of `fn` (fewer than WGMMA_ROWS: mma.sync, not wgmma), None where it has none."""
+    return min((op.result.type.shape[-2] for op in fn.walk() if isinstance(op, ops.Mma)), default=None)
 
 
 def _min_elements(copy: Copy, narrow: bool) -> int:
@@ -132,6 +138,11 @@ def _min_elements(copy: Copy, narrow: bool) -> int:
     if copy.misaligned:
         return ALIGN_MIN_ELEMENTS
     return NARROW_STAGE_MIN_ELEMENTS if narrow else STAGE_MIN_ELEMENTS
+
+
+def _on_gpu(arrays: Sequence[Any]) -> bool:
+    """Whether every one of `arrays` is on a CUDA device (automatic staging stages only those)."""
+    return all(a.is_cuda for a in arrays)
 
 
 class StagedKernel(WrappedKernel):
@@ -146,22 +157,47 @@ class StagedKernel(WrappedKernel):
                  forced: bool) -> None:
         self.main = main
         self.staged = staged
-        self._narrow = narrow_mmas(staged.fn)
+        self._rows = mma_rows(staged.fn)
+        self._narrow = self._rows is not None and self._rows < WGMMA_ROWS
         self._facts = list(facts)
         self._compile = compile_staged
         self._interpret = interpret
         self._forced = forced
         self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
 
-    def stages(self, args: Sequence[Any], dependent: bool) -> bool:
-        """Whether a launch with `args` stages (never a programmatic dependent launch: the
+    def stages(self, args: Sequence[Any], dependent: bool, grid: tuple[int, int, int]) -> bool:
+        """Whether a launch with `args` on `grid` stages (never a programmatic dependent launch: the
         prologue would run between it and the kernel it depends on)."""
-        if dependent:
+        if dependent or not self._stageable(args):
             return False
-        arrays = [(args[i], copy) for i, copy in self.staged.params.items()]
-        if any(-(-d // TILE) > _MAX_GRID_Y for a, _ in arrays for d in a.shape):
+        if self._forced or self._sized(args, self._narrow):
+            return True
+        return self._sized(args, False) and self._merges_wide(grid, args)
+
+    def _stageable(self, args: Sequence[Any]) -> bool:
+        """Whether the prologue can copy the staged arrays of `args` (its grid's axis 1 limit)."""
+        return all(-(-d // TILE) <= _MAX_GRID_Y for i in self.staged.params for d in args[i].shape)
+
+    def _sized(self, args: Sequence[Any], narrow: bool) -> bool:
+        """Whether every staged array of `args` is on the GPU and large enough to stage for a
+        kernel of `narrow` MMAs or not."""
+        arrays = [(args[i], c) for i, c in self.staged.params.items()]
+        return _on_gpu([a for a, _ in arrays]) and all(a.numel() >= _min_elements(c, narrow) for a, c in arrays)
+
+    def _by_grid(self, args: Sequence[Any]) -> bool:
+        """Whether launches with `args` stage on some grids and not on others (`stages`)."""
+        return (not self._forced and self._narrow and self._stageable(args) and self._sized(args, False)
+                and not self._sized(args, True))
+
+    def _merges_wide(self, grid: tuple[int, int, int], args: Sequence[Any]) -> bool:
+        """Whether the staged kernel's launch on `grid` merges its blocks into tiles of WGMMA_ROWS
+        rows or more (asked on the copies' layout, on the GPU of `args`)."""
+        merging = wrapped_as(self.staged_kernel(args), BlockMergeKernel)
+        if merging is None or self._rows is None:
             return False
-        return self._forced or all(a.is_cuda and a.numel() >= _min_elements(c, self._narrow) for a, c in arrays)
+        with split_launch.assumed_sms(split_launch.launch_sms(args)):
+            merge = merging.count(grid, self.staged_args(args), False)
+        return merge is not None and merge.rows * self._rows >= WGMMA_ROWS
 
     def staged_kernel(self, args: Sequence[Any]) -> CompiledKernel:
         """The staged kernel for launches with `args` (the staged arrays' shapes and dtypes count)."""
@@ -193,7 +229,7 @@ class StagedKernel(WrappedKernel):
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
-        if not self.stages(args, dependent):
+        if not self.stages(args, dependent, grid):
             return self.main.launch(grid, args, stream, dependent=dependent)
         kernel = self.staged_kernel(args)
         copies = list(args)
@@ -203,10 +239,17 @@ class StagedKernel(WrappedKernel):
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """main's fast launcher where launches with `args` do not stage (the fast path's key fixes
-        the shapes that decide it); where they do, a StagedLauncher (itself under the interpreter,
-        or where the staged kernel's launches take Triton's full path anyway)."""
-        if not self.stages(args, dependent=False):
+        the shapes that decide it); where they do, `staged_launcher`'s; where that depends on the
+        grid, a StagingPerGrid choosing between them."""
+        if self._by_grid(args):
+            return StagingPerGrid(self, args)
+        if not self._stageable(args) or not (self._forced or self._sized(args, self._narrow)):
             return self.main.specialize(args)
+        return self.staged_launcher(args)
+
+    def staged_launcher(self, args: Sequence[Any]) -> Any:
+        """The fast launcher of staged launches with `args`: a StagedLauncher (or this kernel under
+        the interpreter, or where the staged kernel's launches take Triton's full path anyway)."""
         copies = list(args)
         for i, copy in self.staged.params.items():
             shape, strides = scratch_layout(args[i].shape, copy.transposed, args[i].element_size())
@@ -216,6 +259,27 @@ class StagedKernel(WrappedKernel):
         if self._interpret or kernel is staged:
             return self
         return StagedLauncher(self, kernel, args)
+
+
+class StagingPerGrid:
+    """`StagedKernel.specialize`'s launcher where whether a launch stages depends on its grid: the
+    choice made once per grid, then the staged fast launcher (made at the first staged launch) or
+    main's, as `SpecializedLaunchers` runs it (the quick path's single launch does not apply:
+    there is no `fused_launch`)."""
+
+    def __init__(self, owner: StagedKernel, args: Sequence[Any]) -> None:
+        self._owner = owner
+        self._stages = ChosenPerGrid(lambda grid, args: owner.stages(args, False, grid))
+        self._main = SpecializedLaunchers()
+        self._staged: Any = None
+
+    def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
+               dependent: bool = False) -> None:
+        if not self._stages.get(grid, args, dependent):
+            return self._main.run_main(self._owner.main, grid, args, stream, dependent)
+        if self._staged is None:
+            self._staged = self._owner.staged_launcher(args)
+        self._staged.launch(grid, args, stream)
 
 
 class StagedLauncher:

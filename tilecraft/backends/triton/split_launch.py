@@ -45,7 +45,7 @@ def sm_count(index: int) -> int:
     return _sms[index]
 
 
-def _launch_sms(args: Sequence[Any]) -> int | None:
+def launch_sms(args: Sequence[Any]) -> int | None:
     """The SM count of the GPU holding a launch's tensors (None off CUDA), or `assumed_sms`'s."""
     if _assumed:
         return _assumed[-1]
@@ -59,7 +59,7 @@ def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
     """A launch's split count: `forced` on any 1-D grid, else `auto_splits` on a CUDA device."""
     if forced is not None:
         return forced_splits(grid, forced)
-    sms = _launch_sms(args)
+    sms = launch_sms(args)
     return None if sms is None else auto_splits(grid, sms)
 
 
@@ -68,25 +68,26 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
     """A launch's tile-split count: `forced` on any grid, else `auto_count` on a CUDA device."""
     if forced is not None:
         return forced
-    sms = _launch_sms(args)
+    sms = launch_sms(args)
     return None if sms is None else auto_count(grid, sms, counts, tile_elements)
 
 
 def choose_block_merge(grid: Grid, args: Sequence[Any], finder: MergeFinder, shapes: Sequence[tuple[int, int]],
-                       automatic: bool) -> Merge | None:
+                       automatic: bool, staged: bool = False) -> Merge | None:
     """A launch's merge: of `shapes` (one, forced) on any grid, or (`automatic`) of the first of
-    those `auto_merge` ranks whose programs all line up, on a CUDA device."""
+    those `auto_merge` ranks (for a `staged` kernel's launch) whose programs all line up, on a
+    CUDA device."""
     if not automatic:
         return finder.first(grid, args, shapes, everywhere=False)
-    sms = _launch_sms(args)
-    return None if sms is None else finder.first(grid, args, auto_merge(grid, sms, shapes))
+    sms = launch_sms(args)
+    return None if sms is None else finder.first(grid, args, auto_merge(grid, sms, shapes, staged))
 
 
 def choose_stream_k(grid: Grid, args: Sequence[Any], forced: int | None, tile_elements: int) -> int | None:
     """A launch's stream-K program count: `forced` on any grid, else `auto_programs` on a CUDA device."""
     if forced is not None:
         return forced
-    sms = _launch_sms(args)
+    sms = launch_sms(args)
     return None if sms is None else auto_programs(grid, sms, tile_elements)
 
 
