@@ -162,8 +162,8 @@ def test_nothing_to_check_when_bid_is_the_row():
 def test_automatic_shapes():
     """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
     of blocks (TC3's 512 blocks merge 2 x 2, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 8
-    (else 4 x 4, else 4 x 2), two or more (each 0.95 full), or else 0.7 to 0.95 of one; staged
-    kernels rank the two-wave shape first."""
+    (else 4 x 4, else 4 x 2), two or more (each 0.95 full), or else 0.7 to 0.95 of one, or else
+    4 x 1 on two waves or more; staged kernels rank the two-wave shapes first."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
@@ -177,20 +177,22 @@ def test_automatic_shapes():
     assert auto_merge((532, 1, 1), 132, col) == []  # 133: a second wave
     assert auto_merge((256, 1, 1), 132, col) == []  # 64 blocks would leave SMs idle
     assert auto_merge((256, 1, 1), 132, [(2, 1), (4, 1)]) == [(2, 1)]  # a shape that keeps them busy
-    assert auto_merge((1024, 1, 1), 132, col) == []  # 1024^3: 256 merged blocks, two waves
+    assert auto_merge((1024, 1, 1), 132, col) == col  # 256 merged blocks, two waves: the last resort
+    assert auto_merge((1000, 1, 1), 132, col) == []  # 250: not quite two waves
     assert auto_merge((32, 16, 1), 132, col) == col  # every grid axis counts
     assert auto_merge((512, 1, 1), 132, []) == []
     assert auto_merge((512, 1, 1), 132, AUTO_SHAPES) == [(2, 2), (4, 1)]
-    assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 2)]
-    assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
-    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == [(4, 8), (4, 4)]  # 2048^3: one wave, else two (1.94)
-    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES, staged=True) == [(4, 4), (4, 8)]  # staged: two waves first
-    assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 4096^3: several waves of 128x256
-    assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == [(4, 8)]  # 256 blocks: two waves 0.97 full
-    assert auto_merge((4000, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (4, 8)]  # 4000x1000x700: 4 x 4 would leave 1.89
-    assert auto_merge((1536, 1, 1), 132, AUTO_SHAPES) == [(4, 4)]  # 1024x1536: 96 blocks, 0.73 of a wave
+    assert auto_merge((2048, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 2), (4, 1)]
+    assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4), (4, 1)]
+    wide = [(4, 8), (4, 4), (4, 2), (4, 1)]  # several waves: the first that lines up, 4 x 1 last
+    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == wide  # 2048^3: one wave, else two (1.94)
+    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES, staged=True) == [(4, 4), (4, 2), (4, 8), (4, 1)]  # two waves first
+    assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == wide  # 4096^3: several waves of 128x256
+    assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == wide  # 256 blocks: two waves 0.97 full
+    assert auto_merge((4000, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (4, 8), (4, 1)]  # 4 x 4 would leave 1.89
+    assert auto_merge((1536, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 1)]  # 1024x1536: 96 blocks, 0.73 of a wave
     assert auto_merge((768, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
-    assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == []
+    assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == [(4, 1)]
 
 
 def test_specialize_starts_from_the_launch_it_follows():

@@ -91,13 +91,20 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
 
 
 WIDE_SHAPES = ((4, 8), (4, 4), (4, 2))
-"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` (128x256,
-128x128 or 128x64 tiles of the sample's 32x32 ones). H200, unchecked, programs in groups
+"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` and lines up
+(128x256, 128x128 or 128x64 tiles of the sample's 32x32 ones: where the user's tiles make a
+number of columns that 8 or 4 does not divide, the wider ones do not line up). H200, unchecked, programs in groups
 (merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
 against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x); checked, in the grid's order,
 4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h). Grids of 3008 and 4000 blocks, too few for
 two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`; -l): 4 x 2
 0.66, 0.60x against 4 x 4 0.50, 0.52x, 4 x 8 0.52, 0.53x, 0.33, 0.30x unmerged."""
+
+LAST_RESORT = (4, 1)
+"""The merge launches of several waves try last: one column of 4 row tiles lines up whatever the
+number of columns (an odd one: none of `WIDE_SHAPES` does). H200, against unmerged: 0.50 / 0.33x
+torch at 3000x1000x700, 0.34 / 0.26x at 2048^3 (merge-probe-h200-2026-12-02-n.json), 0.33 /
+0.21x at 8192^3 (-p)."""
 
 WIDE_MIN_WAVES = 2
 """... where it leaves at least this many waves of blocks, each at least `MERGED_BLOCKS_PER_SM`
@@ -114,10 +121,11 @@ unmerged 0.51x torch, 4 x 4 (96 blocks, 0.73 per SM) 0.66x, 2 x 2 0.63x, 4 x 2 0
 def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
-    first; then the first of `WIDE_SHAPES` that leaves `WIDE_MIN_WAVES` waves or more; then those
-    leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first. `staged` (the
+    first; then those of `WIDE_SHAPES` that leave `WIDE_MIN_WAVES` waves or more, in order; then those
+    leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first; then `LAST_RESORT`
+    where it leaves `WIDE_MIN_WAVES`. `staged` (the
     kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
-    wide shape first. H200, fp32, the
+    wide shapes first. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
@@ -135,10 +143,11 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
     def largest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
         return sorted(found, key=lambda s: -s[0] * s[1])
     fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
-    wide = [s for s in WIDE_SHAPES if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM][:1]
+    wide = [s for s in WIDE_SHAPES if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM]
     near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
     ranked = [*wide, *fits] if staged else [*fits, *wide]
-    return list(dict.fromkeys([*ranked, *near]))
+    last = [LAST_RESORT] if LAST_RESORT in shapes and per_sm(LAST_RESORT) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM else []
+    return list(dict.fromkeys([*ranked, *near, *last]))
 
 
 def check_merge_option(option: bool | int | tuple[int, int]) -> None:
