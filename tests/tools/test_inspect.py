@@ -92,7 +92,8 @@ def test_what_a_grid_runs(capsys):
     blocks of 32x32 tf32 tiles merged 2 x 2 on 132 SMs (128 programs of 64x64 tiles on 4 warps,
     not 1), 4 x 2 on 64 SMs; 4000x1000's grid, whose last group of row tiles does not line up,
     merged 4 x 2 but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
-    compiled. Without one, the summary says launches may run a variant."""
+    compiled; 2048x2048x1024, whose 2M-element operands stage where the launch merges wide,
+    the staged kernel merged 4 x 4. Without one, the summary says launches may run a variant."""
     f32 = torch.float32
 
     def args(m, n, k):
@@ -111,6 +112,9 @@ def test_what_a_grid_runs(capsys):
            "480 programs; the 160 blocks after them one each), on grid (640, 1, 1)" in tail
     assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(512, 512, 64),
                                                                    grid=(256,)).summary()
+    staged = inspect_kernel(matmul_kernel, args(2048, 2048, 1024), grid=(4096,)).summary()  # 2M-element operands
+    assert "merged 4 x 4" in staged and "the stages shown are the staged kernel's" in staged
+    assert "the stages shown are the staged" not in merged.summary()  # TC3's operands: too small to stage
     with pytest.raises(ValueError, match="a grid is"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))
     with pytest.raises(ValueError, match="at least one SM"):

@@ -138,7 +138,8 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     `warp_specialized`: a matmul's warp-specialized Gluon variant, which runs only on some grids
     (by default the Triton kernel is shown; a ValueError if the kernel has none).
     `grid`: what a launch on that grid runs on a GPU of `sms` SMs, where that is a variant the
-    launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py)."""
+    launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py), of the
+    staged kernel where such a launch stages."""
     specs, arrays, flat = kernel.describe(args)
     arch = f"sm_{capability}"
     ir = kernel.lower(specs, arch)
@@ -150,6 +151,9 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     launch_args = backend_args(flat, as_torch)
     if warp_specialized and (staged or grid is not None):
         raise ValueError("the warp-specialized variant is shown on its own: not with the staged kernel or a grid")
+    if grid is not None and has_staged and not staged:
+        with assumed_sms(_checked_sms(sms)):
+            staged = compiled.would_stage(launch_args, _whole_grid(grid))  # as a launch of GPU arrays on it would
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
@@ -195,13 +199,9 @@ def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any]
     """(IR, compiled kernel, what the summary says) of what a launch of `compiled` on `grid`
     runs on a GPU of `sms` SMs: the variant its launch picks for the grid, or the kernel as
     compiled."""
-    whole = (*grid, 1, 1)[:3]
-    if len(grid) not in (1, 2, 3) or not all(isinstance(g, int) and g >= 1 for g in grid):
-        raise ValueError(f"a grid is 1 to 3 positive ints, got {grid!r}")
-    if sms < 1:
-        raise ValueError(f"a GPU has at least one SM, got sms={sms}")
+    whole = _whole_grid(grid)
     variants = wrapped_as(compiled, GridVariantKernel)
-    with assumed_sms(sms):
+    with assumed_sms(_checked_sms(sms)):
         count = None if variants is None else variants.count(whole, args, False)
     if count is None:
         return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)"
@@ -217,6 +217,19 @@ def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any]
     note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
             "(backends/tile_splitting.py)")
     return variants.variant_ir(count), variants.variant(count), note
+
+
+def _whole_grid(grid: tuple[int, ...]) -> tuple[int, int, int]:
+    """`grid` (1 to 3 positive ints) as three axes."""
+    if len(grid) not in (1, 2, 3) or not all(isinstance(g, int) and g >= 1 for g in grid):
+        raise ValueError(f"a grid is 1 to 3 positive ints, got {grid!r}")
+    return (*grid, 1, 1)[:3]
+
+
+def _checked_sms(sms: int) -> int:
+    if sms < 1:
+        raise ValueError(f"a GPU has at least one SM, got sms={sms}")
+    return sms
 
 
 def _variant_of(compiled: Any) -> tuple[Any, Any]:

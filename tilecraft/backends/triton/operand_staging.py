@@ -170,32 +170,38 @@ class StagedKernel(WrappedKernel):
         prologue would run between it and the kernel it depends on)."""
         if dependent or not self._stageable(args):
             return False
-        if self._forced or self._sized(args, self._narrow):
-            return True
-        return self._sized(args, False) and self._merges_wide(grid, args)
+        return self._forced or (_on_gpu([args[i] for i in self.staged.params]) and self.would_stage(args, grid))
+
+    def would_stage(self, args: Sequence[Any], grid: tuple[int, int, int]) -> bool:
+        """Whether a launch with `args` on `grid`, its arrays on the GPU, stages automatically: its
+        staged arrays large enough (for a kernel of narrow MMAs, from STAGE_MIN_ELEMENTS where
+        the launch merges wide: `_merges_wide`)."""
+        if not self._stageable(args):
+            return False
+        return self._large(args, self._narrow) or (self._large(args, False) and self._merges_wide(grid, args))
 
     def _stageable(self, args: Sequence[Any]) -> bool:
         """Whether the prologue can copy the staged arrays of `args` (its grid's axis 1 limit)."""
         return all(-(-d // TILE) <= _MAX_GRID_Y for i in self.staged.params for d in args[i].shape)
 
-    def _sized(self, args: Sequence[Any], narrow: bool) -> bool:
-        """Whether every staged array of `args` is on the GPU and large enough to stage for a
-        kernel of `narrow` MMAs or not."""
-        arrays = [(args[i], c) for i, c in self.staged.params.items()]
-        return _on_gpu([a for a, _ in arrays]) and all(a.numel() >= _min_elements(c, narrow) for a, c in arrays)
+    def _large(self, args: Sequence[Any], narrow: bool) -> bool:
+        """Whether every staged array of `args` is large enough to stage for a kernel of `narrow`
+        MMAs or not."""
+        return all(args[i].numel() >= _min_elements(c, narrow) for i, c in self.staged.params.items())
 
     def _by_grid(self, args: Sequence[Any]) -> bool:
         """Whether launches with `args` stage on some grids and not on others (`stages`)."""
-        return (not self._forced and self._narrow and self._stageable(args) and self._sized(args, False)
-                and not self._sized(args, True))
+        return (not self._forced and self._narrow and _on_gpu([args[i] for i in self.staged.params])
+                and self._stageable(args) and self._large(args, False) and not self._large(args, True))
 
     def _merges_wide(self, grid: tuple[int, int, int], args: Sequence[Any]) -> bool:
         """Whether the staged kernel's launch on `grid` merges its blocks into tiles of WGMMA_ROWS
         rows or more (asked on the copies' layout, on the GPU of `args`)."""
         merging = wrapped_as(self.staged_kernel(args), BlockMergeKernel)
-        if merging is None or self._rows is None:
+        sms = split_launch.launch_sms(args)
+        if merging is None or self._rows is None or sms is None:
             return False
-        with split_launch.assumed_sms(split_launch.launch_sms(args)):
+        with split_launch.assumed_sms(sms):
             merge = merging.count(grid, self.staged_args(args), False)
         return merge is not None and merge.rows * self._rows >= WGMMA_ROWS
 
@@ -243,7 +249,8 @@ class StagedKernel(WrappedKernel):
         grid, a StagingPerGrid choosing between them."""
         if self._by_grid(args):
             return StagingPerGrid(self, args)
-        if not self._stageable(args) or not (self._forced or self._sized(args, self._narrow)):
+        on_gpu = _on_gpu([args[i] for i in self.staged.params])
+        if not self._stageable(args) or not (self._forced or on_gpu and self._large(args, self._narrow)):
             return self.main.specialize(args)
         return self.staged_launcher(args)
 
