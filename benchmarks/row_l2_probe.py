@@ -1,0 +1,100 @@
+"""Why does the three-pass LayerNorm fall behind torch on wide rows? (GPU probe for the compiler's
+choice; not a product benchmark.)
+
+The sample (examples/layernorm.py) reads each row three times, one block per row. Where the rows
+of the blocks running at once no longer fit in L2 (8192 fp32 columns: 32 KB a row, 16 or more
+blocks per SM), the second and third reads come from DRAM. This times the sample next to the same
+kernel written with a loop over rows (`rows_looped`: program p runs rows p, p + P, ...) launched
+on P = 132 x k programs, which bounds the rows in flight, and torch's `F.layer_norm`. Every
+output is checked against float64 first; times are medians of `triton.testing.do_bench` (L2
+flushed); ratios are torch's time over each.
+
+    PYTHONPATH=$PWD python benchmarks/row_l2_probe.py --out $OUT/row-l2.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from _results import claim
+
+sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "examples")]
+import tilecraft as ct  # noqa: E402
+
+CASES = ((8192, 4096), (8192, 8192), (8192, 16384), (4096, 32768))
+PER_SM = (1, 2, 4, 8, 16)
+TILE, EPS = 1024, 1e-5
+
+
+ZERO = ct.PaddingMode.ZERO
+
+
+@ct.kernel
+def rows_looped(x, weight, bias, y, eps, TILE_N: ct.Constant[int]):
+    """The sample's body inside a loop over the rows a program runs."""
+    n = x.shape[1]
+    tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
+    for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
+        total = ct.zeros((1, TILE_N), dtype=ct.float32)
+        for j in range(tiles):
+            total += ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO)
+        mean = ct.sum(total, axis=1, keepdims=True) / n
+        squares = ct.zeros((1, TILE_N), dtype=ct.float32)
+        for j in range(tiles):
+            cols = j * TILE_N + ct.arange(TILE_N, dtype=ct.int32)
+            d = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO) - mean
+            squares += ct.where(cols < n, d * d, 0.0)
+        rstd = ct.rsqrt(ct.sum(squares, axis=1, keepdims=True) / n + eps)
+        for j in range(tiles):
+            t = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO)
+            w = ct.load(weight, index=(j,), shape=(TILE_N,), padding_mode=ZERO)
+            b = ct.load(bias, index=(j,), shape=(TILE_N,), padding_mode=ZERO)
+            ct.store(y, index=(row, j), tile=((t - mean) * rstd * w + b).astype(y.dtype))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    out = claim(parser.parse_args(argv).out)
+    import torch
+    import triton
+
+    from layernorm import layernorm
+    from power_probe import head
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    stream = torch.cuda.current_stream()
+    doc = head()
+    doc["cases"] = []
+    for rows, cols in CASES:
+        gen = torch.Generator(device="cuda").manual_seed(0)
+        x = torch.randn(rows, cols, device="cuda", generator=gen) * 3 + 1
+        w, b = torch.randn(cols, device="cuda", generator=gen), torch.randn(cols, device="cuda", generator=gen)
+        y = torch.empty_like(x)
+        ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), EPS)
+        runs = [("torch", lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)),
+                ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, (x, w, b, y, EPS, TILE)) or y)]
+        runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, (x, w, b, y, EPS, TILE)) or y)
+                 for k in PER_SM]
+        entry = {"case": f"fp32 {rows}x{cols}", "rows": []}
+        t_torch = None
+        for name, fn in runs:
+            y.fill_(float("nan"))
+            got = fn()
+            torch.cuda.synchronize()
+            err = float((got.double() - ref).norm() / ref.norm())
+            ms = triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median") if err < 1e-5 else None
+            t_torch = ms if name == "torch" else t_torch
+            ratio = None if ms is None else t_torch / ms
+            gbs = None if ms is None else 2 * x.numel() * 4 / ms / 1e6
+            entry["rows"].append({"row": name, "rel_err": err, "ms": ms, "ratio": ratio, "gb_s": gbs})
+            print(f"{entry['case']:18s} {name:26s} err {err:.1e}  "
+                  + ("" if ms is None else f"{ms * 1e3:8.1f} us {gbs:6.0f} GB/s {ratio:.2f}x torch"), flush=True)
+        doc["cases"].append(entry)
+    out.write_json(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
