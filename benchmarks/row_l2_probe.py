@@ -73,9 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         w, b = torch.randn(cols, device="cuda", generator=gen), torch.randn(cols, device="cuda", generator=gen)
         y = torch.empty_like(x)
         ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), EPS)
+        args = (x, w, b, y, EPS, TILE)
         runs = [("torch", lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)),
-                ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, (x, w, b, y, EPS, TILE)) or y)]
-        runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, (x, w, b, y, EPS, TILE)) or y)
+                ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, args) or y)]
+        runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)
                  for k in PER_SM]
         entry = {"case": f"fp32 {rows}x{cols}", "rows": []}
         t_torch = None

@@ -186,7 +186,8 @@ def test_automatic_shapes():
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4), (4, 1)]
     wide = [(4, 8), (4, 4), (4, 2), (4, 1)]  # several waves: the first that lines up, 4 x 1 last
     assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == wide  # 2048^3: one wave, else two (1.94)
-    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES, staged=True) == [(4, 4), (4, 2), (4, 8), (4, 1)]  # two waves first
+    two_waves_first = [(4, 4), (4, 2), (4, 8), (4, 1)]
+    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES, staged=True) == two_waves_first  # a staged kernel's
     assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == wide  # 4096^3: several waves of 128x256
     assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == wide  # 256 blocks: two waves 0.97 full
     assert auto_merge((4000, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (4, 8), (4, 1)]  # 4 x 4 would leave 1.89

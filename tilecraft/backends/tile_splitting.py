@@ -93,8 +93,8 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
 WIDE_SHAPES = ((4, 8), (4, 4), (4, 2))
 """The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` and lines up
 (128x256, 128x128 or 128x64 tiles of the sample's 32x32 ones: where the user's tiles make a
-number of columns that 8 or 4 does not divide, the wider ones do not line up). H200, unchecked, programs in groups
-(merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
+number of columns that 8 or 4 does not divide, the wider ones do not line up). H200, unchecked,
+programs in groups (merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
 against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x); checked, in the grid's order,
 4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h). Grids of 3008 and 4000 blocks, too few for
 two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`; -l): 4 x 2
@@ -142,12 +142,13 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
 
     def largest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
         return sorted(found, key=lambda s: -s[0] * s[1])
+
+    def waves(candidates: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        return [s for s in candidates if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM]
     fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
-    wide = [s for s in WIDE_SHAPES if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM]
     near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
-    ranked = [*wide, *fits] if staged else [*fits, *wide]
-    last = [LAST_RESORT] if LAST_RESORT in shapes and per_sm(LAST_RESORT) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM else []
-    return list(dict.fromkeys([*ranked, *near, *last]))
+    ranked = [*waves(WIDE_SHAPES), *fits] if staged else [*fits, *waves(WIDE_SHAPES)]
+    return list(dict.fromkeys([*ranked, *near, *waves([LAST_RESORT])]))
 
 
 def check_merge_option(option: bool | int | tuple[int, int]) -> None:

@@ -153,7 +153,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
         raise ValueError("the warp-specialized variant is shown on its own: not with the staged kernel or a grid")
     if grid is not None and has_staged and not staged:
         with assumed_sms(_checked_sms(sms)):
-            staged = compiled.would_stage(launch_args, _whole_grid(grid))  # as a launch of GPU arrays on it would
+            staged = compiled.would_stage(launch_args, _whole_grid(grid))  # as a launch of GPU arrays would
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")

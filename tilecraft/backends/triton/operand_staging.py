@@ -170,7 +170,7 @@ class StagedKernel(WrappedKernel):
         prologue would run between it and the kernel it depends on)."""
         if dependent or not self._stageable(args):
             return False
-        return self._forced or (_on_gpu([args[i] for i in self.staged.params]) and self.would_stage(args, grid))
+        return self._forced or (self._on_gpu(args) and self.would_stage(args, grid))
 
     def would_stage(self, args: Sequence[Any], grid: tuple[int, int, int]) -> bool:
         """Whether a launch with `args` on `grid`, its arrays on the GPU, stages automatically: its
@@ -179,6 +179,9 @@ class StagedKernel(WrappedKernel):
         if not self._stageable(args):
             return False
         return self._large(args, self._narrow) or (self._large(args, False) and self._merges_wide(grid, args))
+
+    def _on_gpu(self, args: Sequence[Any]) -> bool:
+        return _on_gpu([args[i] for i in self.staged.params])
 
     def _stageable(self, args: Sequence[Any]) -> bool:
         """Whether the prologue can copy the staged arrays of `args` (its grid's axis 1 limit)."""
@@ -191,8 +194,8 @@ class StagedKernel(WrappedKernel):
 
     def _by_grid(self, args: Sequence[Any]) -> bool:
         """Whether launches with `args` stage on some grids and not on others (`stages`)."""
-        return (not self._forced and self._narrow and _on_gpu([args[i] for i in self.staged.params])
-                and self._stageable(args) and self._large(args, False) and not self._large(args, True))
+        return (not self._forced and self._narrow and self._on_gpu(args) and self._stageable(args)
+                and self._large(args, False) and not self._large(args, True))
 
     def _merges_wide(self, grid: tuple[int, int, int], args: Sequence[Any]) -> bool:
         """Whether the staged kernel's launch on `grid` merges its blocks into tiles of WGMMA_ROWS
@@ -249,8 +252,7 @@ class StagedKernel(WrappedKernel):
         grid, a StagingPerGrid choosing between them."""
         if self._by_grid(args):
             return StagingPerGrid(self, args)
-        on_gpu = _on_gpu([args[i] for i in self.staged.params])
-        if not self._stageable(args) or not (self._forced or on_gpu and self._large(args, self._narrow)):
+        if not self._stageable(args) or not (self._forced or self._on_gpu(args) and self._large(args, self._narrow)):
             return self.main.specialize(args)
         return self.staged_launcher(args)
 
