@@ -22,36 +22,18 @@ from _results import claim
 
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "examples")]
 import tilecraft as ct  # noqa: E402
+from layernorm import layernorm, normalize_row  # noqa: E402
 
 CASES = ((8192, 4096), (8192, 8192), (8192, 16384), (4096, 32768))
 PER_SM = (1, 2, 4, 8, 16)
 TILE, EPS = 1024, 1e-5
 
 
-ZERO = ct.PaddingMode.ZERO
-
-
 @ct.kernel
 def rows_looped(x, weight, bias, y, eps, TILE_N: ct.Constant[int]):
-    """The sample's body inside a loop over the rows a program runs."""
-    n = x.shape[1]
-    tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
+    """The sample's row inside a loop over the rows a program runs."""
     for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
-        total = ct.zeros((1, TILE_N), dtype=ct.float32)
-        for j in range(tiles):
-            total += ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO)
-        mean = ct.sum(total, axis=1, keepdims=True) / n
-        squares = ct.zeros((1, TILE_N), dtype=ct.float32)
-        for j in range(tiles):
-            cols = j * TILE_N + ct.arange(TILE_N, dtype=ct.int32)
-            d = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO) - mean
-            squares += ct.where(cols < n, d * d, 0.0)
-        rstd = ct.rsqrt(ct.sum(squares, axis=1, keepdims=True) / n + eps)
-        for j in range(tiles):
-            t = ct.load(x, index=(row, j), shape=(1, TILE_N), padding_mode=ZERO)
-            w = ct.load(weight, index=(j,), shape=(TILE_N,), padding_mode=ZERO)
-            b = ct.load(bias, index=(j,), shape=(TILE_N,), padding_mode=ZERO)
-            ct.store(y, index=(row, j), tile=((t - mean) * rstd * w + b).astype(y.dtype))
+        normalize_row(x, weight, bias, y, eps, row, TILE_N)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,7 +43,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import triton
 
-    from layernorm import layernorm
     from power_probe import head
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     stream = torch.cuda.current_stream()

@@ -22,7 +22,11 @@ ZERO = ct.PaddingMode.ZERO
 
 @ct.kernel
 def layernorm(x, weight, bias, y, eps, TILE_N: ct.Constant[int]):
-    row = ct.bid(0)
+    normalize_row(x, weight, bias, y, eps, ct.bid(0), TILE_N)
+
+
+def normalize_row(x, weight, bias, y, eps, row, TILE_N):
+    """Row `row` of y = x normalized, times weight, plus bias (tile code: inlined where called)."""
     n = x.shape[1]
     tiles = ct.num_tiles(x, axis=1, shape=(1, TILE_N))
     total = ct.zeros((1, TILE_N), dtype=ct.float32)
