@@ -5,7 +5,9 @@ The sample (examples/layernorm.py) reads each row three times, one block per row
 of the blocks running at once no longer fit in L2 (8192 fp32 columns: 32 KB a row, 16 or more
 blocks per SM), the second and third reads come from DRAM. This times the sample next to the same
 kernel written with a loop over rows (`rows_looped`: program p runs rows p, p + P, ...) launched
-on P = 132 x k programs, which bounds the rows in flight, and torch's `F.layer_norm`. Every
+on P = 132 x k programs, which bounds the rows in flight; the sample as launches run it (bounded
+to fewer blocks per SM where its rows would not stay in L2: backends/triton/occupancy.py) and
+bounded to k blocks per SM whatever the row; and torch's `F.layer_norm`. Every
 output is checked against float64 first; times are medians of `triton.testing.do_bench` (L2
 flushed); ratios are torch's time over each.
 
@@ -26,6 +28,7 @@ from layernorm import layernorm, normalize_row  # noqa: E402
 
 CASES = ((8192, 4096), (8192, 8192), (8192, 16384), (4096, 32768))
 PER_SM = (1, 2, 4, 8, 16)
+BOUNDS = (4, 6, 8)
 TILE, EPS = 1024, 1e-5
 
 
@@ -34,6 +37,24 @@ def rows_looped(x, weight, bias, y, eps, TILE_N: ct.Constant[int]):
     """The sample's row inside a loop over the rows a program runs."""
     for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
         normalize_row(x, weight, bias, y, eps, row, TILE_N)
+
+
+def _bounded(blocks: int, stream, rows: int, args: tuple):
+    """A launch of the sample (a kernel object of its own: its own specialized launcher) with
+    its blocks bounded to `blocks` per SM whatever its rows' size."""
+    from tilecraft.backends.triton import occupancy
+    kernel = ct.kernel(layernorm.fn)
+
+    def run():
+        if not kernel.fast:  # the launch that makes the specialized launcher asks for the bound
+            bound, occupancy.blocks_bound = occupancy.blocks_bound, lambda *_: blocks
+            try:
+                ct.launch(stream, (rows,), kernel, args)
+            finally:
+                occupancy.blocks_bound = bound
+        ct.launch(stream, (rows,), kernel, args)
+        return args[3]
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, args) or y)]
         runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)
                  for k in PER_SM]
+        runs += [(f"sample, bounded to {k} per SM", _bounded(k, stream, rows, args)) for k in BOUNDS]
         entry = {"case": f"fp32 {rows}x{cols}", "rows": []}
         t_torch = None
         for name, fn in runs:

@@ -41,7 +41,7 @@ from triton.runtime.jit import JITFunction
 
 from ... import knobs
 from ...errors import Location, TileAssertionError, TileCompilerExecutionError
-from . import fitting
+from . import fitting, occupancy
 from . import interpret_workarounds as workarounds
 from . import printing
 from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator, expanded_launch,
@@ -508,7 +508,8 @@ class TritonKernel:
         expanded = expanded_launch(compiled, self.lowered, args, flat)
         if not self.lowered.grid_loop:
             return DirectLauncher(compiled, baked, self._descriptors,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded)
+                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
+                                  shared=occupancy.shared_request(self.lowered.reread, args, compiled))
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)

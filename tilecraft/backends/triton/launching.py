@@ -214,13 +214,15 @@ class DirectLauncher:
     the grids that run the loop. `fused_args`: `baked_exprs` with addresses written `p<i>`, for
     `fused_launch` (None: no fused launch).
     `expanded`: a host-descriptor kernel's launch with each array's descriptors made once
-    (`expanded_launch`; its flattening replaces `flatten`).
+    (`expanded_launch`; its flattening replaces `flatten`). `shared`: the dynamic shared memory
+    its native launches ask for, where more than the kernel uses (occupancy.py).
     It is made, and launched, with its arrays' device current (`ct.launch` sees to that:
     runtime/devices.py); its native launches decline where another device's context is."""
 
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
-                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None) -> None:
+                 fused_args: Sequence[str] | None = None, expanded: Expanded | None = None,
+                 shared: int | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = expanded.flatten if expanded is not None else flatten
         self._expanded = expanded
@@ -239,7 +241,7 @@ class DirectLauncher:
             self._call = launcher.launch
             self._head = (compiled.function, launcher.launch_cooperative_grid, launcher.launch_pdl, None, None,
                           compiled.packed_metadata, None, None, None)
-        self._launcher = None if self._descriptors else native_launch.launcher_for(compiled)
+        self._launcher = None if self._descriptors else native_launch.launcher_for(compiled, shared=shared)
         self._native, self._native_head = self._launcher[:2] if self._launcher is not None else (None, ())
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None) -> None:

@@ -24,6 +24,7 @@ from .emitter import RULES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, Lis
 from .fitting import Staged, staged_tiles
 from .heuristics import LaunchConfig
 from .helpers import HELPERS
+from .occupancy import Reread, reread
 from .plan import LoweringPlan, build_plan
 from .printing import PrintPlan
 from .spelling import SIGNATURE_TYPES, tl_dtype
@@ -55,6 +56,7 @@ class LoweredKernel:
     launch: tuple[str, ...] = ()  # the expressions `flatten` returns, one per Triton argument
     flattened: bool = False  # grid-loop kernels: the grid loop is flattened into the pipelined loop
     host_descriptors: tuple[tuple[int, int, str], ...] = ()  # per host descriptor: see memory.descriptor_params
+    reread: Reread | None = None  # the array its blocks pass over again and again (occupancy.py)
 
     @property
     def uses_descriptors(self) -> bool:
@@ -192,7 +194,7 @@ def lower(fn: Function, facts: Sequence[ArrayFacts | None], target: Target,
                          (*w.helpers, *(name for name, _ in w.functions)), plan.config, first - 1,
                          _descriptor_arrays(fn, plan), bool(asserts), fn.loc, w.grid_loop.sizes if w.grid_loop else (),
                          asserts, max((plan.config.num_stages, *plan.stages.values())), staged_tiles(fn),
-                         printing.plan_prints(fn), tuple(launch), plan.flatten_grid, host_descriptors)
+                         printing.plan_prints(fn), tuple(launch), plan.flatten_grid, host_descriptors, reread(fn))
 
 
 def flatten_lambda(nargs: int, launch: Sequence[str]) -> str:

@@ -675,16 +675,18 @@ class Native(NamedTuple):
     module: Any
 
 
-def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False) -> Native | None:
+def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False, shared: int | None = None) -> Native | None:
     """The launcher of `compiled` (a loaded Triton CompiledKernel) from `module` (default: the
     one built here), or None when this launcher cannot launch `compiled` (`descriptors`: see
-    `argument_types`)."""
+    `argument_types`). `shared`: the dynamic shared memory its launches ask for, where more
+    than the kernel uses (occupancy.py)."""
     types = argument_types(compiled, descriptors)
     native = (module or _module()) if types is not None else None
     if native is None:
         return None
-    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, compiled.metadata.shared, types,
-                                  native.context()), native)
+    shared = max(compiled.metadata.shared, shared or 0)
+    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, shared, types, native.context()),
+                  native)
 
 
 def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream: tuple[type, str, Callable[[Any], int]],
