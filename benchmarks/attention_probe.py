@@ -151,20 +151,10 @@ def _cpu_kernel(tm: int, tn: int) -> Any:
     """tilecraft's TritonKernel for the sample at (tm, tn), built for sm_90 as a launch would
     (refitted to the GPU's shared memory), and the flat Triton arguments of a launch."""
     import AttentionFMHA
-    from tilecraft.backends.arrays import as_torch
-    from tilecraft.backends.base import BackendKind
-    from tilecraft.backends.triton import TritonBackend
-    from tilecraft.ir import ArrayType, ListType
-    from tilecraft.runtime.args import backend_args
+    from tilecraft.tools.inspection import compiled_as_launched
     q = torch.empty(B, H, S, D, dtype=torch.bfloat16)
     args = (q, q, q, q, SCALE, 0, D, H, tm, tn, 1, False, True)
-    kernel = AttentionFMHA.fmha_kernel
-    specs, arrays, flat = kernel.describe(args)
-    ir = kernel.lower(specs, "sm_90")
-    facts = iter(a.facts for a in arrays)
-    compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
-        ir, [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params])
-    targs = backend_args(flat, as_torch)
+    _, compiled, targs = compiled_as_launched(AttentionFMHA.fmha_kernel, args)
     compiled.compile_for(90, targs)
     return compiled, targs
 

@@ -46,17 +46,14 @@ import torch
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 import tilecraft.backends.gluon.kernel as gluon_kernel
-from tilecraft.backends.arrays import as_torch
-from tilecraft.backends.base import BackendKind, wrapped_as
+from tilecraft.backends.base import wrapped_as
 from tilecraft.backends.gluon import GluonKernel, WarpSpecializedKernel
 from tilecraft.backends.interpreter.numerics import fused_multiply_add
 from tilecraft.backends.interpreter.rounding import flush_subnormals
-from tilecraft.backends.triton import TritonBackend
 from tilecraft.backends.triton.operand_staging import StagedKernel, stage_copy
-from tilecraft.ir import ArrayType
 from tilecraft.language import dtypes
 from tilecraft.language.dtypes import DType
-from tilecraft.runtime.args import backend_args
+from tilecraft.tools.inspection import compiled_as_launched
 
 TIMEOUT_S = 300.0
 """A program's wall-clock limit: a last resort (deadlocks are found from the barriers' state)."""
@@ -79,12 +76,7 @@ def gluon_variant(kernel: Any, args: tuple) -> tuple[GluonKernel, list[Any]]:
     """The Gluon variant the Triton backend builds for `kernel` launched with `args` (CPU torch
     tensors) on an sm_90 GPU, and the arguments its launch takes (for a staged kernel, the
     operands' copies as its prologue makes them)."""
-    specs, arrays, flat = kernel.describe(args)
-    ir = kernel.lower(specs, "sm_90")
-    facts = iter(a.facts for a in arrays)
-    compiled = TritonBackend(BackendKind.TRITON, capability=90).compile(
-        ir, [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params])
-    launch_args = backend_args(flat, as_torch)
+    _, compiled, launch_args = compiled_as_launched(kernel, args)
     staged = wrapped_as(compiled, StagedKernel)
     if staged is not None:  # tf32 operands: the variant reads the prologue's copies
         compiled = staged.staged_kernel(launch_args)

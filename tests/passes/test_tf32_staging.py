@@ -301,17 +301,9 @@ def _compiled_for_hopper(m: int, n: int, k: int, t: tuple[int, int, int]):
     `t` would compile it, and the arguments as the launch passes them: uninitialized CPU arrays)."""
     import torch
 
-    from tilecraft.backends.base import BackendKind
-    from tilecraft.backends.triton import TritonBackend
-    from tilecraft.ir import ArrayType
-    from tilecraft.runtime.args import backend_args
-    from tilecraft.backends.arrays import as_torch
-    args = (torch.empty(m, k), torch.empty(k, n), torch.empty(m, n), *t)
-    specs, arrays, flat = matmul_kernel.describe(args)
-    ir = matmul_kernel.lower(specs, "sm_90")
-    facts = iter(a.facts for a in arrays)
-    param_facts = [next(facts) if isinstance(p.type, ArrayType) else None for p in ir.params]
-    return TritonBackend(BackendKind.TRITON, capability=90).compile(ir, param_facts), backend_args(flat, as_torch)
+    from tilecraft.tools.inspection import compiled_as_launched
+    _, compiled, args = compiled_as_launched(matmul_kernel, (torch.empty(m, k), torch.empty(k, n), torch.empty(m, n), *t))
+    return compiled, args
 
 
 def test_narrow_kernels_stage_where_the_launch_merges_wide(monkeypatch):

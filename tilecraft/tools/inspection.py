@@ -128,6 +128,18 @@ def _resources(cubin: bytes) -> tuple[int | None, int | None]:
     return (int(regs.group(1)) if regs else None), (int(stack.group(1)) if stack else None)
 
 
+def compiled_as_launched(kernel: Kernel, args: tuple[Any, ...], capability: int = 90) -> tuple[Function, Any, list[Any]]:
+    """(the Tile IR, the Triton backend's compiled kernel, the backend's launch arguments) of
+    `kernel` launched with `args` (arrays may live on the CPU) on an NVIDIA sm_<capability> GPU:
+    the same specialization facts and lowering as such a launch."""
+    specs, arrays, flat = kernel.describe(args)
+    ir = kernel.lower(specs, f"sm_{capability}")
+    facts = iter(a.facts for a in arrays)
+    param_facts = [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
+    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, param_facts)
+    return ir, compiled, backend_args(flat, as_torch)
+
+
 def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 90,
                    staged: bool = False, warp_specialized: bool = False,
                    grid: tuple[int, ...] | None = None, sms: int = DEFAULT_SMS) -> Inspection:
@@ -140,27 +152,22 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     `grid`: what a launch on that grid runs on a GPU of `sms` SMs, where that is a variant the
     launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py), of the
     staged kernel where such a launch stages."""
-    specs, arrays, flat = kernel.describe(args)
-    arch = f"sm_{capability}"
-    ir = kernel.lower(specs, arch)
-    facts = iter(a.facts for a in arrays)
-    param_facts = [next(facts) if isinstance(p.type, (ArrayType, ListType)) else None for p in ir.params]
-    compiled = TritonBackend(BackendKind.TRITON, capability=capability).compile(ir, param_facts)
+    ir, compiled, launch_args = compiled_as_launched(kernel, args, capability)
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
-    launch_args = backend_args(flat, as_torch)
     if warp_specialized and (staged or grid is not None):
         raise ValueError("the warp-specialized variant is shown on its own: not with the staged kernel or a grid")
-    if grid is not None and has_staged and not staged:
-        with assumed_sms(_checked_sms(sms)):
-            staged = compiled.would_stage(launch_args, _whole_grid(grid))  # as a launch of GPU arrays would
+    whole = None if grid is None else _whole_grid(grid, sms)
+    if whole is not None and has_staged and not staged:
+        with assumed_sms(sms):
+            staged = compiled.would_stage(launch_args, whole)  # as a launch of GPU arrays would
     if staged:
         if not has_staged:
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
         ir, compiled, launch_args = compiled.staged.fn, compiled.staged_kernel(launch_args), compiled.staged_args(launch_args)
     on_grid, as_compiled = "", compiled  # what a launch on `grid` runs, said in the summary
-    if grid is not None:
-        ir, compiled, on_grid = _on_grid(ir, compiled, grid, launch_args, sms)
+    if whole is not None:
+        ir, compiled, on_grid = _on_grid(ir, compiled, whole, launch_args, sms)
     elif wrapped_as(compiled, GridVariantKernel) is not None:
         on_grid = ("grid variants: launches on some grids run a variant of the kernel shown (blocks merged, tiles "
                    "split: backends/tile_splitting.py); grid=, --grid shows what a grid runs")
@@ -195,13 +202,13 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
                       mma_sync=compiled.config.mma_sync and capability >= 90, on_grid=on_grid)
 
 
-def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any], sms: int) -> tuple[Function, Any, str]:
+def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: list[Any],
+             sms: int) -> tuple[Function, Any, str]:
     """(IR, compiled kernel, what the summary says) of what a launch of `compiled` on `grid`
     runs on a GPU of `sms` SMs: the variant its launch picks for the grid, or the kernel as
     compiled."""
-    whole = _whole_grid(grid)
     variants = wrapped_as(compiled, GridVariantKernel)
-    with assumed_sms(_checked_sms(sms)):
+    with assumed_sms(sms):
         count = None if variants is None else variants.count(whole, args, False)
     if count is None:
         return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)"
@@ -219,17 +226,13 @@ def _on_grid(ir: Function, compiled: Any, grid: tuple[int, ...], args: list[Any]
     return variants.variant_ir(count), variants.variant(count), note
 
 
-def _whole_grid(grid: tuple[int, ...]) -> tuple[int, int, int]:
-    """`grid` (1 to 3 positive ints) as three axes."""
+def _whole_grid(grid: tuple[int, ...], sms: int) -> tuple[int, int, int]:
+    """`grid` (1 to 3 positive ints) as three axes, to show on a GPU of `sms` SMs (at least one)."""
     if len(grid) not in (1, 2, 3) or not all(isinstance(g, int) and g >= 1 for g in grid):
         raise ValueError(f"a grid is 1 to 3 positive ints, got {grid!r}")
-    return (*grid, 1, 1)[:3]
-
-
-def _checked_sms(sms: int) -> int:
     if sms < 1:
         raise ValueError(f"a GPU has at least one SM, got sms={sms}")
-    return sms
+    return (*grid, 1, 1)[:3]
 
 
 def _variant_of(compiled: Any) -> tuple[Any, Any]:

@@ -158,12 +158,16 @@ class StagedKernel(WrappedKernel):
         self.main = main
         self.staged = staged
         self._rows = mma_rows(staged.fn)
-        self._narrow = self._rows is not None and self._rows < WGMMA_ROWS
         self._facts = list(facts)
         self._compile = compile_staged
         self._interpret = interpret
         self._forced = forced
         self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
+
+    @property
+    def _narrow(self) -> bool:
+        """Whether an MMA of the kernel has fewer than WGMMA_ROWS rows (mma.sync, not wgmma)."""
+        return self._rows is not None and self._rows < WGMMA_ROWS
 
     def stages(self, args: Sequence[Any], dependent: bool, grid: tuple[int, int, int]) -> bool:
         """Whether a launch with `args` on `grid` stages (never a programmatic dependent launch: the
