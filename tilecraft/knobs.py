@@ -61,6 +61,11 @@ BLOCK_MERGE = Knob("TILECRAFT_BLOCK_MERGE", "",
                    "from running several of its blocks as one block of a taller tile on the GPU (read when a kernel "
                    "is compiled; see passes/block_merge.py).")
 
+RESIDENT_ROWS = Knob("TILECRAFT_RESIDENT_ROWS", "",
+                     "Set to 0 to keep a kernel that walks an array's row tile by tile in several passes (cuTile's "
+                     "LayerNorm) from running, on the GPU, unrolled with each tile loaded once for the row length "
+                     "launched (read when a kernel is compiled; see passes/resident_rows.py).")
+
 STREAM_K = Knob("TILECRAFT_STREAM_K", "",
                  "Set to 1 to run a matmul-like kernel whose grid's last wave would leave many SMs idle as one "
                  "program per SM over all tiles' K iterations on the GPU (read when a kernel is compiled; see "
@@ -79,7 +84,7 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "and not tried again for a day, or until torch or the compiler changes; 'debug' prints the record's "
                       "path: delete it to build again.")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, STREAM_K, WARP_SPECIALIZE, TF32_STAGING,
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, RESIDENT_ROWS, STREAM_K, WARP_SPECIALIZE, TF32_STAGING,
        ALIGN_STAGING, TENSOR_READER)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import kernel_ir
-from tilecraft.backends.triton.occupancy import MIN_BLOCKS, Reread, blocks_bound, reread, shared_for
+from tilecraft.backends.triton.occupancy import MIN_BLOCKS, blocks_bound, shared_for
+from tilecraft.passes.resident_rows import Reread, reread
 from tilecraft.library.matmul import matmul_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))

@@ -126,7 +126,7 @@ def test_nonnegative_values(kernel, args, signs):
 
 
 ConstInt = ct.Constant[int]
-_OPS = ("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min", "max", "where")
+_OPS = ("+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min", "max", "where", "<", "<=", ">", ">=", "==", "!=")
 _CASTS = (ct.int8, ct.uint8, ct.int16, ct.uint16, ct.int32, ct.bool_)
 
 
@@ -154,6 +154,12 @@ def _kernel(dtype):
         ct.store(out, (0,), (ct.minimum(x, y)).astype(ct.int64))
         ct.store(out, (0,), (ct.maximum(x, y)).astype(ct.int64))
         ct.store(out, (0,), (ct.where(x > y, x, y)).astype(ct.int64))
+        ct.store(out, (0,), (x < y).astype(ct.int64))
+        ct.store(out, (0,), (x <= y).astype(ct.int64))
+        ct.store(out, (0,), (x > y).astype(ct.int64))
+        ct.store(out, (0,), (x >= y).astype(ct.int64))
+        ct.store(out, (0,), (x == y).astype(ct.int64))
+        ct.store(out, (0,), (x != y).astype(ct.int64))
         for d in ct.static_iter(_CASTS):
             ct.store(out, (0,), (x.astype(d)).astype(ct.int64))
     return ops_of
@@ -179,7 +185,8 @@ def _exact(name: str, a: np.ndarray, b: np.ndarray, bits: int) -> tuple[np.ndarr
         ok = (b >= 0) & (b < bits)
         shift = np.clip(b, 0, bits - 1)
         return (a << shift if name == "<<" else a >> shift), ok
-    fns = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
+    fns = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "==": np.equal,
+           "!=": np.not_equal, "+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and, "|": np.bitwise_or,
            "^": np.bitwise_xor, "min": np.minimum, "max": np.maximum, "where": np.maximum}
     return fns[name](a, b), ok
 

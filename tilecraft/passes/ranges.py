@@ -20,9 +20,9 @@ non-negative; `(size + t - 1) // t` of an int32 size does not, since the sum may
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
-from ..ir import BinaryFn, Function, Op, Value, ops
+from ..ir import BinaryFn, CompareFn, Function, Op, Value, ops
 from ..ir.types import TileType
 from ..language import dtypes as dt
 from ..language.dtypes import DType
@@ -121,11 +121,24 @@ def _is_integral(v: Value) -> bool:
     return isinstance(v.type, TileType) and v.type.dtype.is_integral
 
 
-class _Ranges:
-    """Value id -> range for the integer values met so far; others have their dtype's range."""
+_COMPARE: dict[CompareFn, Callable[[Range, Range], bool | None]] = {
+    CompareFn.LT: lambda x, y: True if x[1] < y[0] else False if x[0] >= y[1] else None,
+    CompareFn.LE: lambda x, y: True if x[1] <= y[0] else False if x[0] > y[1] else None,
+    CompareFn.GT: lambda x, y: _COMPARE[CompareFn.LT](y, x),
+    CompareFn.GE: lambda x, y: _COMPARE[CompareFn.LE](y, x),
+    CompareFn.EQ: lambda x, y: True if x[0] == x[1] == y[0] == y[1] else False if x[1] < y[0] or y[1] < x[0] else None,
+    CompareFn.NE: lambda x, y: None if (same := _COMPARE[CompareFn.EQ](x, y)) is None else not same,
+}
+"""Per comparison, its outcome for every pair of values in two ranges (None: it varies)."""
 
-    def __init__(self) -> None:
+
+class _Ranges:
+    """Value id -> range for the integer values met so far; others have their dtype's range.
+    `sizes`: (array value id, axis) -> the size known along that axis."""
+
+    def __init__(self, sizes: Mapping[tuple[int, int], int]) -> None:
         self.known: dict[int, Range] = {}
+        self.sizes = sizes
 
     def of(self, v: Value) -> Range:
         known = self.known.get(v.id)
@@ -139,7 +152,8 @@ class _Ranges:
         if isinstance(op, ops.NumBlocks):
             return 1, _INT32_MAX
         if isinstance(op, ops.ArrayShape):
-            return 0, dtype_range(dtype)[1]
+            size = self.sizes.get((op.array.id, op.axis))
+            return (0, dtype_range(dtype)[1]) if size is None else (size, size)
         if isinstance(op, ops.Arange):
             return _fit((0, op.size - 1), dtype)
         if isinstance(op, ops.Const):
@@ -147,7 +161,12 @@ class _Ranges:
         if isinstance(op, _SHAPE_OPS):
             return self.of(op.x)
         if isinstance(op, ops.Where):
-            return _hull(self.of(op.x), self.of(op.y))
+            cond = self.of(op.cond)
+            return self.of(op.x) if cond == (1, 1) else self.of(op.y) if cond == (0, 0) else _hull(self.of(op.x),
+                                                                                                    self.of(op.y))
+        if isinstance(op, ops.Compare) and _is_integral(op.lhs):
+            holds = _COMPARE[op.fn](self.of(op.lhs), self.of(op.rhs))
+            return None if holds is None else (int(holds), int(holds))
         if isinstance(op, ops.Cast) and _is_integral(op.x):
             return _fit(self.of(op.x), dtype)
         if isinstance(op, ops.Binary):
@@ -165,10 +184,11 @@ class _Ranges:
         return (low, max(low, high)) if high + step <= dtype_range(dtype)[1] else dtype_range(dtype)
 
 
-def value_ranges(fn: Function) -> dict[int, Range]:
+def value_ranges(fn: Function, sizes: Mapping[tuple[int, int], int] | None = None) -> dict[int, Range]:
     """Value id -> the range of the integer (and bool) values of `fn` that the analysis tracks;
-    the others (parameters, loop-carried values, loads, ...) may hold any value of their dtype."""
-    ranges = _Ranges()
+    the others (parameters, loop-carried values, loads, ...) may hold any value of their dtype.
+    `sizes`: (array value id, axis) -> a size known for that array along that axis (a launch's)."""
+    ranges = _Ranges(sizes or {})
 
     def visit(block: list[Op]) -> None:
         for op in block:

@@ -13,10 +13,12 @@ import numpy as np
 
 from ...ir import Function, TileType
 from ...passes.block_merge import block_merges
+from ...passes.resident_rows import resident_rows
 from ...passes.split_k import split_k as find_split
 from ...passes.stream_k import stream_k as find_stream_k
 from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
+from ..resident_rows import ResidentRowsKernel, RowLengths
 from ..splitting import SplitKernel, check_split_option, forced_splits
 from ..stream_k import StreamKKernel
 from ..tile_splitting import BlockMergeKernel, MergeFinder, TileSplitKernel, check_merge_option, forced_shape
@@ -85,16 +87,19 @@ class InterpreterBackend:
     `block_merge`: a shape (R, C) (a count F: F x 1) runs every launch of a kernel
     `passes.block_merge` qualifies (and tile splitting does not take) with R x C of its blocks
     merged, where the grid allows and, for C > 1, `MergeFinder` finds them lined up (tests of the
-    splits and merges; never by default: a CPU has no idle SMs)."""
+    splits and merges; never by default: a CPU has no idle SMs); `resident_rows`: True runs a
+    kernel `passes.resident_rows` qualifies as its variant for each row length launched (tests)."""
 
     kind = BackendKind.INTERPRETER
     _split_k: int | None = None  # (also for subclasses that skip __init__)
     _tile_split: int | None = None
     _block_merge: int | tuple[int, int] | None = None
     _stream_k: int | None = None
+    _resident: bool = False
 
     def __init__(self, *, split_k: bool | int = False, tile_split: bool | int = False,
-                 stream_k: bool | int = False, block_merge: bool | int | tuple[int, int] = False) -> None:
+                 stream_k: bool | int = False, block_merge: bool | int | tuple[int, int] = False,
+                 resident_rows: bool = False) -> None:
         for option in (split_k, tile_split, stream_k):
             check_split_option(option)
         check_merge_option(block_merge)
@@ -102,13 +107,19 @@ class InterpreterBackend:
         self._tile_split = None if isinstance(tile_split, bool) else tile_split
         self._block_merge = None if isinstance(block_merge, bool) else block_merge
         self._stream_k = None if isinstance(stream_k, bool) else stream_k
+        self._resident = resident_rows
 
     def compile(self, fn: Function,
-                facts: Sequence[ArrayFacts | None] = ()) -> InterpretedKernel | SplitKernel | TileSplitKernel | StreamKKernel:
+                facts: Sequence[ArrayFacts | None] = ()) -> (InterpretedKernel | SplitKernel | TileSplitKernel
+                                                             | StreamKKernel | ResidentRowsKernel):
         """Compile `fn` into an `InterpretedKernel` (array facts do not matter here), wrapped with
-        its split-K, tile-split or stream-K variants where `split_k`, `tile_split` or `stream_k`
-        forces them."""
+        its split-K, tile-split, stream-K or resident-row variants where `split_k`, `tile_split`,
+        `stream_k` or `resident_rows` forces them."""
         kernel = InterpretedKernel(fn)
+        rows = resident_rows(fn) if self._resident else None
+        if rows is not None:
+            return ResidentRowsKernel(kernel, rows.variant, lambda variant, size: InterpretedKernel(variant),
+                                      RowLengths(rows))
         split = find_split(fn) if self._split_k is not None else None
         if split is None:
             return self._stream_k_kernel(self._tile_split_kernel(kernel, fn), fn)

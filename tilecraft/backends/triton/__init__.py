@@ -32,9 +32,11 @@ from ...passes.split_k import split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
 from ...passes.block_merge import block_merges  # noqa: E402
+from ...passes.resident_rows import resident_rows  # noqa: E402
 from ...passes.tile_split import tile_splits  # noqa: E402
 from ...passes.warp_specialize import StreamedLoop, streamed_loop  # noqa: E402
 from ..base import ArrayFacts, BackendKind  # noqa: E402
+from ..resident_rows import ResidentRowsKernel, RowLengths  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
 from ..tile_splitting import (MIN_AUTO_DIM, BlockMergeKernel, MergeFinder, TileSplitKernel, auto_shapes,  # noqa: E402
@@ -43,6 +45,7 @@ from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
 from .emitter import Target  # noqa: E402
+from .heuristics import resident_warps  # noqa: E402
 from .lower import lower, missing_rules  # noqa: E402
 from .plan import descriptor_block  # noqa: E402
 
@@ -50,7 +53,7 @@ interpret_workarounds.fix_scalar_index()  # Triton 3.6's interpreter under NumPy
 
 __all__ = ["TritonBackend", "TritonKernel", "missing_rules"]
 
-Compiled = TritonKernel | SplitKernel | TileSplitKernel | BlockMergeKernel | StreamKKernel
+Compiled = TritonKernel | SplitKernel | TileSplitKernel | BlockMergeKernel | StreamKKernel | ResidentRowsKernel
 """What the backend compiles a kernel into before operand staging (see `TritonBackend.compile`)."""
 
 
@@ -92,12 +95,17 @@ class TritonBackend:
     whose layout rules out tensor descriptors (`ArrayFacts.tma_by_copy`) into aligned rows
     unless TILECRAFT_ALIGN_STAGING=0; True stages both on every launch, on any target (tests);
     False never. Staging wins over split-K: a launch that stages never splits.
+    `resident_rows`: None runs a kernel whose blocks walk an array's row in several passes
+    (passes/resident_rows.py) as its variant for the row length launched, unrolled with each
+    tile loaded once, on a GPU unless TILECRAFT_RESIDENT_ROWS=0; True on every backend (tests);
+    False never.
     """
 
     def __init__(self, kind: BackendKind = BackendKind.TRITON, *, descriptors: bool | None = None,
                  grid_loop: bool = True, flatten: bool = True, capability: int | None = None,
                  split_k: bool | int = True, tile_split: bool | int = True, stream_k: bool | int = True,
-                 block_merge: bool | int | tuple[int, int] = True, stage_operands: bool | None = None) -> None:
+                 block_merge: bool | int | tuple[int, int] = True, stage_operands: bool | None = None,
+                 resident_rows: bool | None = None) -> None:
         if kind not in (BackendKind.TRITON, BackendKind.TRITON_INTERPRET):
             raise ValueError(f"TritonBackend cannot run as {kind}")
         check_split_option(split_k)
@@ -109,6 +117,7 @@ class TritonBackend:
         self._stream_k = stream_k
         self._block_merge = block_merge
         self._stage = stage_operands
+        self._resident = resident_rows
         self.kind = kind
         self._forced = descriptors  # None: decide per access (plan.prefer_descriptor)
         self._capability = capability  # compiling for a GPU that is not here; else `_gpu_capability`
@@ -225,10 +234,35 @@ class TritonBackend:
             lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))
 
     def _wrapped(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                 target: Target) -> TritonKernel | TileSplitKernel | StreamKKernel:
-        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn`
-        qualifies, then with its stream-K variant where `stream_k` asks and `fn` qualifies."""
+                 target: Target) -> Compiled:
+        """`kernel` with its resident-row variants where `resident_rows` asks and `fn` qualifies;
+        else wrapped with its tile-split variants where `tile_split` asks and `fn` qualifies,
+        then with its stream-K variant where `stream_k` asks and `fn` qualifies (only kernels
+        with MMAs qualify for those, only kernels without for resident rows)."""
+        rows = self._resident_rows_kernel(kernel, fn, facts, target)
+        if rows is not kernel:
+            return rows
         return self._stream_k_kernel(self._tiles_kernel(kernel, fn, facts, target), fn, facts, target)
+
+    def _resident_rows_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
+                              target: Target) -> TritonKernel | ResidentRowsKernel:
+        """`kernel` with its resident-row variants where `resident_rows` asks and `fn` qualifies,
+        each on as many warps as its row needs (`resident_warps`) unless the kernel names them."""
+        if self._resident is False or (self._resident is None and (
+                self.interpret or knobs.RESIDENT_ROWS.get() == "0")):
+            return kernel
+        rows = resident_rows(fn)
+        if rows is None:
+            return kernel
+
+        def build(size: int) -> Function:
+            variant = rows.variant(size)
+            variant.options.setdefault("num_warps", resident_warps(rows.held(size)))
+            return variant
+        return ResidentRowsKernel(
+            kernel, build,
+            lambda variant, size: TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret),
+            RowLengths(rows))
 
     def _stream_k_kernel(self, kernel: TritonKernel | TileSplitKernel, fn: Function,
                          facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:

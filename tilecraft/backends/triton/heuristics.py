@@ -161,6 +161,20 @@ def _elementwise_warps(numel: int) -> int:
     return 16
 
 
+RESIDENT_BYTES_PER_THREAD = 128
+"""Bytes of a resident row (passes/resident_rows.py) each thread holds at most where 16 warps
+suffice: 32 registers."""
+
+
+def resident_warps(held: int) -> int:
+    """num_warps for a kernel holding `held` bytes of a row in registers: 4 to 16, as many as
+    keep `RESIDENT_BYTES_PER_THREAD` a thread."""
+    warps = 4
+    while warps < 16 and warps * 32 * RESIDENT_BYTES_PER_THREAD < held:
+        warps *= 2
+    return warps
+
+
 def _load_bytes(loop: Op) -> int:
     """Bytes of the tiles loaded directly in `loop`'s blocks per iteration (what pipelining
     buffers per stage)."""

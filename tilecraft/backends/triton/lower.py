@@ -24,7 +24,7 @@ from .emitter import RULES, UNSUPPORTED, ArrayParam, GridLoop, KernelWriter, Lis
 from .fitting import Staged, staged_tiles
 from .heuristics import LaunchConfig
 from .helpers import HELPERS
-from .occupancy import Reread, reread
+from ...passes.resident_rows import Reread, reread
 from .plan import LoweringPlan, build_plan
 from .printing import PrintPlan
 from .spelling import SIGNATURE_TYPES, tl_dtype

@@ -14,10 +14,9 @@ code does not change, so neither do its results.
 
 from __future__ import annotations
 
-import math
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Sequence
 
-from ...ir import Function, Op, Value, ops
+from ...passes.resident_rows import Reread
 
 L2_SHARE = 0.45
 """The share of L2 the rows of the blocks running at once may take. H200 (60 MB of L2), the
@@ -37,45 +36,6 @@ SM of 233,472, left room for 4 (the probe's 5 per SM ran as its 4)."""
 
 DEFAULT_MAX_SHARED = 48 * 1024
 """The most dynamic shared memory a launch may ask for without the kernel opting in."""
-
-
-class Reread(NamedTuple):
-    """A kernel's passes over one array: parameter `param`'s tiles walked along array axis
-    `axis` in two or more top-level loops, `across` elements of each tile across that axis: a
-    block reads `shape[axis] * across` elements again in each pass."""
-
-    param: int
-    axis: int
-    across: int
-
-
-def reread(fn: Function) -> Reread | None:
-    """The array `fn`'s blocks read again pass after pass (`Reread`), or None: where no array's
-    tiles are walked along the same axis by two or more of its top-level loops, each loop's
-    load indexing by its induction variable in one position and by values from outside the
-    loop elsewhere; nor for kernels with MMAs (a matmul's K loop reads each tile once)."""
-    if any(isinstance(op, ops.Mma) for op in fn.walk()):
-        return None
-    params = {p.id: i for i, p in enumerate(fn.params)}
-    outside = set(params) | {r.id for op in fn.body.ops if not op.blocks for r in op.results}
-    passes: dict[Reread, int] = {}
-    for loop in (op for op in fn.body.ops if isinstance(op, ops.For)):
-        for found in {_walked(op, loop.body.args[0], params, outside) for op in loop.body.ops} - {None}:
-            passes[found] = passes.get(found, 0) + 1
-    again = [r for r, count in passes.items() if count >= 2]
-    return max(again, key=lambda r: r.across) if again else None
-
-
-def _walked(op: Op, iv: Value, params: dict[int, int], outside: set[int]) -> Reread | None:
-    """The stretch Load `op` walks with induction variable `iv`, if it does: `iv` in one index
-    position, values from `outside` the loop (the kernel's top level) in the others."""
-    if not isinstance(op, ops.Load) or op.array.id not in params:
-        return None
-    at = [k for k, v in enumerate(op.index) if v is iv]
-    if len(at) != 1 or any(v is not iv and v.id not in outside for v in op.index):
-        return None
-    k = at[0]
-    return Reread(params[op.array.id], op.order[k], math.prod(d for j, d in enumerate(op.shape) if j != k))
 
 
 def blocks_bound(footprint: int, sms: int, l2_bytes: int, blocks_per_sm: int) -> int | None:

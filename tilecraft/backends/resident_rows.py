@@ -1,0 +1,39 @@
+"""Launches of resident-row variants (passes/resident_rows.py): a kernel whose blocks walk an
+array's row in several passes runs, for each row length it is launched with, as its variant for
+that length (the walking loops unrolled, each tile loaded once), on its own grid. A length whose
+variant would unroll too much or hold too many bytes (`ResidentRows.trips`) runs the kernel as
+compiled.
+
+A specialized launcher's arguments keep their shapes (the runtime's fast key holds them), so
+its choice per grid (`GridVariantLauncher`) is a choice per length too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..passes.resident_rows import ResidentRows
+from .tile_splitting import Grid, GridVariantKernel
+
+
+class ResidentRowsKernel(GridVariantKernel):
+    """A kernel with resident-row variants, its counts row lengths: each runs on the launch's grid."""
+
+    def variant_grid(self, grid: Grid, count: int) -> Grid:
+        return grid
+
+
+class RowLengths:
+    """`ResidentRowsKernel`'s choice: the launch's row length (the walked array's size along the
+    walked axis) where `rows` has a variant for it, else None; decided once per length."""
+
+    def __init__(self, rows: ResidentRows) -> None:
+        self._rows = rows
+        self._known: dict[int, bool] = {}
+
+    def __call__(self, grid: Grid, args: Sequence[Any]) -> int | None:
+        found = self._rows.found
+        size = int(args[found.param].shape[found.axis])
+        if size not in self._known:
+            self._known[size] = self._rows.trips(size) is not None
+        return size if self._known[size] else None
