@@ -11,12 +11,18 @@ bounded to k blocks per SM whatever the row; and torch's `F.layer_norm`. Every
 output is checked against float64 first; times are medians of `triton.testing.do_bench` (L2
 flushed); ratios are torch's time over each.
 
-    PYTHONPATH=$PWD python benchmarks/row_l2_probe.py --out $OUT/row-l2.json
+`--resident` times the sample as launches run it now (each row length as its resident-row
+variant: passes/resident_rows.py) next to its three passes as compiled
+(TILECRAFT_RESIDENT_ROWS=0, bounded as above) and the variant on 4 to 32 warps, fp32 and bf16,
+from the issue's two shapes to 32768 columns.
+
+    PYTHONPATH=$PWD python benchmarks/row_l2_probe.py [--resident] --out $OUT/row-l2.json
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +32,10 @@ sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "examples")]
 import tilecraft as ct  # noqa: E402
 from layernorm import layernorm, normalize_row  # noqa: E402
 
-CASES = ((8192, 4096), (8192, 8192), (8192, 16384), (4096, 32768))
+CASES = (("float32", 8192, 4096), ("float32", 8192, 8192), ("float32", 8192, 16384), ("float32", 4096, 32768))
+RESIDENT_CASES = (("bfloat16", 8192, 4096), ("float32", 32768, 1024), *CASES, ("bfloat16", 8192, 16384),
+                  ("bfloat16", 4096, 32768))
+WARPS = (4, 8, 16, 32)
 PER_SM = (1, 2, 4, 8, 16)
 BOUNDS = (4, 6, 8)
 TILE, EPS = 1024, 1e-5
@@ -57,10 +66,54 @@ def _bounded(blocks: int, stream, rows: int, args: tuple):
     return run
 
 
+def _first_launch_with(patch, stream, rows: int, args: tuple):
+    """A launch of the sample (a kernel object of its own) whose first launch, which compiles
+    it and its variant for this row length, runs inside `patch` (a context manager)."""
+    kernel = ct.kernel(layernorm.fn)
+
+    def run():
+        if not kernel.fast:
+            with patch():
+                ct.launch(stream, (rows,), kernel, args)
+        ct.launch(stream, (rows,), kernel, args)
+        return args[3]
+    return run
+
+
+class _Knob:
+    """TILECRAFT_RESIDENT_ROWS=0 while compiling."""
+
+    def __enter__(self):
+        os.environ["TILECRAFT_RESIDENT_ROWS"] = "0"
+
+    def __exit__(self, *exc):
+        os.environ.pop("TILECRAFT_RESIDENT_ROWS")
+
+
+class _Warps:
+    """Resident variants on `warps` warps while compiling."""
+
+    def __init__(self, warps: int) -> None:
+        self.warps = warps
+
+    def __call__(self):
+        return self
+
+    def __enter__(self):
+        import tilecraft.backends.triton as backend
+        self.saved, backend.resident_warps = backend.resident_warps, lambda held: self.warps
+
+    def __exit__(self, *exc):
+        import tilecraft.backends.triton as backend
+        backend.resident_warps = self.saved
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    out = claim(parser.parse_args(argv).out)
+    parser.add_argument("--resident", action="store_true", help="resident rows against three passes")
+    opts = parser.parse_args(argv)
+    out = claim(opts.out)
     import torch
     import triton
 
@@ -69,29 +122,35 @@ def main(argv: list[str] | None = None) -> int:
     stream = torch.cuda.current_stream()
     doc = head()
     doc["cases"] = []
-    for rows, cols in CASES:
+    for dtype, rows, cols in RESIDENT_CASES if opts.resident else CASES:
         gen = torch.Generator(device="cuda").manual_seed(0)
-        x = torch.randn(rows, cols, device="cuda", generator=gen) * 3 + 1
-        w, b = torch.randn(cols, device="cuda", generator=gen), torch.randn(cols, device="cuda", generator=gen)
+        kind = getattr(torch, dtype)
+        x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3 + 1).to(kind)
+        w, b = (torch.randn(cols, device="cuda", generator=gen).to(kind) for _ in range(2))
         y = torch.empty_like(x)
         ref = torch.nn.functional.layer_norm(x.double(), (cols,), w.double(), b.double(), EPS)
         args = (x, w, b, y, EPS, TILE)
         runs = [("torch", lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)),
                 ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, args) or y)]
-        runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)
-                 for k in PER_SM]
-        runs += [(f"sample, bounded to {k} per SM", _bounded(k, stream, rows, args)) for k in BOUNDS]
-        entry = {"case": f"fp32 {rows}x{cols}", "rows": []}
+        if opts.resident:
+            runs += [("sample, three passes", _first_launch_with(_Knob, stream, rows, args))]
+            runs += [(f"resident, {k} warps", _first_launch_with(_Warps(k), stream, rows, args)) for k in WARPS]
+        else:
+            runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)
+                     for k in PER_SM]
+            runs += [(f"sample, bounded to {k} per SM", _bounded(k, stream, rows, args)) for k in BOUNDS]
+        tolerance = 1e-5 if dtype == "float32" else 1e-2
+        entry = {"case": f"{'fp32' if dtype == 'float32' else 'bf16'} {rows}x{cols}", "rows": []}
         t_torch = None
         for name, fn in runs:
             y.fill_(float("nan"))
             got = fn()
             torch.cuda.synchronize()
             err = float((got.double() - ref).norm() / ref.norm())
-            ms = triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median") if err < 1e-5 else None
+            ms = triton.testing.do_bench(fn, warmup=10, rep=60, return_mode="median") if err < tolerance else None
             t_torch = ms if name == "torch" else t_torch
             ratio = None if ms is None else t_torch / ms
-            gbs = None if ms is None else 2 * x.numel() * 4 / ms / 1e6
+            gbs = None if ms is None else 2 * x.numel() * x.element_size() / ms / 1e6
             entry["rows"].append({"row": name, "rel_err": err, "ms": ms, "ratio": ratio, "gb_s": gbs})
             print(f"{entry['case']:18s} {name:26s} err {err:.1e}  "
                   + ("" if ms is None else f"{ms * 1e3:8.1f} us {gbs:6.0f} GB/s {ratio:.2f}x torch"), flush=True)

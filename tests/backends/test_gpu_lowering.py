@@ -86,3 +86,48 @@ def test_fp8_constants_compile_for_the_gpu():
     made from its bits."""
     info = inspect_kernel(fp8_constant, (torch.empty(16, dtype=torch.float32),), capability=90)
     assert "bitcast=True" in info.stage("triton") and info.stage("ptx")
+
+
+@ct.kernel
+def normalized_rows(X, W, Y, TILE_N: ConstInt):
+    """Rows normalized and scaled, their mean and spread 1-D tiles (row sums without keepdims)
+    broadcast against the row's tiles, as in cuTile's LayerNorm sample."""
+    row, zero = ct.bid(0), ct.PaddingMode.ZERO
+    tiles, n = ct.num_tiles(X, axis=1, shape=(1, TILE_N)), X.shape[1]
+    total = ct.zeros((1, TILE_N), dtype=ct.float32)
+    for j in range(tiles):
+        total += ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=zero)
+    mean = ct.sum(total, axis=1) / n
+    squares = ct.zeros((1, TILE_N), dtype=ct.float32)
+    for j in range(tiles):
+        d = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=zero) - mean
+        squares += d * d
+    rstd = 1 / ct.sqrt(ct.sum(squares, axis=1) / n)
+    for j in range(tiles):
+        t = ct.load(X, index=(row, j), shape=(1, TILE_N), padding_mode=zero)
+        w = ct.load(W, index=(j,), shape=(TILE_N,), padding_mode=zero)
+        ct.store(Y, index=(row, j), tile=((t - mean) * rstd * w).astype(Y.dtype))
+
+
+def test_a_resident_row_stays_spread_over_the_threads():
+    """The kernel's resident-row variant for 4096 bf16 columns (passes/resident_rows.py), on 4
+    warps: each row tile is 8 elements a thread, so the two subtractions of the mean are a few
+    dozen PTX instructions. Reshaping the 1-D mean with `tl.reshape` made Triton lay the tiles
+    out whole in every thread (sub.rn.f32 thousands of times, a 50 s compile; compute.py
+    `_unit_dims_added`)."""
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.resident_rows import ResidentRowsKernel
+    from tilecraft.tools.inspection import compiled_as_launched
+    x, w = torch.empty(8, 4096, dtype=torch.bfloat16), torch.empty(4096, dtype=torch.bfloat16)
+    _, compiled, _ = compiled_as_launched(normalized_rows, (x, w, x, 1024))
+    variant = wrapped_as(compiled, ResidentRowsKernel).variant(4096)
+    ptx = variant.compile_for(90).asm["ptx"]
+    assert "[:, None]" in variant.source and ptx.count("sub.rn.f32") <= 128
+
+
+def test_reshapes_adding_unit_dims_index_with_none():
+    from tilecraft.backends.triton.compute import _unit_dims_added
+    assert _unit_dims_added((1,), (1, 1)) == ":, None"
+    assert _unit_dims_added((4,), (1, 4)) == "None, :"
+    assert _unit_dims_added((2, 3), (2, 1, 3, 1)) == ":, None, :, None"
+    assert _unit_dims_added((4,), (2, 2)) is None and _unit_dims_added((2, 3), (3, 2)) is None

@@ -55,11 +55,13 @@ def test_shared_memory_asked_for_leaves_that_many_blocks(blocks):
 
 
 @pytest.mark.only_backends("triton")
-def test_bounded_layernorm_on_the_gpu(dev):
-    """8192 rows of 8192 fp32 columns: the specialized launcher asks for more shared memory
-    than the kernel uses; each of two launches (the second through that launcher) matches
-    float64 on a poisoned output."""
+def test_bounded_layernorm_on_the_gpu(dev, monkeypatch):
+    """8192 rows of 8192 fp32 columns, resident rows off (they would take this launch): the
+    specialized launcher asks for more shared memory than the kernel uses; each of two launches
+    (the second through that launcher) matches float64 on a poisoned output."""
     import torch
+
+    monkeypatch.setenv("TILECRAFT_RESIDENT_ROWS", "0")
 
     import tilecraft as ct
     from tilecraft.backends.triton.launching import DirectLauncher

@@ -220,9 +220,32 @@ def _reshape(w: KernelWriter, op: ops.Reshape) -> None:
     src, dst = shape_of(x), shape_of(op.result)
     if src == dst:
         w.alias(op.result, w.expr(x), w.is_literal(x))
-    elif not _splat_literal(w, op):
+    elif _splat_literal(w, op):
+        return
+    elif src and (index := _unit_dims_added(src, dst)) is not None:
+        w.assign(op.result, f"{w.expr(x)}[{index}]", "t")
+    else:
         fn = "broadcast_to" if not src else "reshape"  # a scalar is splat, not reshaped
         w.assign(op.result, f"tl.{fn}({w.expr(x)}, {_shape(dst)})", "t")
+
+
+def _unit_dims_added(src: tuple[int, ...], dst: tuple[int, ...]) -> str | None:
+    """The subscript (`:, None`) that makes `dst` of `src` by adding unit dims, matching src's
+    dims first from the left; None where `dst` is not so made. Triton keeps the layout a
+    reduction left (`x[:, None]` of a row sum is the parent layout again), where `tl.reshape`
+    may pick another: the cuTile LayerNorm sample's 1-D mean, unrolled (passes/resident_rows.py),
+    compiled in 50 s into code holding every row tile in every thread (28.8 ms a launch on the
+    H200 at bf16 8192x4096, against 0.05 ms in order: benchmarks/results/side-by-side-h200-2026-12-02-g.json)."""
+    parts, k = [], 0
+    for d in dst:
+        if k < len(src) and d == src[k]:
+            parts.append(":")
+            k += 1
+        elif d == 1:
+            parts.append("None")
+        else:
+            return None
+    return ", ".join(parts) if k == len(src) else None
 
 
 @rule(ops.Permute)
