@@ -24,6 +24,8 @@ class GluonWriter(KernelWriter):
     """A KernelWriter converting operands between accumulator layouts (layouts.py) and leaving
     elided broadcasts to the ops that use them."""
 
+    index_expands = False
+
     def __init__(self, target: Target, plan: LoweringPlan, layouts: Classes) -> None:
         super().__init__(target, plan)
         self.layouts = layouts

@@ -222,7 +222,7 @@ def _reshape(w: KernelWriter, op: ops.Reshape) -> None:
         w.alias(op.result, w.expr(x), w.is_literal(x))
     elif _splat_literal(w, op):
         return
-    elif src and (index := _unit_dims_added(src, dst)) is not None:
+    elif src and w.index_expands and (index := _unit_dims_added(src, dst)) is not None:
         w.assign(op.result, f"{w.expr(x)}[{index}]", "t")
     else:
         fn = "broadcast_to" if not src else "reshape"  # a scalar is splat, not reshaped

@@ -138,6 +138,10 @@ def _identifier(hint: str) -> str:
 class KernelWriter:
     """Accumulates one kernel's body; rules call `emit`, `define`, `expr`, `tensor`."""
 
+    index_expands = True
+    """Whether `x[:, None]` may add unit dims to any tensor (Triton; Gluon's takes only tensors
+    in a slice layout)."""
+
     def __init__(self, target: Target, plan: "LoweringPlan") -> None:
         self.target = target
         self.plan = plan  # every analysis the rules read: frozen, computed before emission
