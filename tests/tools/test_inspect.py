@@ -124,3 +124,22 @@ def test_what_a_grid_runs(capsys):
     assert "merged 2 x 2" in capsys.readouterr().out
     assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[64,64]", "--grid", "1,2,3,4"]) == 2
     assert "a grid is 1 to 3 positive ints" in capsys.readouterr().err
+
+
+def test_resident_rows_show_the_variant_for_their_length():
+    """The three-pass LayerNorm example at 16384 fp32 columns: what its launches run, the variant
+    for that length (unrolled, on 8 warps); at 33 tiles a row, more than a variant unrolls, the
+    kernel as compiled."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from layernorm import layernorm
+
+    def args(cols):
+        x, w = torch.empty(4, cols), torch.empty(cols)
+        return x, w, w, x, 1e-5, 1024
+    wide = inspect_kernel(layernorm, args(16384))
+    assert "launches with rows of 16384 run the kernel's variant" in wide.summary()
+    assert "layernorm_resident16384" in wide.stage("ir") and wide.num_warps == 8
+    too_long = inspect_kernel(layernorm, args(1024 * 33))
+    assert "launches run the kernel as compiled" in too_long.summary() and "resident" not in too_long.stage("ir")

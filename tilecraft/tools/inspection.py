@@ -23,6 +23,7 @@ from typing import Any
 
 from ..backends.arrays import as_torch
 from ..backends.base import BackendKind, wrapped_as
+from ..backends.resident_rows import ResidentRowsKernel
 from ..backends.splitting import SplitKernel
 from ..backends.tile_splitting import GridVariantKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
@@ -166,7 +167,10 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
             raise ValueError(f"kernel `{ir.name}` has no staged variant for these arguments")
         ir, compiled, launch_args = compiled.staged.fn, compiled.staged_kernel(launch_args), compiled.staged_args(launch_args)
     on_grid, as_compiled = "", compiled  # what a launch on `grid` runs, said in the summary
-    if whole is not None:
+    rows = wrapped_as(compiled, ResidentRowsKernel)
+    if rows is not None:  # chosen by the arguments' row length, on any grid
+        ir, compiled, on_grid = _resident(ir, compiled, rows, launch_args)
+    elif whole is not None:
         ir, compiled, on_grid = _on_grid(ir, compiled, whole, launch_args, sms)
     elif wrapped_as(compiled, GridVariantKernel) is not None:
         on_grid = ("grid variants: launches on some grids run a variant of the kernel shown (blocks merged, tiles "
@@ -224,6 +228,19 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
     note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
             "(backends/tile_splitting.py)")
     return variants.variant_ir(count), variants.variant(count), note
+
+
+def _resident(ir: Function, compiled: Any, rows: ResidentRowsKernel, args: list[Any]) -> tuple[Function, Any, str]:
+    """(IR, compiled kernel, what the summary says) of what a launch with `args` runs where
+    `compiled` has resident-row variants: the variant for their row length, or the kernel as
+    compiled where that length has none."""
+    size = rows.count((1, 1, 1), args, False)
+    if size is None:
+        return ir, compiled, ("resident rows: rows of this length are too long to hold, launches run the kernel as "
+                              "compiled (shown; passes/resident_rows.py)")
+    return rows.variant_ir(size), rows.variant(size), (
+        f"resident rows: launches with rows of {size} run the kernel's variant for that length, each tile loaded "
+        "once (shown; passes/resident_rows.py)")
 
 
 def _whole_grid(grid: tuple[int, ...], sms: int) -> tuple[int, int, int]:
