@@ -1,11 +1,12 @@
-"""Row-wise, memory-bound kernels: the samples' softmax and LayerNorm run by tilecraft, next to
-plain Triton (softmax: the Triton tutorial's kernel) and torch, in one run.
+"""Row-wise, memory-bound kernels: the samples' softmax (whole rows in one tile, or walked in tiles
+three times: `softmax_tiled`) and LayerNorm run by tilecraft, next to plain Triton (softmax: the
+Triton tutorial's kernel) and torch, in one run.
 
 Each implementation reads and writes the matrix once at best, so GB/s = 2 x matrix bytes / time,
 against the H200's ~4.3 TB/s copy bandwidth (../shared/bench anchors). Same timing method as
 benchmarks/matmul.py (median of CUDA events, L2 flushed, implementations interleaved).
 
-    PYTHONPATH=$PWD python benchmarks/rowwise.py --out F [--kinds softmax,layernorm]
+    PYTHONPATH=$PWD python benchmarks/rowwise.py --out F [--kinds softmax,softmax_tiled,layernorm]
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from matmul import CudaTimer, fmt, meta, relative_error, synchronize
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 import tilecraft as ct  # noqa: E402
 from layernorm import layernorm as layernorm_kernel  # noqa: E402
-from softmax import next_pow2, softmax as softmax_kernel  # noqa: E402
+from softmax import next_pow2, softmax as softmax_kernel, softmax_tiled  # noqa: E402
 
 CASES = [(8192, 4096), (4096, 16384), (32768, 1024)]
 EPS = 1e-5
 TOLERANCE = 1e-5  # fp32 in, fp32 out: the committed run's errors are below 1e-7
 LAYERNORM_TILE = 1024
+SOFTMAX_TILE = 1024
 
 
 def softmax_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[[], Any]], torch.Tensor]:
@@ -39,6 +41,14 @@ def softmax_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[
     return {"tilecraft": lambda: ct.launch(stream, (rows,), softmax_kernel, (x, y, next_pow2(cols))) or y,
             "triton": lambda: tr.softmax(x, y) or y,
             "torch": lambda: torch.softmax(x, dim=1)}, torch.softmax(x.double(), dim=1)
+
+
+def softmax_tiled_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[[], Any]], torch.Tensor]:
+    """`softmax_impls` with tilecraft's kernel the one walking its rows in tiles."""
+    runners, ref = softmax_impls(x, y)
+    stream = _stream(x)
+    runners["tilecraft"] = lambda: ct.launch(stream, (x.shape[0],), softmax_tiled, (x, y, SOFTMAX_TILE)) or y
+    return runners, ref
 
 
 def layernorm_impls(x: torch.Tensor, y: torch.Tensor) -> tuple[dict[str, Callable[[], Any]], torch.Tensor]:
@@ -55,7 +65,7 @@ def _stream(x: torch.Tensor) -> Any:
     return torch.cuda.current_stream() if x.is_cuda else None
 
 
-KINDS = {"softmax": softmax_impls, "layernorm": layernorm_impls}
+KINDS = {"softmax": softmax_impls, "softmax_tiled": softmax_tiled_impls, "layernorm": layernorm_impls}
 
 
 def measure(kind: str, rows: int, cols: int, timer: CudaTimer | None) -> list[dict[str, Any]]:

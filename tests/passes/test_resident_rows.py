@@ -24,6 +24,7 @@ from tilecraft.passes.ranges import value_ranges
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 from layernorm import layernorm, reference  # noqa: E402
+from softmax import softmax_tiled  # noqa: E402
 
 ConstInt = ct.Constant[int]
 ZERO = ct.PaddingMode.ZERO
@@ -147,6 +148,22 @@ def test_layernorm_forced_resident_matches_float64_and_the_kernel_as_compiled(de
         np.testing.assert_allclose(outs[resident], outs[plain], rtol=1e-5, atol=1e-6)
     else:
         np.testing.assert_array_equal(outs[resident], outs[plain])
+
+
+@pytest.mark.parametrize("cols,tile", [(37, 16), (1000, 256)])
+def test_tiled_softmax_resident_matches_float64(dev, backend_variant, cols, tile):
+    """The softmax example walking its row three times (max, sum of exponentials, normalize):
+    one load per tile in the variant; rows padded with -inf past their end."""
+    x = np.zeros((3, cols), np.float32)
+    rows = resident_rows(kernel_ir(softmax_tiled, x, x.copy(), tile))
+    assert _loads(rows.variant(cols), 0) == -(-cols // tile)
+    name = backend_variant("resident", resident_rows=True)
+    x = (RNG.standard_normal((6, cols)) * 4).astype(np.float32)
+    y = dev.poison(x.shape, np.float32)
+    dev.launch((6,), ct.kernel(softmax_tiled.fn), (dev.put(x), y, tile), backend=name)
+    x64 = x.astype(np.float64)
+    want = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(dev.get(y), want / want.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
 def test_stores_into_the_walked_array_are_read_back(dev, backend_variant):
