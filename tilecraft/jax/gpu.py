@@ -116,7 +116,8 @@ def launch_plan(kernel: Kernel, call: Call, arch: str, capability: int, interpre
         ir = kernel.cached_lower(key, registry.get("triton").version)
         check_inputs_unwritten(kernel, call, flat, ir)
         compiled = TritonBackend(kind, descriptors=False, grid_loop=False, capability=capability, split_k=False,
-                                 tile_split=False, stage_operands=False).compile(ir, _param_facts(ir, key))  # one kernel
+                                 tile_split=False, stage_operands=False,
+                                 resident_rows=False).compile(ir, _param_facts(ir, key))  # one kernel
         compiled.compile_for(capability)
         return compiled, external_entry(compiled, _arrange(call, compiled, flat)[1])
 

@@ -29,7 +29,10 @@ from .dce import eliminate_dead_code, has_effects
 from .ranges import value_ranges
 
 MAX_TRIPS = 32
-"""The most iterations of one walking loop a variant unrolls."""
+"""The most iterations of one walking loop a variant unrolls: Triton's compile time grows faster
+than the code (the LayerNorm example's variant for 16384 columns, sm_90, on this 2-core host: 1024
+columns a tile, 16 iterations a pass, 2.3 s; 256 a tile, 64 iterations, 11 s; 128 a tile, 128
+iterations, 71 s)."""
 
 MAX_RESIDENT_BYTES = 128 * 1024
 """The most bytes of the walked array's tiles a block of the variant holds: half the 256 KB
