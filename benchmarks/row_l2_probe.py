@@ -13,11 +13,10 @@ flushed); ratios are torch's time over each.
 
 `--resident` times the sample as launches run it now (each row length as its resident-row
 variant: passes/resident_rows.py) next to its three passes as compiled
-(TILECRAFT_RESIDENT_ROWS=0, bounded as above), the variant holding its whole row (rows longer
-than `HELD_BYTES` are held in part) and the variant on 4 to 32 warps, fp32 and bf16, from the
-issue's two shapes to 32768 columns (`--cols` picks some).
+(TILECRAFT_RESIDENT_ROWS=0, bounded as above) and the variant on 4 to 32 warps, fp32 and bf16,
+from the issue's two shapes to 32768 columns.
 
-    PYTHONPATH=$PWD python benchmarks/row_l2_probe.py [--resident [--cols 16384,32768]] --out $OUT/row-l2.json
+    PYTHONPATH=$PWD python benchmarks/row_l2_probe.py [--resident] --out $OUT/row-l2.json
 """
 
 from __future__ import annotations
@@ -91,18 +90,6 @@ class _Knob:
         os.environ.pop("TILECRAFT_RESIDENT_ROWS")
 
 
-class _Held:
-    """Resident variants holding the whole row (`HELD_BYTES` as large as any row) while compiling."""
-
-    def __enter__(self):
-        from tilecraft.passes import resident_rows
-        self.saved, resident_rows.HELD_BYTES = resident_rows.HELD_BYTES, resident_rows.MAX_RESIDENT_BYTES
-
-    def __exit__(self, *exc):
-        from tilecraft.passes import resident_rows
-        resident_rows.HELD_BYTES = self.saved
-
-
 class _Warps:
     """Resident variants on `warps` warps while compiling."""
 
@@ -125,8 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--resident", action="store_true", help="resident rows against three passes")
-    parser.add_argument("--cols", type=lambda t: {int(c) for c in t.split(",")}, default=None,
-                        help="only the cases of these column counts (comma-separated)")
     opts = parser.parse_args(argv)
     out = claim(opts.out)
     import torch
@@ -138,8 +123,6 @@ def main(argv: list[str] | None = None) -> int:
     doc = head()
     doc["cases"] = []
     for dtype, rows, cols in RESIDENT_CASES if opts.resident else CASES:
-        if opts.cols is not None and cols not in opts.cols:
-            continue
         gen = torch.Generator(device="cuda").manual_seed(0)
         kind = getattr(torch, dtype)
         x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3 + 1).to(kind)
@@ -150,8 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [("torch", lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)),
                 ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, args) or y)]
         if opts.resident:
-            runs += [("sample, three passes", _first_launch_with(_Knob, stream, rows, args)),
-                     ("resident, whole row held", _first_launch_with(_Held, stream, rows, args))]
+            runs += [("sample, three passes", _first_launch_with(_Knob, stream, rows, args))]
             runs += [(f"resident, {k} warps", _first_launch_with(_Warps(k), stream, rows, args)) for k in WARPS]
         else:
             runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)

@@ -19,7 +19,7 @@ from tilecraft.backends.base import wrapped_as
 from tilecraft.backends.resident_rows import ResidentRowsKernel
 from tilecraft.backends.triton.heuristics import resident_warps
 from tilecraft.ir import ops, verify
-from tilecraft.passes.resident_rows import HELD_BYTES, MAX_RESIDENT_BYTES, MAX_TRIPS, Reread, resident_rows
+from tilecraft.passes.resident_rows import MAX_RESIDENT_BYTES, MAX_TRIPS, Reread, resident_rows
 from tilecraft.passes.ranges import value_ranges
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -102,15 +102,13 @@ def test_a_store_to_the_walked_array_or_an_atomic_ends_merging():
 
 
 def test_no_variant_beyond_the_limits_or_for_trip_counts_the_length_does_not_fix():
-    """Rows up to `MAX_RESIDENT_BYTES`, of which a block holds `HELD_BYTES`."""
     rows = resident_rows(_layernorm_ir(64, 16))
     assert rows.trips(16 * MAX_TRIPS) == (MAX_TRIPS,) * 3 and rows.trips(16 * MAX_TRIPS + 1) is None
     tile = 4096  # float32: 16 KB a tile
     wide = resident_rows(_layernorm_ir(tile, tile))
     fits = MAX_RESIDENT_BYTES // (4 * tile)
     assert wide.trips(fits * tile) is not None and wide.trips(fits * tile + 1) is None
-    held = HELD_BYTES // (4 * tile)  # tiles past these are loaded again in each of the three passes
-    assert wide.held(fits * tile) == HELD_BYTES and _loads(wide.variant(fits * tile), 0) == fits + 2 * (fits - held)
+    assert wide.held(fits * tile) == MAX_RESIDENT_BYTES
     x = np.zeros((2, 64), np.float32)
     by_count = resident_rows(kernel_ir(passes_by_count, x, np.zeros(2, np.float32), 2, 32))
     assert by_count is not None and by_count.trips(64) is None
@@ -150,20 +148,6 @@ def test_layernorm_forced_resident_matches_float64_and_the_kernel_as_compiled(de
         np.testing.assert_allclose(outs[resident], outs[plain], rtol=1e-5, atol=1e-6)
     else:
         np.testing.assert_array_equal(outs[resident], outs[plain])
-
-
-def test_a_row_held_in_part_matches_float64(dev, backend_variant, monkeypatch):
-    """A row longer than a block holds (`HELD_BYTES` cut to 3 tiles of 7): its first tiles held,
-    the others loaded in each pass."""
-    from tilecraft.passes import resident_rows as module
-    monkeypatch.setattr(module, "HELD_BYTES", 3 * 16 * 4)
-    x = (RNG.standard_normal((4, 100)) * 3 + 1).astype(np.float32)
-    w, b = RNG.standard_normal(100).astype(np.float32), RNG.standard_normal(100).astype(np.float32)
-    assert _loads(resident_rows(_layernorm_ir(100, 16)).variant(100), 0) == 7 + 2 * 4
-    y = dev.poison(x.shape, np.float32)
-    name = backend_variant("resident", resident_rows=True)
-    dev.launch((4,), ct.kernel(layernorm.fn), (dev.put(x), dev.put(w), dev.put(b), y, 1e-5, 16), backend=name)
-    np.testing.assert_allclose(dev.get(y), reference(x, w, b, 1e-5), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("cols,tile", [(37, 16), (1000, 256)])

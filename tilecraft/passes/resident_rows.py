@@ -35,13 +35,8 @@ columns a tile, 16 iterations a pass, 2.3 s; 256 a tile, 64 iterations, 11 s; 12
 iterations, 71 s)."""
 
 MAX_RESIDENT_BYTES = 128 * 1024
-"""The most bytes of the walked array's tiles a row of the variant spans: half the 256 KB
+"""The most bytes of the walked array's tiles a block of the variant holds: half the 256 KB
 register file of an SM (sm_80 and later), in 16 warps' 128 registers a thread at most."""
-
-HELD_BYTES = 64 * 1024
-"""The most bytes of its row a block of the variant holds; tiles past them are loaded again in
-each pass, as written (from L2, where the rows of the blocks in flight fit there). A whole 128 KB
-row held leaves one block per SM, whose loads and stores then never overlap another's."""
 
 
 class Reread(NamedTuple):
@@ -128,7 +123,7 @@ class ResidentRows:
     def held(self, size: int) -> int:
         """The bytes of the walked array a block of the variant for `size` holds at most."""
         trips = self.trips(size)
-        return 0 if trips is None else min(max(trips), HELD_BYTES // self.tile_bytes) * self.tile_bytes
+        return 0 if trips is None else max(trips) * self.tile_bytes
 
     def variant(self, size: int) -> Function:
         """The kernel for launches where the array's size along the walked axis is `size`
@@ -186,7 +181,7 @@ class _Unroller:
                 self._unroll(op)
             elif isinstance(op, ops.ArrayShape) and op.array is self.array and op.axis == self.axis:
                 self.map[op.result.id] = self._const(self.size, op.result)
-            elif top and isinstance(op, ops.Load) and op.memory_order is MemoryOrder.WEAK and self._held(op):
+            elif top and isinstance(op, ops.Load) and op.memory_order is MemoryOrder.WEAK:
                 key = self._key(op)
                 if key not in self.loaded:
                     self.loaded[key] = self._emit(op).result
@@ -220,17 +215,6 @@ class _Unroller:
         c = self.b.value(ops.Const, value=value, dtype=like.tile.dtype)
         self.consts[c.id] = (value, like.tile.dtype)
         return c
-
-    def _held(self, op: ops.Load) -> bool:
-        """Whether the tile `op` loads may be held: any tile of another array, the walked array's
-        within the first `HELD_BYTES` of the row."""
-        if op.array is not self.array:
-            return True
-        at = self.get(op.index[op.order.index(self.axis)])
-        if at.id not in self.consts:
-            return True
-        tile_bytes = math.prod(op.shape) * _array_type(op.array).dtype.itemsize
-        return int(self.consts[at.id][0]) < HELD_BYTES // max(tile_bytes, 1)
 
     def _key(self, op: ops.Load) -> tuple:
         """What identifies the tile a load in the copy reads: its array, its index (constants
