@@ -23,7 +23,7 @@ from tilecraft.passes.resident_rows import MAX_RESIDENT_BYTES, MAX_TRIPS, Reread
 from tilecraft.passes.ranges import value_ranges
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from layernorm import layernorm, reference  # noqa: E402
+from layernorm import layernorm, normalize_row, reference  # noqa: E402
 from softmax import softmax_tiled  # noqa: E402
 
 ConstInt = ct.Constant[int]
@@ -80,6 +80,13 @@ def passes_by_count(x, out, count, TILE: ConstInt):
     ct.store(out, index=(row,), tile=ct.sum(total, axis=1))
 
 
+@ct.kernel
+def layernorm_persistent(x, weight, bias, y, eps, TILE_N: ConstInt):
+    """The LayerNorm example's row in a loop over the rows a program runs."""
+    for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
+        normalize_row(x, weight, bias, y, eps, row, TILE_N)
+
+
 # ---- the pass ------------------------------------------------------------------------------------
 def test_layernorm_variant_loads_each_tile_of_its_row_once():
     fn = _layernorm_ir(1000, 256)
@@ -91,6 +98,16 @@ def test_layernorm_variant_loads_each_tile_of_its_row_once():
     assert (_loads(variant, 1), _loads(variant, 2)) == (4, 4)  # weight and bias: one pass each
     assert not [op for op in variant.walk() if isinstance(op, ops.ArrayShape) and op.axis == 1]  # a constant
     assert _loads(fn, 0) == 3  # the kernel as compiled is unchanged
+
+
+def test_a_persistent_kernel_holds_its_rows_within_each_iteration():
+    x, w = np.zeros((9, 100), np.float32), np.zeros(100, np.float32)
+    rows = resident_rows(kernel_ir(layernorm_persistent, x, w, w, x.copy(), 1e-5, 32))
+    assert rows is not None and rows.trips(100) == (4, 4, 4)
+    variant = verify(rows.variant(100))
+    (outer,) = [op for op in variant.walk() if isinstance(op, ops.For)]  # the loop over rows stays
+    assert _loads(variant, 0) == 4 and all(op in outer.body.ops for op in variant.walk()
+                                          if isinstance(op, ops.Load) and op.array is variant.params[0])
 
 
 def test_a_store_to_the_walked_array_or_an_atomic_ends_merging():
@@ -164,6 +181,19 @@ def test_tiled_softmax_resident_matches_float64(dev, backend_variant, cols, tile
     x64 = x.astype(np.float64)
     want = np.exp(x64 - x64.max(axis=1, keepdims=True))
     np.testing.assert_allclose(dev.get(y), want / want.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def test_persistent_layernorm_resident_matches_float64(dev, backend_variant):
+    """3 programs over 7 rows of 100 columns (tiles of 32: the last one cut short)."""
+    name = backend_variant("resident", resident_rows=True)
+    x = (RNG.standard_normal((7, 100)) * 3 + 1).astype(np.float32)
+    w, b = RNG.standard_normal(100).astype(np.float32), RNG.standard_normal(100).astype(np.float32)
+    y = dev.poison(x.shape, np.float32)
+    kernel = ct.kernel(layernorm_persistent.fn)
+    dev.launch((3,), kernel, (dev.put(x), dev.put(w), dev.put(b), y, 1e-5, 32), backend=name)
+    np.testing.assert_allclose(dev.get(y), reference(x, w, b, 1e-5), rtol=1e-5, atol=1e-5)
+    (compiled,) = [wrapped_as(v.compiled, ResidentRowsKernel) for v in kernel.variants.values()]
+    assert list(compiled._variants) == [100]
 
 
 def test_stores_into_the_walked_array_are_read_back(dev, backend_variant):

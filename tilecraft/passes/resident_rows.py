@@ -7,12 +7,15 @@ SM where they would not, which does not help rows of 64 KB and more). `reread` f
 kernels. Where a launch fixes the stretch's length (the array's size along the walked axis),
 `ResidentRows.variant` is the kernel for that length with the walking loops unrolled (their
 trip counts are constants once that size is: `passes.ranges`) and each tile loaded once: a
-later pass's load of a tile is the first pass's value, held in registers.
+later pass's load of a tile is the first pass's value, held in registers. The walking loops may
+also sit in the body of a top-level loop (a persistent kernel looping over its rows): tiles are
+then held within each of its iterations.
 
 Loads merge only where no write in between can reach their array: a store to another parameter
 array cannot (cuTile: arrays passed as distinct arguments do not overlap), while a store to the
 same array, a write through anything else (a view, an atomic) or an ordered load ends every
-merge across it. Results do not change: every op but the merged loads runs as written, in order.
+merge across it. Every op but the merged loads runs as written, in order (on a GPU the variant's
+reductions may group their sums differently: its warps differ).
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ register file of an SM (sm_80 and later), in 16 warps' 128 registers a thread at
 
 class Reread(NamedTuple):
     """A kernel's passes over one array: parameter `param`'s tiles walked along array axis
-    `axis` in two or more top-level loops, `across` elements of each tile across that axis: a
-    block reads `shape[axis] * across` elements again in each pass."""
+    `axis` in two or more loops of one block (`_walking_loops`), `across` elements of each tile
+    across that axis: a block reads `shape[axis] * across` elements again in each pass."""
 
     param: int
     axis: int
@@ -51,33 +54,50 @@ class Reread(NamedTuple):
 
 def reread(fn: Function) -> Reread | None:
     """The array `fn`'s blocks read again pass after pass (`Reread`), or None: where no array's
-    tiles are walked along the same axis by two or more of its top-level loops, each loop's
-    load indexing by its induction variable in one position and by values from outside the
-    loop elsewhere; nor for kernels with MMAs (a matmul's K loop reads each tile once)."""
+    tiles are walked along the same axis by two or more loops of one block (the kernel's top
+    level, or a top-level loop's body), each loop's load indexing by its induction variable in
+    one position and by values from outside the loop elsewhere; nor for kernels with MMAs (a
+    matmul's K loop reads each tile once)."""
     found = _walking_loops(fn)
     return None if found is None else found[0]
 
 
-def _walking_loops(fn: Function) -> tuple[Reread, list[ops.For]] | None:
-    """`reread(fn)` and the top-level loops that walk its array."""
+def _walking_loops(fn: Function) -> tuple[Reread, list[ops.For], Block] | None:
+    """`reread(fn)`, the loops that walk its array and the block holding them: the kernel's top
+    level, else the body of one of its top-level loops (a persistent kernel's loop over rows)."""
     if any(isinstance(op, ops.Mma) for op in fn.walk()):
         return None
     params = {p.id: i for i, p in enumerate(fn.params)}
-    outside = set(params) | {r.id for op in fn.body.ops if not op.blocks for r in op.results}
+    outside = set(params) | _plain_results(fn.body)
+    found = _walking_in(fn.body, params, outside)
+    for outer in (op for op in fn.body.ops if isinstance(op, ops.For) and found is None):
+        body = outer.body
+        found = _walking_in(body, params, outside | {a.id for a in body.args} | _plain_results(body))
+    return found
+
+
+def _plain_results(block: Block) -> set[int]:
+    """ids of the results of `block`'s ops without blocks of their own."""
+    return {r.id for op in block.ops if not op.blocks for r in op.results}
+
+
+def _walking_in(block: Block, params: dict[int, int],
+                outside: set[int]) -> tuple[Reread, list[ops.For], Block] | None:
+    """The array two or more of `block`'s loops walk, indexing by `outside` values elsewhere."""
     passes: dict[Reread, list[ops.For]] = {}
-    for loop in (op for op in fn.body.ops if isinstance(op, ops.For)):
+    for loop in (op for op in block.ops if isinstance(op, ops.For)):
         for found in {_walked(op, loop.body.args[0], params, outside) for op in loop.body.ops} - {None}:
             passes.setdefault(found, []).append(loop)
     again = [r for r, loops in passes.items() if len(loops) >= 2]
     if not again:
         return None
     found = max(again, key=lambda r: r.across)
-    return found, passes[found]
+    return found, passes[found], block
 
 
 def _walked(op: Op, iv: Value, params: dict[int, int], outside: set[int]) -> Reread | None:
     """The stretch Load `op` walks with induction variable `iv`, if it does: `iv` in one index
-    position, values from `outside` the loop (the kernel's top level) in the others."""
+    position, values from `outside` the loop (the block holding it, or above) in the others."""
     if not isinstance(op, ops.Load) or op.array.id not in params:
         return None
     at = [k for k, v in enumerate(op.index) if v is iv]
@@ -89,11 +109,13 @@ def _walked(op: Op, iv: Value, params: dict[int, int], outside: set[int]) -> Rer
 
 @dataclasses.dataclass(frozen=True)
 class ResidentRows:
-    """A kernel that `reread` finds (`found`), with the loops walking its array (`loops`)."""
+    """A kernel that `reread` finds (`found`), with the loops walking its array (`loops`) and the
+    block holding them (`block`: the kernel's body or a top-level loop's)."""
 
     fn: Function
     found: Reread
     loops: tuple[ops.For, ...]
+    block: Block
 
     def trips(self, size: int) -> tuple[int, ...] | None:
         """The walking loops' trip counts where the array's size along the walked axis is
@@ -138,7 +160,7 @@ class ResidentRows:
 def resident_rows(fn: Function) -> ResidentRows | None:
     """`fn`'s `ResidentRows`, where `reread` finds an array its blocks read again and again."""
     found = _walking_loops(fn)
-    return None if found is None else ResidentRows(fn, found[0], tuple(found[1]))
+    return None if found is None else ResidentRows(fn, found[0], tuple(found[1]), found[2])
 
 
 def _array_type(v: Value) -> ArrayType:
@@ -155,16 +177,17 @@ class _Unroller:
         self.axis = rows.found.axis
         self.size = size
         self.trips = dict(zip(rows.loops, trips))
+        self.block = rows.block
         self.params = {p.id for p in rows.fn.params}
         self.b = Builder(first_id=rows.fn.max_id() + 1)
         self.map: dict[int, Value] = {}
         self.consts: dict[int, tuple[Any, Any]] = {}  # value id in the copy -> (value, dtype) of a constant
-        self.loaded: dict[tuple, Value] = {}  # a top-level load's key -> its value in the copy
+        self.loaded: dict[tuple, Value] = {}  # a load's key -> its value in the copy (in `block`)
 
     def function(self) -> Function:
         body = Block()
         with self.b.inside(body):
-            self.copy(self.fn.body.ops, top=True)
+            self.copy(self.fn.body.ops, top=self.block is self.fn.body)
         fn = self.fn
         return eliminate_dead_code(Function(f"{fn.name}_resident{self.size}", list(fn.params), list(fn.param_names),
                                             body, fn.loc, dict(fn.options)))
@@ -173,8 +196,8 @@ class _Unroller:
         return self.map.get(v.id, v)
 
     def copy(self, source: list[Op], top: bool) -> None:
-        """Append copies of `source` to the block being built; `top`: at the kernel's top level,
-        where loads merge."""
+        """Append copies of `source` to the block being built; `top`: in the block holding the
+        walking loops, where loads merge."""
         for op in source:
             self.b.loc = op.loc
             if top and isinstance(op, ops.For) and op in self.trips:
@@ -257,8 +280,10 @@ class _Unroller:
             self.map[a.id] = new
             args.append(new)
         copy = Block(args)
+        outer, self.loaded = self.loaded, {}  # what a block loads is not seen after it
         with self.b.inside(copy):
-            self.copy(block.ops, top=False)
+            self.copy(block.ops, top=block is self.block)
+        self.loaded = outer
         return copy
 
 
