@@ -84,8 +84,8 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "and not tried again for a day, or until torch or the compiler changes; 'debug' prints the record's "
                       "path: delete it to build again.")
 
-ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, RESIDENT_ROWS, STREAM_K, WARP_SPECIALIZE, TF32_STAGING,
-       ALIGN_STAGING, TENSOR_READER)
+ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, RESIDENT_ROWS, STREAM_K, WARP_SPECIALIZE,
+       TF32_STAGING, ALIGN_STAGING, TENSOR_READER)
 
 
 def cache_dir() -> Path | None:

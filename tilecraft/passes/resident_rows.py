@@ -70,8 +70,9 @@ def _walking_loops(fn: Function) -> tuple[Reread, list[ops.For], Block] | None:
     params = {p.id: i for i, p in enumerate(fn.params)}
     outside = set(params) | _plain_results(fn.body)
     found = _walking_in(fn.body, params, outside)
-    for outer in (op for op in fn.body.ops if isinstance(op, ops.For) and found is None):
-        body = outer.body
+    for body in (op.body for op in fn.body.ops if isinstance(op, ops.For)):
+        if found is not None:
+            break
         found = _walking_in(body, params, outside | {a.id for a in body.args} | _plain_results(body))
     return found
 
