@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from contextlib import contextmanager
-from typing import Any, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from ..errors import Location, TileInternalError
 from .core import Block, IRError, Op, Value
@@ -64,3 +64,18 @@ class Builder:
     def value(self, cls: type[Op], **fields: Any) -> Value:
         """Emit a single-result op and return its result."""
         return self.emit(cls, **fields).result
+
+
+def copied_fields(op: Op, value: Callable[[Value], Value], block: Callable[[Block], Block]) -> dict[str, Any]:
+    """The fields that build a copy of `op` with `Builder.emit`: its attributes as they are, its
+    operands through `value`, its blocks through `block` (passes copying a kernel map both)."""
+    fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
+    for name in op._operand_fields:
+        v = fields[name]
+        if isinstance(v, tuple):
+            fields[name] = tuple(value(x) for x in v)
+        elif v is not None:
+            fields[name] = value(v)
+    for name in op._block_fields:
+        fields[name] = block(fields[name])
+    return fields

@@ -25,7 +25,7 @@ import math
 from typing import Any, NamedTuple
 
 from ..ir import Block, Function, Op, Value, ops
-from ..ir.builder import Builder
+from ..ir.builder import Builder, copied_fields
 from ..ir.types import ArrayType
 from ..language.enums import MemoryOrder
 from .dce import eliminate_dead_code, has_effects
@@ -261,16 +261,7 @@ class _Unroller:
                     self.loaded.clear()
 
     def _emit(self, op: Op) -> Op:
-        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
-        for name in op._operand_fields:
-            v = fields[name]
-            if isinstance(v, tuple):
-                fields[name] = tuple(self.get(x) for x in v)
-            elif v is not None:
-                fields[name] = self.get(v)
-        for name in op._block_fields:
-            fields[name] = self._block(fields[name])
-        new = self.b.emit(type(op), **fields)
+        new = self.b.emit(type(op), **copied_fields(op, self.get, self._block))
         self.map.update((old.id, res) for old, res in zip(op.results, new.results))
         return new
 

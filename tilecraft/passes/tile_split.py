@@ -36,11 +36,11 @@ cutting only the rows lets it take more kernels (row-wise reductions, aranges, I
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 from ..ir import BinaryFn, Block, Builder, Function, Op, TileType, Value, ops
+from ..ir.builder import copied_fields
 from ..ir.types import IRType
 from ..language import dtypes as dt
 from .dce import eliminate_dead_code
@@ -481,15 +481,7 @@ class Rebuild:
         return copy
 
     def _emit(self, op: Op) -> None:
-        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
-        for name in op._operand_fields:
-            v = fields[name]
-            if isinstance(v, tuple):
-                fields[name] = tuple(self.get(x) for x in v)
-            elif v is not None:
-                fields[name] = self.get(v)
-        for name in op._block_fields:
-            fields[name] = self._block(fields[name])
+        fields = copied_fields(op, self.get, self._block)
         lab = self.labels.get(op.results[0].id) if op.results else None
         if isinstance(op, ops.Load) and lab is not None:
             fields.update(shape=self._type(op.result).shape, index=self._index(op.index, lab))
