@@ -219,6 +219,17 @@ def test_each_row_length_gets_its_variant_and_lengths_beyond_the_limit_run_as_co
     assert sorted(length for c in compiled for length in c._variants) == [24, 40]
 
 
+def test_only_the_first_few_row_lengths_get_variants(monkeypatch):
+    """Each variant is a compile of its own: after `MAX_LENGTHS` lengths, new ones run the
+    kernel as compiled; lengths already given variants keep them."""
+    from tilecraft.backends import resident_rows as module
+    monkeypatch.setattr(module, "MAX_LENGTHS", 2)
+    choose = module.RowLengths(resident_rows(_layernorm_ir(64, 16)))
+    grid = (1, 1, 1)
+    shaped = [np.zeros((1, cols), np.float32) for cols in (40, 16 * MAX_TRIPS + 1, 24, 56, 40)]
+    assert [choose(grid, [x]) for x in shaped] == [40, None, 24, None, 40]
+
+
 @pytest.mark.only_backends("triton")
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_wide_rows_run_resident_on_the_gpu(dev, dtype):
