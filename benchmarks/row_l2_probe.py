@@ -25,6 +25,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from unittest import mock
 
 from _results import claim
 
@@ -48,27 +49,10 @@ def rows_looped(x, weight, bias, y, eps, TILE_N: ct.Constant[int]):
         normalize_row(x, weight, bias, y, eps, row, TILE_N)
 
 
-def _bounded(blocks: int, stream, rows: int, args: tuple):
-    """A launch of the sample (a kernel object of its own: its own specialized launcher) with
-    its blocks bounded to `blocks` per SM whatever its rows' size."""
-    from tilecraft.backends.triton import occupancy
-    kernel = ct.kernel(layernorm.fn)
-
-    def run():
-        if not kernel.fast:  # the launch that makes the specialized launcher asks for the bound
-            bound, occupancy.blocks_bound = occupancy.blocks_bound, lambda *_: blocks
-            try:
-                ct.launch(stream, (rows,), kernel, args)
-            finally:
-                occupancy.blocks_bound = bound
-        ct.launch(stream, (rows,), kernel, args)
-        return args[3]
-    return run
-
-
 def _first_launch_with(patch, stream, rows: int, args: tuple):
-    """A launch of the sample (a kernel object of its own) whose first launch, which compiles
-    it and its variant for this row length, runs inside `patch` (a context manager)."""
+    """A launch of the sample (a kernel object of its own: its own variants and specialized
+    launcher) whose first launch, which compiles it (and its variant for this row length) and
+    makes the specialized launcher, runs inside `patch()` (a context manager)."""
     kernel = ct.kernel(layernorm.fn)
 
     def run():
@@ -80,32 +64,21 @@ def _first_launch_with(patch, stream, rows: int, args: tuple):
     return run
 
 
-class _Knob:
-    """TILECRAFT_RESIDENT_ROWS=0 while compiling."""
-
-    def __enter__(self):
-        os.environ["TILECRAFT_RESIDENT_ROWS"] = "0"
-
-    def __exit__(self, *exc):
-        os.environ.pop("TILECRAFT_RESIDENT_ROWS")
+def _bounded(blocks: int):
+    """Blocks bounded to `blocks` per SM whatever the rows' size (backends/triton/occupancy.py)."""
+    from tilecraft.backends.triton import occupancy
+    return mock.patch.object(occupancy, "blocks_bound", lambda *_: blocks)
 
 
-class _Warps:
-    """Resident variants on `warps` warps while compiling."""
+def _three_passes():
+    """The kernel as compiled: no resident-row variants."""
+    return mock.patch.dict(os.environ, {"TILECRAFT_RESIDENT_ROWS": "0"})
 
-    def __init__(self, warps: int) -> None:
-        self.warps = warps
 
-    def __call__(self):
-        return self
-
-    def __enter__(self):
-        import tilecraft.backends.triton as backend
-        self.saved, backend.resident_warps = backend.resident_warps, lambda held: self.warps
-
-    def __exit__(self, *exc):
-        import tilecraft.backends.triton as backend
-        backend.resident_warps = self.saved
+def _warps(warps: int):
+    """Resident variants on `warps` warps."""
+    import tilecraft.backends.triton as backend
+    return mock.patch.object(backend, "resident_warps", lambda held: warps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,12 +106,14 @@ def main(argv: list[str] | None = None) -> int:
         runs = [("torch", lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, EPS)),
                 ("sample, a block per row", lambda: ct.launch(stream, (rows,), layernorm, args) or y)]
         if opts.resident:
-            runs += [("sample, three passes", _first_launch_with(_Knob, stream, rows, args))]
-            runs += [(f"resident, {k} warps", _first_launch_with(_Warps(k), stream, rows, args)) for k in WARPS]
+            runs += [("sample, three passes", _first_launch_with(_three_passes, stream, rows, args))]
+            runs += [(f"resident, {k} warps", _first_launch_with(lambda k=k: _warps(k), stream, rows, args))
+                     for k in WARPS]
         else:
             runs += [(f"looped, {k} per SM", lambda k=k: ct.launch(stream, (sms * k,), rows_looped, args) or y)
                      for k in PER_SM]
-            runs += [(f"sample, bounded to {k} per SM", _bounded(k, stream, rows, args)) for k in BOUNDS]
+            runs += [(f"sample, bounded to {k} per SM", _first_launch_with(lambda k=k: _bounded(k), stream, rows, args))
+                     for k in BOUNDS]
         tolerance = 1e-5 if dtype == "float32" else 1e-2
         entry = {"case": f"{'fp32' if dtype == 'float32' else 'bf16'} {rows}x{cols}", "rows": []}
         t_torch = None
