@@ -51,14 +51,16 @@ TILE, ROUNDS = 32, 3
 def _merged(kernel) -> list[str]:
     """The merges `kernel`'s launches ran with, as rows x cols / stride, then g and the merged row
 tiles per group where programs take them in groups (`Merge.band`), h and the merged programs
-where the blocks after them run on their own (`Merge.head`), u where unchecked, s where the launch
+where the blocks after them run on their own (`Merge.head`), p and the blocks of a group where spans
+restart at every group (`Merge.period`), u where unchecked, s where the launch
 staged its operands (none: not merged)."""
     from tilecraft.backends.base import wrapped_as
     from tilecraft.backends.tile_splitting import BlockMergeKernel
     compiled = [(v.compiled, "") for v in kernel.variants.values()]
     compiled += [(k, " s") for c, _ in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
     found = [(wrapped_as(c, BlockMergeKernel), staged) for c, staged in compiled]
-    return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}{f' h{m.head}' if m.head else ''}"
+    return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}{f' p{m.period}' if m.period else ''}"
+                   f"{f' h{m.head}' if m.head else ''}"
                    f"{'' if m.checked else ' u'}{staged}"
                    for f, staged in found if f is not None for m in f._variants})
 

@@ -19,7 +19,7 @@ from tilecraft.backends.tile_splitting import (AUTO_SHAPES, BlockMergeKernel, Gr
                                               auto_merge, auto_shapes)
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
-from tilecraft.passes.block_merge import Merge, block_merges
+from tilecraft.passes.block_merge import Merge, StoredTiles, block_merges
 from conftest import fast_launchers, kernel_ir, run_matmul
 
 ConstInt = ct.Constant[int]
@@ -296,7 +296,8 @@ def test_merged_2d_grid(dev, merge_backend):
 
 @pytest.mark.parametrize("shape,m,n,k,want", [((2, 2), 1000, 100, 40, Merge(2, 2, 8, False, 2, 8)),
                                                ((1, 2), 500, 100, 40, Merge(1, 2, 8, False)),
-                                               ((4, 2), 380, 100, 33, Merge(4, 2, 8)),
+                                               ((4, 2), 380, 100, 33,
+                                                Merge(4, 2, 8, False, period=32, groups=1, last=4)),
                                                ((2, 2), 300, 64, 40, Merge(2, 2, 8, False, head=4)),
                                                ((4, 1), 270, 100, 40, Merge(4, checked=False, head=8))])
 def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
@@ -305,8 +306,9 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     the launch finds (stride 8). At 1000x100 (32 x 4 tiles, the last row tile cut short) every
     program lines up, so the kernel runs unchecked, and they take their rectangles in two groups
     of 8 merged row tiles (`Merge.band`); at 500x100 (unchecked too) one merged row tile is a
-    band, too short to regroup; at 380x100 the last group is 4 row tiles tall, where the checked
-    kernel's programs run their blocks one by one. With a tail (`Merge.head`): 300x64 (10 x 2
+    band, too short to regroup; at 380x100 the last group is 4 row tiles tall, so spans of the
+    grid's order do not line up, and the spans restart at each group (`Merge.period`). With a
+    tail (`Merge.head`): 300x64 (10 x 2
     tiles) merged 2 x 2, its first 16 blocks 4 programs, the last group's 4 blocks one each;
     270x100 (9 x 4 tiles) merged 4 x 1, the last row of tiles on its own. Close to float64, equal
     to the unmerged kernel up to summation order, the same bits on a rerun, and (the
@@ -322,12 +324,33 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
     assert _merged(kernel, name, shape) == [want]
-    if dev.name == "interpreter" and not want.checked:
+    if dev.name == "interpreter" and not want.checked and not want.period:
         variant = verify(block_merges(kernel_ir(matmul_kernel, a, b, first, 32, 32, 32)).merge(
             replace(want, checked=True)))
         out = np.full((m, n), np.nan, _F32)
         InterpretedKernel(variant).launch((want.programs(grid[0]), 1, 1), (a, b, out))
         np.testing.assert_array_equal(out.view(np.uint32), first.view(np.uint32))
+
+
+@pytest.mark.parametrize("shape,m,n", [((4, 4), 438, 200), ((2, 4), 300, 290), ((4, 8), 333, 450)])
+def test_merged_in_groups(dev, merge_backend, shape, m, n):
+    """The sample, fp32 with 32x32x32 tiles, merged where its groups' columns are cut short (7,
+    10 and 15 column tiles) and its last group of rows too (6, 2 and 3 row tiles; at 438 rows
+    two merged row tiles, the sample's rows there turned by 2): every program runs merged, tiles
+    past the last row and column dropped (`Merge.period`). Close to float64, equal to the
+    unmerged kernel up to summation order, the same bits on a rerun."""
+    k = 40
+    a, b = _mats(m, n, k)
+    kernel = ct.kernel(matmul_kernel.fn)
+    grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
+    unmerged = run_matmul(dev, dev.name, grid, kernel, a, b, (32, 32, 32))
+    name = merge_backend(shape)
+    first, again = (run_matmul(dev, name, grid, kernel, a, b, (32, 32, 32)) for _ in range(2))
+    np.testing.assert_allclose(first, a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
+    np.testing.assert_allclose(first, unmerged, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
+    merges = _merged(kernel, name, shape)
+    assert merges and all(g.period and not g.head for g in merges)
 
 
 @pytest.mark.only_backends("triton", "triton-interpret")
@@ -429,15 +452,68 @@ def test_merges_with_a_tail():
     groups of 8 and one of 5), its blocks do not line up: the merge runs the 15 groups' blocks
     merged (a head of 240 programs of 4 x 4, in groups of 6 merged row tiles) and each of the
     last 160 blocks on its own, 400 programs in all. A tail of more than a quarter of the grid
-    (350 rows: 11 row tiles, 3 of them past the group) is not merged; nor are columns cut short
-    inside every group (3000 columns: 94 column tiles, merged 4 across)."""
+    (350 rows: 11 row tiles, 3 of them past the group, 32 columns) runs in groups (`Merge.period`)."""
     arrays, finder = _sample(4000, 1000)
     merge = finder.find((4, 4), (4000, 1, 1), arrays)
     assert merge == Merge(4, 4, 8, checked=False, band=8, group=6, head=240) and merge.programs(4000) == 400
     arrays, finder = _sample(350, 1000)
-    assert finder.find((2, 2), (352, 1, 1), arrays) is None
+    assert finder.find((2, 2), (352, 1, 1), arrays) == Merge(2, 2, 8, False, period=256, groups=1, last=3, shift=2)
+
+
+def test_merges_in_groups():
+    """Columns cut short in every group of the sample's order (3000 columns: 94 column tiles,
+    not a multiple of 4 or 8): the spans restart at each group of 8 row tiles (752 blocks), the
+    last of a group's 24 spans of 4 columns holding 2, its merged tiles reaching past the last
+    column; the grid's last group is 6 row tiles tall, its rows turned by the sample's
+    `bid % group_size_m` (block 8272 is row tile 92: shift 2). The launch checks that the
+    merged tiles past the grid lie past C's end: with C wider than the product, none merge."""
     arrays, finder = _sample(3000, 3000)
-    assert finder.find((4, 4), (94 * 94, 1, 1), arrays) is None
+    merge = finder.find((4, 4), (94 * 94, 1, 1), arrays)
+    assert merge == Merge(4, 4, 8, checked=False, period=752, groups=11, last=6, shift=2)
+    assert merge.programs(94 * 94) == 11 * 48 + 24 * 2 and merge.programs(94 * 94 - 1) is None
+    assert finder.find((4, 8), (94 * 94, 1, 1), arrays).programs(94 * 94) == 12 * 24
+    wider = (*arrays[:2], np.empty((3000, 3100), _F32))
+    assert finder.find((4, 4), (94 * 94, 1, 1), wider) is None
+
+
+def test_merges_in_groups_need_bounded_stores():
+    """Merged tiles may reach past the grid only where every access on the output axes keeps
+    its bounds check and stores into a parameter: a store promising to stay inside its array
+    (check_bounds=False) rules merges in groups out."""
+    arrays, finder = _sample(3000, 3000)
+    fn = finder.merges.fn
+    assert finder.merges.stores == (StoredTiles(2, (0, 1), (32, 32)),)
+    store = next(i for i, op in enumerate(fn.body.ops) if isinstance(op, ops.Store))
+    fn.body.ops[store] = replace(fn.body.ops[store], check_bounds=False)
+    unchecked = MergeFinder(block_merges(fn))
+    assert unchecked.merges.stores is None and unchecked.find((4, 4), (94 * 94, 1, 1), arrays) is None
+
+
+def _sample_tile(block: np.ndarray, m_tiles: int, n_tiles: int) -> tuple[np.ndarray, np.ndarray]:
+    """The sample's (row, column) tile of `block`s (`swizzle_2d_from_bid`, groups of 8), in NumPy."""
+    group = block // (8 * n_tiles)
+    height = np.minimum(m_tiles - group * 8, 8)
+    return group * 8 + block % height, block % (8 * n_tiles) // height
+
+
+@pytest.mark.parametrize("m_tiles,n_tiles", [(8, 3), (11, 7), (19, 10), (30, 5), (17, 9)])
+@pytest.mark.parametrize("rows,cols", [(4, 4), (2, 4), (4, 8), (8, 2)])
+def test_merges_in_groups_cover_the_grid(m_tiles, n_tiles, rows, cols):
+    """Merges in groups of the sample's order: their programs' first blocks are at row and
+    column tiles that are multiples of the merge's sides, and their rectangles hold every tile
+    of the grid once, with tiles past the grid's last row and column tile only."""
+    arrays, finder = _sample(m_tiles * 32 - 5, n_tiles * 32 - 3)
+    blocks = m_tiles * n_tiles
+    merge = finder.find((rows, cols), (blocks, 1, 1), arrays)
+    if merge is None or not merge.period:  # whole spans (found otherwise), or too few rows or columns
+        assert n_tiles % cols == 0 or m_tiles < 8 or n_tiles < cols
+        return
+    assert merge.period == 8 * n_tiles and not merge.head
+    top, left = _sample_tile(merge.first(np.arange(merge.programs(blocks))), m_tiles, n_tiles)
+    assert not (top % rows).any() and not (left % cols).any()
+    tiles = [(r, c) for t, l in zip(top, left) for r in range(t, t + rows) for c in range(l, l + cols)]
+    inside = sorted(t for t in tiles if t[0] < m_tiles and t[1] < n_tiles)
+    assert inside == [(r, c) for r in range(m_tiles) for c in range(n_tiles)]
 
 
 def test_merge_order():

@@ -227,9 +227,65 @@ class MergeFinder:
         if found is not None:
             found = self._ordered(found, values, found.head or grid[0] // found.blocks)
             return replace(found, checked=not self.merges.pinned)
-        if everywhere:
-            return None
+        found = self._in_groups(shape, grid, args, values)
+        if found is not None or everywhere:
+            return found
         return next((m for m in whole if cols == 1 or lined(m)[sorted({0, len(lined(m)) // 2})].all()), None)
+
+    def _in_groups(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any],
+                   values: list[np.ndarray]) -> Merge | None:
+        """The merge of `shape` whose spans restart at every group of the user's order
+        (`Merge.period`), with the grid's last group merged or, failing that, on its own (a
+        head), where its rectangles cover the grid's blocks (`_covers`); else None. The groups
+        are read off the column index: `stride` blocks down a column, `period` blocks before it
+        first goes back."""
+        m, (rows, cols), n = self.merges, shape, grid[0]
+        if cols == 1 or not m.pinned or m.stores is None or len(m.rows) != 1 or len(m.cols) != 1:
+            return None
+        row, col = values[0], values[1]
+        moved, back = np.flatnonzero(col != col[0]), np.flatnonzero(np.diff(col) < 0)
+        stride = int(moved[0]) if len(moved) else 0
+        period = int(back[0]) + 1 if len(back) else n
+        if not stride or stride % rows or period % stride:
+            return None
+        groups, rest = divmod(n, period)
+        last, extra = divmod(rest, period // stride)
+        if not groups or extra or last >= stride:
+            return None
+        column = row[groups * period:groups * period + last]  # the last group's first column
+        shift = int(np.argmin(column)) if last else 0
+        merge = Merge(rows, cols, stride, checked=False, period=period, groups=groups, last=last, shift=shift)
+        heads = (merge, replace(merge, head=groups * merge.per_group)) if last else (merge,)
+        return next((h for h in heads if self._covers(h, n, args, values)), None)
+
+    def _covers(self, merge: Merge, user_blocks: int, args: Sequence[Any], values: list[np.ndarray]) -> bool:
+        """Whether the rectangles of `merge`'s merged programs, placed at their first blocks'
+        row and column tile (multiples of its sides), hold each of the blocks it runs merged
+        once, with the same other values as the first, and otherwise only tiles that every store
+        drops (past its array's end): a merge in groups (`Merge.period`), whose merged tiles may
+        reach past the grid's last row and column tiles, runs correctly exactly then."""
+        m = self.merges
+        programs = np.arange(merge.head or merge.programs(user_blocks))
+        merged = merge.covered(merge.head) if merge.head else user_blocks
+        row, col = values[0][:merged], values[1][:merged]
+        first = merge.first(programs)
+        top, left = row[first], col[first]
+        if (top % merge.rows).any() or (left % merge.cols).any() or row.min() < 0 or col.min() < 0 \
+                or (row.max() + merge.rows) * (col.max() + merge.cols) > 16 * merged + 4096:
+            return False
+        owner = np.full((row.max() + merge.rows, col.max() + merge.cols), -1)
+        owner[row, col] = np.arange(merged)
+        tiles_r = top[:, None, None] + np.arange(merge.rows)[None, :, None]
+        tiles_c = left[:, None, None] + np.arange(merge.cols)[None, None, :]
+        held = owner[tiles_r, tiles_c]
+        present = held >= 0
+        if not (np.bincount(held[present], minlength=merged) == 1).all():
+            return False  # a block in two rectangles or none (or two blocks on one tile)
+        for v in values[2:]:
+            if not (v[held[present]] == np.broadcast_to(v[first][:, None, None], held.shape)[present]).all():
+                return False
+        missing = ~present
+        return all(s.past_end(tuple(args[s.param].shape), tiles_r, tiles_c)[missing].all() for s in m.stores)
 
     @staticmethod
     def _with_head(merge: Merge, lined: np.ndarray, user_blocks: int) -> Merge | None:

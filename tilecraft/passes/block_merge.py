@@ -97,7 +97,19 @@ class Merge:
     `stride / rows` merged row tiles, then the next band. Where the launch found that (`band`
     > 0), programs take the rectangles `group` merged row tiles at a time instead (a multiple
     of the band's, dividing the grid's), across every column, as the sample's order takes its
-    tiles (`MERGED_GROUP`); the grid's programs are a multiple of `group * band`."""
+    tiles (`MERGED_GROUP`); the grid's programs are a multiple of `group * band`.
+
+    Where a group of the sample's order has a number of columns that `cols` does not divide
+    (3000 columns of 32: 94), spans straddle two groups and never line up. A merge `in_groups`
+    (`period` > 0, unchecked only) restarts its spans at every group of `period` blocks (`stride`
+    row tiles by `period / stride` columns; `groups` of them, then a last one `last` row tiles
+    tall, whose rows the sample's `bid % group_size_m` turns by `shift`): the group's last span
+    has fewer columns than the merge, and its merged tiles reach past the grid's last column,
+    which the launch checks lies past every stored array's end (the stores drop those lanes);
+    likewise the last group's rows. A program's rectangle is where its first block's row and
+    column indices say (the only block whose prologue an unchecked merge reads), and the launch
+    checks that the rectangles cover every block of the grid once (backends/tile_splitting.py
+    `MergeFinder`). With a head, the last group's blocks run on their own."""
 
     rows: int
     cols: int = 1
@@ -107,17 +119,26 @@ class Merge:
     band: int = 0
     group: int = 0
     head: int = 0
-    """Where nonzero, only the programs below it run merged (the user's first `head * blocks`
-    blocks, whole spans); each later program runs one more of the user's blocks on its own, as
-    written: the blocks of a grid's last group of row tiles, cut short, which do not line up."""
+    """Where nonzero, only the programs below it run merged (the user's first `covered(head)`
+    blocks: whole spans, or whole groups); each later program runs one more of the user's blocks
+    on its own, as written: the blocks of a grid's last group of row tiles, cut short, which do
+    not line up."""
+    period: int = 0
+    groups: int = 0
+    last: int = 0
+    shift: int = 0
 
     def __post_init__(self) -> None:
         if self.cols == 1:
             object.__setattr__(self, "stride", self.rows)
         bad_order = self.band < 0 or self.band and (self.group <= self.per_span or self.group % self.per_span)
-        bad_head = self.head < 0 or self.head % self.per_span
+        bad_head = self.head < 0 or self.head % (self.per_group if self.period else self.per_span)
+        bad_groups = self.period and (self.checked or self.band or self.period % self.stride or self.groups < 1
+                                      or not 0 <= self.last < self.stride or not 0 <= self.shift < max(self.last, 1)
+                                      or self.head not in (0, self.groups * self.per_group) or self.head and not self.last)
+        bad_groups = bad_groups or not self.period and (self.groups or self.last or self.shift)
         if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows \
-                or bad_order or bad_head:
+                or bad_order or bad_head or bad_groups:
             raise ValueError(f"cannot merge blocks as {self}")
 
     @property
@@ -132,18 +153,46 @@ class Merge:
 
     def programs(self, user_blocks: int) -> int | None:
         """How many programs run a grid of `user_blocks` blocks along axis 0 (None: this merge
-        cannot: the grid is not whole spans, or, with a head, shorter than it)."""
+        cannot: the grid is not whole spans, or, with a head, shorter than it; in groups: not
+        the grid it was found for)."""
+        if self.period:
+            if user_blocks != self.user_blocks(None):
+                return None
+            tail = self.last * self.n_cols if self.head else self.spans * -(-self.last // self.rows)
+            return self.groups * self.per_group + tail
         if self.head:
-            return self.head + user_blocks - self.head * self.blocks if self.head * self.blocks <= user_blocks else None
+            return self.head + user_blocks - self.covered(self.head) if self.covered(self.head) <= user_blocks else None
         return user_blocks // self.blocks if user_blocks % self.span == 0 else None
+
+    def covered(self, programs: int) -> int:
+        """How many of the user's blocks the first `programs` programs run (whole spans or groups)."""
+        return programs // self.per_group * self.period if self.period else programs * self.blocks
 
     def alone(self, program: Any) -> Any:
         """The user's block that `program`, past the head, runs on its own (as `first` takes it)."""
-        return program + self.head * (self.blocks - 1)
+        return program + (self.covered(self.head) - self.head)
 
     def user_blocks(self, programs: Any) -> Any:
-        """The user's grid along axis 0 of a launch of `programs` (as `first` takes them)."""
+        """The user's grid along axis 0 of a launch of `programs` (as `first` takes them; in
+        groups the grid is the merge's own, an int)."""
+        if self.period:
+            return self.groups * self.period + self.last * self.n_cols
         return self.alone(programs) if self.head else programs * self.blocks
+
+    @property
+    def n_cols(self) -> int:
+        """In groups: the user's column tiles in a group."""
+        return self.period // self.stride
+
+    @property
+    def spans(self) -> int:
+        """In groups: the spans of a group, the last one maybe narrower than the merge."""
+        return -(-self.n_cols // self.cols)
+
+    @property
+    def per_group(self) -> int:
+        """In groups: the programs of a whole group."""
+        return self.spans * self.per_span
 
     @property
     def per_span(self) -> int:
@@ -154,6 +203,8 @@ class Merge:
         """The first of the user's blocks that `program` runs: an int, a NumPy array of them, or
         anything else with Python's integer operators (the merged kernel's IR values)."""
         per_span = self.per_span
+        if self.period:
+            return self._first_in_groups(program)
         if not self.band:
             return program // per_span * self.span + program % per_span * self.rows
         sweep = self.group * self.band
@@ -161,10 +212,40 @@ class Merge:
         col = program % sweep // self.group
         return (row // per_span * self.band + col) * self.span + row % per_span * self.rows
 
+    def _first_in_groups(self, program: Any) -> Any:
+        """`first` of a merge in groups: within its group, program t + s * (programs a span)
+        takes the rectangle of rows t * rows and span s; the last group is `last` tall, and its
+        row r is block (r + shift) % last of a column."""
+        group, within = program // self.per_group, program % self.per_group
+        height, per_span = self.stride, self.per_span
+        if self.last:  # 1 in the last group, else 0
+            is_last = group // self.groups
+            height = is_last * (self.last - self.stride) + self.stride
+            per_span = is_last * (-(-self.last // self.rows) - self.per_span) + self.per_span
+            row = (within % per_span * self.rows + is_last * self.shift) % height
+        else:
+            row = within % per_span * self.rows
+        return group * self.period + within // per_span * (height * self.cols) + row
+
     def block(self, first: Any, i: Any, j: Any) -> Any:
         """The user's block on row i and column j of the rectangle that starts at block `first`
         (as `first` takes them)."""
         return first + i + self.stride * j
+
+
+@dataclass(frozen=True)
+class StoredTiles:
+    """One store's output tiles: into parameter `param`, output axis a (0 rows, 1 columns) along
+    the array's dim `dims[a]`, the user's tiles `extents[a]` long there."""
+
+    param: int
+    dims: tuple[int, int]
+    extents: tuple[int, int]
+
+    def past_end(self, shape: tuple[int, ...], row: Any, col: Any) -> Any:
+        """Whether the user's tile (row, col) lies wholly past the array's end (its store drops
+        every lane), for an array of `shape`; NumPy arrays of tile indices too."""
+        return (row * self.extents[0] >= shape[self.dims[0]]) | (col * self.extents[1] >= shape[self.dims[1]])
 
 
 @dataclass(frozen=True)
@@ -195,6 +276,10 @@ class BlockMerges:
     axis 0 knows whether they line up, and may run a merge unchecked."""
     tf32: bool
     """Whether every MMA of the kernel takes tf32 operands."""
+    stores: tuple["StoredTiles", ...] | None = None
+    """Where the kernel's stores put the output tiles, or None where merged tiles must not reach
+    past the grid's last tiles (`Merge.period`): a load or store on the output axes promises to
+    stay inside its array, or a store is to an array that is not a parameter."""
 
     def shapes(self) -> list[tuple[int, int]]:
         """The (rows, cols) of the user's tiles that a merged tile may have: at most `MAX_ROWS`
@@ -273,7 +358,28 @@ def block_merges(fn: Function) -> BlockMerges | None:
     pinned = not any(v.id in scalars for op in prologue for v in op.operands) and not any(
         isinstance(op, ops.Bid) and op.axis != 0 for op in prologue)
     return BlockMerges(fn, splits.shape, splits.labels, tuple(prologue), frozenset(per_block), role("row"),
-                       role("col"), role("uniform"), widens, pinned, tf32)
+                       role("col"), role("uniform"), widens, pinned, tf32, _stored_tiles(fn, splits.labels))
+
+
+def _stored_tiles(fn: Function, labels: dict[int, Labels]) -> tuple[StoredTiles, ...] | None:
+    """`BlockMerges.stores`: each rank-2 store's tiles, or None (its docstring)."""
+    params = {p.id: i for i, p in enumerate(fn.params)}
+    found = []
+    for op in fn.walk():
+        if not isinstance(op, (ops.Load, ops.Store)):
+            continue
+        lab = labels.get((op.result if isinstance(op, ops.Load) else op.tile).id)
+        if lab is None or not any(a is not None for a in lab):
+            continue
+        if not op.check_bounds or isinstance(op, ops.Store) and (op.array.id not in params or sorted(
+                a for a in lab if a is not None) != [0, 1]):
+            return None
+        if isinstance(op, ops.Store):
+            where = {a: k for k, a in enumerate(lab) if a is not None}
+            shape = op.tile.tile.shape
+            found.append(StoredTiles(params[op.array.id], (op.order[where[0]], op.order[where[1]]),
+                                     (shape[where[0]], shape[where[1]])))
+    return tuple(found)
 
 
 def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
@@ -287,7 +393,7 @@ def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
 
 class _IntOps:
     """An integer IR value under Python's +, *, // and % (an int on the other side folded where
-    it is 0 or 1), so that `Merge.first` and `Merge.block` state a program's blocks once, for
+    it is 0 or 1; // and % by an int or another value), so that `Merge.first` and `Merge.block` state a program's blocks once, for
     the launch's NumPy arrays and for the merged kernel's ops."""
 
     def __init__(self, b: Builder, value: Value) -> None:
@@ -310,11 +416,11 @@ class _IntOps:
     __radd__ = __add__
     __rmul__ = __mul__
 
-    def __floordiv__(self, other: int) -> "_IntOps":
-        return self if other == 1 else self._op(BinaryFn.FLOORDIV, other)
+    def __floordiv__(self, other: "_IntOps | int") -> "_IntOps":
+        return self if isinstance(other, int) and other == 1 else self._op(BinaryFn.FLOORDIV, other)
 
-    def __mod__(self, other: int) -> "_IntOps | int":
-        return 0 if other == 1 else self._op(BinaryFn.MOD, other)
+    def __mod__(self, other: "_IntOps | int") -> "_IntOps | int":
+        return 0 if isinstance(other, int) and other == 1 else self._op(BinaryFn.MOD, other)
 
 
 class _Merged(Rebuild):
@@ -379,7 +485,8 @@ class _Merge:
         b.loc = fn.loc
         with b.inside(body):
             program = b.value(ops.Bid, axis=0)
-            blocks = g.user_blocks(self._int(b.value(ops.NumBlocks, axis=0))).value
+            blocks = g.user_blocks(self._int(b.value(ops.NumBlocks, axis=0)))
+            blocks = self._const(blocks, program) if isinstance(blocks, int) else blocks.value
             if not g.head:
                 self._merged(program, blocks)
             else:  # the head's programs merged, each later one a block of the user's as written
@@ -387,7 +494,8 @@ class _Merge:
                 _without_tma(tail)
                 b.emit(ops.If, cond=b.value(ops.Compare, fn=CompareFn.LT, lhs=program, rhs=self._const(g.head, program)),
                        then=self._region(lambda: self._merged(program, blocks)), orelse=tail)
-        name = f"{fn.name}_merged{g.rows}x{g.cols}{'' if g.checked else '_unchecked'}{'_head' if g.head else ''}"
+        kind = ('' if g.checked else '_unchecked') + ('_in_groups' if g.period else '') + ('_head' if g.head else '')
+        name = f"{fn.name}_merged{g.rows}x{g.cols}{kind}"
         return eliminate_dead_code(Function(name, list(fn.params), list(fn.param_names), body, fn.loc,
                                             dict(fn.options)))
 
