@@ -65,10 +65,13 @@ staged its operands (none: not merged)."""
                    for f, staged in found if f is not None for m in f._variants})
 
 
-def _launches(a, b, c, staged: bool) -> list[tuple[str, Callable[[], None]]]:
-    """(row, launch) per tilecraft row (`staged`: the staged rows too); compiles each kernel."""
+def _launches(a, b, c, staged: bool, heads: bool) -> list[tuple[str, Callable[[], None]]]:
+    """(row, launch) per tilecraft row (`staged`: the staged rows too; `heads`: rows whose
+    launches may not merge in groups, `Merge.period`); compiles each kernel."""
+    from unittest import mock
     import torch
     import tilecraft as ct
+    from tilecraft.backends.tile_splitting import MergeFinder
     from tilecraft.library.matmul import matmul_kernel
     stream = torch.cuda.current_stream()
     grid = (ct.cdiv(a.shape[0], TILE) * ct.cdiv(b.shape[1], TILE), 1, 1)
@@ -79,12 +82,19 @@ def _launches(a, b, c, staged: bool) -> list[tuple[str, Callable[[], None]]]:
         backends += [("staged automatic", variant_backend("staged", stage_operands=True))]
         backends += [(f"staged merged {r}x{k}", variant_backend(f"staged-merge{r}x{k}", block_merge=(r, k),
                                                                 stage_operands=True)) for r, k in SHAPES]
+    if heads:
+        backends += [(f"no groups {name}", backend) for name, backend in backends if "merged 4x" in name]
     rows = []
     for name, backend in backends:
         kernel = ct.kernel(matmul_kernel.fn)
-        ct.launch(stream, grid, kernel, args, backend=backend)
-        rows.append((f"{name} {_merged(kernel)}",
-                     lambda kernel=kernel, backend=backend: ct.launch(stream, grid, kernel, args, backend=backend)))
+
+        def launch(kernel=kernel, backend=backend, no_groups="no groups" in name) -> None:
+            if not no_groups:
+                return ct.launch(stream, grid, kernel, args, backend=backend)
+            with mock.patch.object(MergeFinder, "_in_groups", return_value=None):  # each launch picks again
+                ct.launch(stream, grid, kernel, args, backend=backend)
+        launch()  # compiles
+        rows.append((f"{name} {_merged(kernel)}", launch))
     for tm, tn, tk in WRITTEN:
         written = (ct.cdiv(a.shape[0], tm) * ct.cdiv(b.shape[1], tn), 1, 1)
         rows.append((f"written {tm}x{tn}x{tk}", lambda written=written, tiles=(tm, tn, tk): ct.launch(
@@ -97,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--staged", action="store_true", help="the staged rows too")
     parser.add_argument("--cases", default="", help="comma-separated substrings of the case names to run")
+    parser.add_argument("--heads", action="store_true", help="the forced 4 x C rows again, not merged in groups")
     opts = parser.parse_args(argv)
     out = claim(opts.out)
     picked = [c for c in opts.cases.split(",") if c]
@@ -114,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         ref = a.double() @ b.double()
         c = torch.empty(m, n, device="cuda", dtype=a.dtype)
         rows = [("torch", lambda: torch.matmul(a, b, out=c))]
-        rows += _launches(a, b, c, opts.staged)
+        rows += _launches(a, b, c, opts.staged, opts.heads)
         errors = {}
         for name, fn in rows:
             c.fill_(float("nan"))

@@ -162,7 +162,8 @@ def test_nothing_to_check_when_bid_is_the_row():
 def test_automatic_shapes():
     """Automatic merges are of tf32 kernels (fp32 arrays), at least 4 blocks, and leave one wave
     of blocks (TC3's 512 blocks merge 2 x 2, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 8
-    (else 4 x 4, else 4 x 2), two or more (each 0.95 full), or else 0.7 to 0.95 of one, or else
+    (else 4 x 4, else 4 x 2; ranked by how full they leave the last wave), two or more (each 0.95
+    full), or else 0.7 to 0.95 of one, or else
     4 x 1 on two waves or more; staged kernels rank the two-wave shapes first."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
@@ -194,6 +195,8 @@ def test_automatic_shapes():
     assert auto_merge((1536, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 1)]  # 1024x1536: 96 blocks, 0.73 of a wave
     assert auto_merge((768, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4)]
     assert auto_merge((16384, 1, 1), 132, [(4, 1)]) == [(4, 1)]
+    # 3000^2: 4 x 8 would fill 2.1 waves, 4 x 4 4.2, which pays more than its narrower tiles cost
+    assert auto_merge((94 * 94, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 2), (4, 8), (4, 1)]
 
 
 def test_specialize_starts_from_the_launch_it_follows():
@@ -298,7 +301,8 @@ def test_merged_2d_grid(dev, merge_backend):
                                                ((1, 2), 500, 100, 40, Merge(1, 2, 8, False)),
                                                ((4, 2), 380, 100, 33,
                                                 Merge(4, 2, 8, False, period=32, groups=1, last=4)),
-                                               ((2, 2), 300, 64, 40, Merge(2, 2, 8, False, head=4)),
+                                               ((2, 2), 300, 64, 40,
+                                                Merge(2, 2, 8, False, period=16, groups=1, last=2)),
                                                ((4, 1), 270, 100, 40, Merge(4, checked=False, head=8))])
 def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     """The sample, fp32 (tf32 MMAs) with 32x32x32 tiles, its blocks merged in rectangles of rows
@@ -307,10 +311,10 @@ def test_merged_rectangles(dev, merge_backend, shape, m, n, k, want):
     program lines up, so the kernel runs unchecked, and they take their rectangles in two groups
     of 8 merged row tiles (`Merge.band`); at 500x100 (unchecked too) one merged row tile is a
     band, too short to regroup; at 380x100 the last group is 4 row tiles tall, so spans of the
-    grid's order do not line up, and the spans restart at each group (`Merge.period`). With a
-    tail (`Merge.head`): 300x64 (10 x 2
-    tiles) merged 2 x 2, its first 16 blocks 4 programs, the last group's 4 blocks one each;
-    270x100 (9 x 4 tiles) merged 4 x 1, the last row of tiles on its own. Close to float64, equal
+    grid's order do not line up, and the spans restart at each group (`Merge.period`), as at
+    300x64 (10 x 2 tiles) merged 2 x 2, its first 16 blocks 4 programs, the last group's 4
+    blocks 2. With a tail (`Merge.head`): 270x100 (9 x 4 tiles) merged 4 x 1, the last row of
+    tiles on its own. Close to float64, equal
     to the unmerged kernel up to summation order, the same bits on a rerun, and (the
     interpreter) the same bits as the merge checked in the kernel."""
     a, b = _mats(m, n, k)
@@ -449,12 +453,16 @@ def _sample(m: int, n: int):
 
 def test_merges_with_a_tail():
     """Where the grid's last group of row tiles is cut short (4000 rows: 125 row tiles, 15
-    groups of 8 and one of 5), its blocks do not line up: the merge runs the 15 groups' blocks
-    merged (a head of 240 programs of 4 x 4, in groups of 6 merged row tiles) and each of the
-    last 160 blocks on its own, 400 programs in all. A tail of more than a quarter of the grid
-    (350 rows: 11 row tiles, 3 of them past the group, 32 columns) runs in groups (`Merge.period`)."""
+    groups of 8 and one of 5), its blocks do not line up. It runs merged, its tiles reaching past
+    the last row tile (`Merge.period`); where C has rows there (4100), the merge runs the 15
+    groups' blocks merged (a head of 240 programs of 4 x 4, in groups of 6 merged row tiles) and
+    each of the last 160 blocks on its own, 400 programs in all. A tail of more than a quarter
+    of the grid (350 rows: 11 row tiles, 3 of them past the group, 32 columns) runs in groups."""
     arrays, finder = _sample(4000, 1000)
     merge = finder.find((4, 4), (4000, 1, 1), arrays)
+    assert merge == Merge(4, 4, 8, checked=False, period=256, groups=15, last=5) and merge.programs(4000) == 256
+    taller = (*arrays[:2], np.empty((4100, 1000), _F32))
+    merge = finder.find((4, 4), (4000, 1, 1), taller)
     assert merge == Merge(4, 4, 8, checked=False, band=8, group=6, head=240) and merge.programs(4000) == 400
     arrays, finder = _sample(350, 1000)
     assert finder.find((2, 2), (352, 1, 1), arrays) == Merge(2, 2, 8, False, period=256, groups=1, last=3, shift=2)
@@ -474,6 +482,24 @@ def test_merges_in_groups():
     assert finder.find((4, 8), (94 * 94, 1, 1), arrays).programs(94 * 94) == 12 * 24
     wider = (*arrays[:2], np.empty((3000, 3100), _F32))
     assert finder.find((4, 4), (94 * 94, 1, 1), wider) is None
+
+
+def test_merges_in_groups_with_a_head():
+    """Where the last group's merged tiles would reach rows of C that the kernel leaves alone
+    (C taller than A: 500 rows against 438, the last group 6 row tiles), its blocks run on
+    their own after the merged groups (a head): C as the unmerged kernel leaves it (A @ B, then
+    zeros to the end of the last row tile, then C's rows as they were), on the interpreter."""
+    a, b = _mats(438, 200, 40)
+    out, unmerged = (np.full((500, 200), np.nan, _F32) for _ in range(2))
+    merges = block_merges(kernel_ir(matmul_kernel, a, b, out, 32, 32, 32))
+    grid = 14 * 7
+    merge = MergeFinder(merges).find((4, 4), (grid, 1, 1), (a, b, out))
+    assert merge == Merge(4, 4, 8, checked=False, head=4, period=56, groups=1, last=6, shift=4)
+    InterpretedKernel(verify(merges.merge(merge))).launch((merge.programs(grid), 1, 1), (a, b, out))
+    InterpretedKernel(merges.fn).launch((grid, 1, 1), (a, b, unmerged))
+    np.testing.assert_allclose(out[:438], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(40), rtol=2e-3)
+    np.testing.assert_allclose(out, unmerged, atol=1e-5, rtol=1e-5)
+    assert (out[438:448] == 0).all() and np.isnan(out[448:]).all()
 
 
 def test_merges_in_groups_need_bounded_stores():

@@ -90,15 +90,18 @@ def auto_shapes(merges: BlockMerges) -> list[tuple[int, int]]:
     return [s for s in AUTO_SHAPES if s in allowed]
 
 
-WIDE_SHAPES = ((4, 8), (4, 4), (4, 2))
-"""The merges launches of several waves take, the first that leaves `WIDE_MIN_WAVES` and lines up
-(128x256, 128x128 or 128x64 tiles of the sample's 32x32 ones: where the user's tiles make a
-number of columns that 8 or 4 does not divide, the wider ones do not line up). H200, unchecked,
+WIDE_SHAPES = {(4, 8): 1.0, (4, 4): 0.9, (4, 2): 0.78}
+"""The merges launches of several waves take, of those that leave `WIDE_MIN_WAVES` and line up,
+the fastest by the share of the last wave they fill (`_wave_use`) times their speed on full waves
+(here: 128x256, 128x128 and 128x64 tiles of the sample's 32x32 ones). H200, unchecked,
 programs in groups (merge-probe-h200-2026-12-02-j.json): 4096^3 4 x 8 0.93x torch against 4 x 4 0.83x, 8192^3 0.96
 against 0.89-0.96x (written with 128x256x32 tiles: 0.94, 0.94x); checked, in the grid's order,
 4 x 8 had lost (0.38, 0.45 against 0.67, 0.75x: -h). Grids of 3008 and 4000 blocks, too few for
 two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`; -l): 4 x 2
-0.66, 0.60x against 4 x 4 0.50, 0.52x, 4 x 8 0.52, 0.53x, 0.33, 0.30x unmerged."""
+0.66, 0.60x against 4 x 4 0.50, 0.52x, 4 x 8 0.52, 0.53x, 0.33, 0.30x unmerged. 3000x3000x1000
+(8836 blocks, 94 columns: merged in groups, `Merge.period`), staged: 4 x 4 (553 blocks, 4.2 waves)
+0.82x, 4 x 8 (277, 2.1 waves) 0.61x (merge-probe-h200-2026-12-03.json). The speeds: 4 x 4 at
+4096^3 0.83 / 0.93 of 4 x 8 (-j), 4 x 2 at 2048^3 staged 0.56 / 0.65 of 4 x 4 (-n)."""
 
 LAST_RESORT = (4, 1)
 """The merge launches of several waves try last: one column of 4 row tiles lines up whatever the
@@ -121,7 +124,7 @@ unmerged 0.51x torch, 4 x 4 (96 blocks, 0.73 per SM) 0.66x, 2 x 2 0.63x, 4 x 2 0
 def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
-    first; then those of `WIDE_SHAPES` that leave `WIDE_MIN_WAVES` waves or more, in order; then those
+    first; then those of `WIDE_SHAPES` that leave `WIDE_MIN_WAVES` waves or more, fastest first; then those
     leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first; then `LAST_RESORT`
     where it leaves `WIDE_MIN_WAVES`. `staged` (the
     kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
@@ -145,9 +148,13 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
 
     def waves(candidates: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
         return [s for s in candidates if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM]
+
+    def fastest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        return sorted(found, key=lambda s: -_wave_use(-(-blocks // (s[0] * s[1])), sms) * WIDE_SHAPES[s])
     fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
     near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
-    ranked = [*waves(WIDE_SHAPES), *fits] if staged else [*fits, *waves(WIDE_SHAPES)]
+    wide = fastest_first(waves(list(WIDE_SHAPES)))
+    ranked = [*wide, *fits] if staged else [*fits, *wide]
     return list(dict.fromkeys([*ranked, *near, *waves([LAST_RESORT])]))
 
 
@@ -200,9 +207,10 @@ class MergeFinder:
 
     def find(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any], everywhere: bool = True) -> Merge | None:
         """The merge of `shape` (rows, cols) for a launch on `grid` whose programs all line up,
-        with the smallest stride (a multiple of the rows) that does; else one whose programs
+        with the smallest stride (a multiple of the rows) that does; else one whose spans
+        restart at every group of the user's order (`_in_groups`); else one whose programs
         line up but for at most `MAX_TAIL` of the grid's blocks at its end, which run on their
-        own (`Merge.head`); None where none does. One column: consecutive blocks. Not
+        own (`Merge.head`; in groups where only those do); None where none does. One column: consecutive blocks. Not
         `everywhere` (tests and probes, which force merges), where none does: one column whether
         they line up or not, more where the first and the middle program do. Merges whose
         programs line up run unchecked where the prologue allows (`BlockMerges.pinned`)."""
@@ -222,14 +230,16 @@ class MergeFinder:
                 checked[m] = self._lined(m, values, np.arange(grid[0] // m.span * m.per_span))
             return checked[m]
         found = next((m for m in whole if lined(m).all()), None)
+        grouped = self._in_groups(shape, grid, args, values) if found is None else None
+        if grouped is not None and not grouped.head:
+            return grouped
         if found is None:
             found = next((h for m in merges if (h := self._with_head(m, lined(m), grid[0])) is not None), None)
         if found is not None:
             found = self._ordered(found, values, found.head or grid[0] // found.blocks)
             return replace(found, checked=not self.merges.pinned)
-        found = self._in_groups(shape, grid, args, values)
-        if found is not None or everywhere:
-            return found
+        if grouped is not None or everywhere:
+            return grouped
         return next((m for m in whole if cols == 1 or lined(m)[sorted({0, len(lined(m)) // 2})].all()), None)
 
     def _in_groups(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any],

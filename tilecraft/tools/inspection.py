@@ -220,9 +220,11 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
     if isinstance(count, Merge):
         how = (f"the user's blocks merged {count.rows} x {count.cols} to a program (stride {count.stride}"
                + (f", programs in groups of {count.group} merged row tiles" if count.band else "")
+               + (f", spans restarting at every group of {count.period} blocks, the last group {count.last} row "
+                  "tiles tall" if count.period else "")
                + (", unchecked" if not count.checked else ", checked in the kernel")
-               + (f", the first {count.head} programs; the {whole[0] - count.head * count.blocks} blocks after them "
-                  "one each" if count.head else "") + ")")
+               + (f", the first {count.head} programs; the {whole[0] - count.covered(count.head)} blocks after "
+                  "them one each" if count.head else "") + ")")
     else:
         how = f"each output tile split {count} ways"
     note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
