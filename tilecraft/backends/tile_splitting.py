@@ -105,7 +105,8 @@ two waves of 4 x 4 (3000x1000x700, 4000x1000x700, each with a tail: `Merge.head`
 
 LAST_RESORT = (4, 1)
 """The merge launches of several waves try last: one column of 4 row tiles lines up whatever the
-number of columns (an odd one: none of `WIDE_SHAPES` does). H200, against unmerged: 0.50 / 0.33x
+number of columns (where merges in groups are ruled out and the count is odd, none of
+`WIDE_SHAPES` lines up: `MergeFinder.find`). H200, against unmerged: 0.50 / 0.33x
 torch at 3000x1000x700, 0.34 / 0.26x at 2048^3 (merge-probe-h200-2026-12-02-n.json), 0.33 /
 0.21x at 8192^3 (-p)."""
 
