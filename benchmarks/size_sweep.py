@@ -3,7 +3,7 @@ docs/performance.md (ratio to torch vs problem size; benchmarks/plot_sweep.py dr
 
   matmul   the cuTile MatMul sample (tilecraft.library.matmul_kernel, the sample's tiles),
            launched as a cuTile user launches it, vs torch.matmul (cuBLAS): square sizes 256 to
-           8192 and three odd shapes in fp16 and bf16, and fp32 (tf32 on both sides) at four sizes and 1000x500x700
+           8192 and three odd shapes in fp16 and bf16, and fp32 (tf32 on both sides) at four sizes and three odd shapes
   rowwise  the softmax and LayerNorm samples of examples/ vs torch (and the Triton tutorial's
            softmax) on 8192 fp32 rows of 256 to 32768 columns, memory bound
 
@@ -70,7 +70,7 @@ HALF = (torch.float16, torch.bfloat16)
 SQUARE = (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
 ODD = ((1000, 500, 700), (4000, 3000, 2000), (3001, 3001, 3001))
 TF32 = (512, 1024, 2048, 4096)
-TF32_ODD = ((1000, 500, 700),)
+TF32_ODD = ((1000, 500, 700), (2000, 1500, 1000), (3000, 3000, 1000))
 ROWS = 8192
 ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 
