@@ -100,7 +100,7 @@ class Merge:
     tiles (`MERGED_GROUP`); the grid's programs are a multiple of `group * band`.
 
     Where a group of the sample's order has a number of columns that `cols` does not divide
-    (3000 columns of 32: 94), spans straddle two groups and never line up. A merge `in_groups`
+    (3000 columns of 32: 94), spans straddle two groups and never line up. A merge in groups
     (`period` > 0, unchecked only) restarts its spans at every group of `period` blocks (`stride`
     row tiles by `period / stride` columns; `groups` of them, then a last one `last` row tiles
     tall, whose rows the sample's `bid % group_size_m` turns by `shift`): the group's last span
@@ -124,6 +124,8 @@ class Merge:
     on its own, as written: the blocks of a grid's last group of row tiles, cut short, which do
     not line up."""
     period: int = 0
+    """In groups (nonzero): the blocks of each whole group; then `groups` of them, the last
+    group's rows and how its rows are turned (the class docstring)."""
     groups: int = 0
     last: int = 0
     shift: int = 0
@@ -202,9 +204,9 @@ class Merge:
     def first(self, program: Any) -> Any:
         """The first of the user's blocks that `program` runs: an int, a NumPy array of them, or
         anything else with Python's integer operators (the merged kernel's IR values)."""
-        per_span = self.per_span
         if self.period:
             return self._first_in_groups(program)
+        per_span = self.per_span
         if not self.band:
             return program // per_span * self.span + program % per_span * self.rows
         sweep = self.group * self.band
@@ -393,7 +395,7 @@ def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
 
 class _IntOps:
     """An integer IR value under Python's +, *, // and % (an int on the other side folded where
-    it is 0 or 1; // and % by an int or another value), so that `Merge.first` and `Merge.block` state a program's blocks once, for
+    it is 0 or 1), so that `Merge.first` and `Merge.block` state a program's blocks once, for
     the launch's NumPy arrays and for the merged kernel's ops."""
 
     def __init__(self, b: Builder, value: Value) -> None:
