@@ -199,6 +199,19 @@ def test_automatic_shapes():
     assert auto_merge((94 * 94, 1, 1), 132, AUTO_SHAPES) == [(4, 4), (4, 2), (4, 8), (4, 1)]
 
 
+def test_automatic_shapes_count_the_programs_found():
+    """Launches rank merges by the programs they run as found: 4000x1000 merged 4 x 8 in groups
+    runs 128 programs (its last group's 5 row tiles as 2 merged ones), one wave on 132 SMs,
+    where 4000 blocks over 32 would be 125, too few to count as one; a shape that does not line
+    up is not ranked."""
+    arrays, finder = _sample(4000, 1000)
+    grid = (4000, 1, 1)
+    assert finder.programs((4, 8), grid, arrays) == 128
+    assert auto_merge(grid, 132, AUTO_SHAPES)[0] == (4, 2)
+    assert auto_merge(grid, 132, AUTO_SHAPES, programs=lambda s: finder.programs(s, grid, arrays))[0] == (4, 8)
+    assert auto_merge(grid, 132, [(4, 8), (4, 2)], programs=lambda s: None if s == (4, 8) else 500) == [(4, 2)]
+
+
 def test_specialize_starts_from_the_launch_it_follows():
     """`GridVariantKernel.specialize` gives its launcher the variant's launcher and a quick-path
     launch for the grid of the kernel's last launch only where that launch ran these very
@@ -596,11 +609,12 @@ def _assert_true(value) -> None:
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (2, 2)), (2048, 1024, 512, (4, 4)), (4000, 1000, 64, (4, 2))])
+@pytest.mark.parametrize("m,n,k,shape", [(1000, 500, 700, (2, 2)), (2048, 1024, 512, (4, 4)), (4000, 1000, 64, (4, 8))])
 def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
     """TC3, 1000x500x700 fp32 with the sample's 32x32x32 tiles (512 blocks), 2048x1024x512
-    (2048) and 4000x1000x64 (4000, with a tail), merged as `auto_merge` says for the GPU's SMs
-    (on the H200's 132: 2 x 2, 4 x 4 and 4 x 2); reruns through the fast path are bit-identical."""
+    (2048) and 4000x1000x64 (4000, its last group of rows cut short: in groups), merged as
+    `auto_merge` says for the GPU's SMs, counting the programs the merges found run (on the
+    H200's 132: 2 x 2, 4 x 4 and 4 x 8); reruns through the fast path are bit-identical."""
     import torch
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     a, b = _mats(m, n, k)
@@ -608,7 +622,9 @@ def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
     grid = (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1)
     results = [run_matmul(dev, "triton", grid, kernel, a, b, (32, 32, 32)) for _ in range(3)]
     np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    shapes = auto_merge(grid, sms, AUTO_SHAPES)
+    arrays = (a, b, results[0])
+    finder = MergeFinder(block_merges(kernel_ir(matmul_kernel, *arrays, 32, 32, 32)))
+    shapes = auto_merge(grid, sms, AUTO_SHAPES, programs=lambda s: finder.programs(s, grid, arrays))
     assert shapes[:1] == [shape] or sms != 132
     if shapes:
         assert _merged(kernel, "triton", shapes[0])

@@ -91,8 +91,8 @@ def test_what_a_grid_runs(capsys):
     """With a grid, inspection shows what a launch on it runs on a GPU of so many SMs: TC3's 512
     blocks of 32x32 tf32 tiles merged 2 x 2 on 132 SMs (128 programs of 64x64 tiles on 4 warps,
     not 1), 4 x 2 on 64 SMs; 4000x1000's grid, whose last group of row tiles does not line up,
-    merged 4 x 2 with spans restarting at every group, or, where C has rows below the product's,
-    but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
+    merged 4 x 8 with spans restarting at every group (one wave of 128 programs), or, where C
+    has rows below the product's, 4 x 2 but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
     compiled; 2048x2048x1024, whose 2M-element operands stage where the launch merges wide,
     the staged kernel merged 4 x 4. Without one, the summary says launches may run a variant."""
     f32 = torch.float32
@@ -109,8 +109,8 @@ def test_what_a_grid_runs(capsys):
     assert merged.num_warps == 4 and merged.spill_bytes == 0
     assert "merged 4 x 2" in inspect_kernel(matmul_kernel, args(1000, 500, 700), grid=(512, 1), sms=64).summary()
     tail = inspect_kernel(matmul_kernel, args(4000, 1000, 64), grid=(4000,)).summary()
-    assert "merged 4 x 2 to a program (stride 8, spans restarting at every group of 256 blocks, the last group " \
-           "5 row tiles tall, unchecked), on grid (512, 1, 1)" in tail
+    assert "merged 4 x 8 to a program (stride 8, spans restarting at every group of 256 blocks, the last group " \
+           "5 row tiles tall, unchecked), on grid (128, 1, 1)" in tail
     taller = (*args(4000, 1000, 64)[:2], torch.empty(4100, 1000, dtype=f32), 32, 32, 32)
     assert "merged 4 x 2 to a program (stride 8, programs in groups of 6 merged row tiles, unchecked, the first " \
            "480 programs; the 160 blocks after them one each), on grid (640, 1, 1)" in \

@@ -122,14 +122,17 @@ unmerged 0.51x torch, 4 x 4 (96 blocks, 0.73 per SM) 0.66x, 2 x 2 0.63x, 4 x 2 0
 768 blocks 0.70x, 2 x 4 or 4 x 2 (96 blocks) 0.75, 0.73x, 2 x 2 0.65x, 4 x 4 (48) 0.51x."""
 
 
-def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False) -> list[tuple[int, int]]:
+def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False,
+               programs: Callable[[tuple[int, int]], int | None] | None = None) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
     first; then those of `WIDE_SHAPES` that leave `WIDE_MIN_WAVES` waves or more, fastest first; then those
     leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first; then `LAST_RESORT`
     where it leaves `WIDE_MIN_WAVES`. `staged` (the
     kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
-    wide shapes first. H200, fp32, the
+    wide shapes first. `programs` counts a shape's programs along axis 0 where the launch found
+    how its merge runs (`MergeFinder.programs`: merges in groups run more than the blocks over
+    the merged ones; None: it does not line up), else that quotient. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
@@ -139,10 +142,14 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
     0.55, 0.46x; written with 128x128x32 tiles, staged: 0.66x). Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
-    blocks = math.prod(grid)
+    counts = {s: (grid[0] // (s[0] * s[1]) if programs is None else programs(s)) for s in shapes}
+    shapes = [s for s in shapes if counts[s] is not None]
+
+    def merged(s: tuple[int, int]) -> int:
+        return counts[s] * grid[1] * grid[2]
 
     def per_sm(s: tuple[int, int]) -> float:
-        return blocks // (s[0] * s[1]) / sms
+        return merged(s) / sms
 
     def largest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
         return sorted(found, key=lambda s: -s[0] * s[1])
@@ -151,7 +158,7 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
         return [s for s in candidates if s in shapes and per_sm(s) >= WIDE_MIN_WAVES * MERGED_BLOCKS_PER_SM]
 
     def fastest_first(found: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        return sorted(found, key=lambda s: -_wave_use(-(-blocks // (s[0] * s[1])), sms) * WIDE_SHAPES[s])
+        return sorted(found, key=lambda s: -_wave_use(merged(s), sms) * WIDE_SHAPES[s])
     fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
     near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
     wide = fastest_first(waves(list(WIDE_SHAPES)))
@@ -200,6 +207,12 @@ class MergeFinder:
             from .interpreter.scalars import ScalarProgram  # the interpreter's semantics, on the host
             self._program = ScalarProgram(m.prologue, m.fn.params, (*m.rows, *m.cols, *m.uniform))
         self._values: dict[tuple, list[np.ndarray] | None] = {}
+
+    def programs(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any]) -> int | None:
+        """The programs along axis 0 of `find`'s merge of `shape` for a launch on `grid`; None
+        where it finds none (`auto_merge`'s `programs`)."""
+        found = self.find(shape, grid, args)
+        return None if found is None else found.programs(grid[0])
 
     def first(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]],
               everywhere: bool = True) -> Merge | None:
