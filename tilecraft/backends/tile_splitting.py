@@ -224,8 +224,9 @@ class MergeFinder:
         with the smallest stride (a multiple of the rows) that does; else one whose spans
         restart at every group of the user's order (`_in_groups`); else one whose programs
         line up but for at most `MAX_TAIL` of the grid's blocks at its end, which run on their
-        own (`Merge.head`; in groups where only those do); None where none does. One column: consecutive blocks. Not
-        `everywhere` (tests and probes, which force merges), where none does: one column whether
+        own (`Merge.head`; in groups where only those do); None where none does. One column:
+        consecutive blocks. Not `everywhere` (tests and probes, which force merges), where none
+        does: one column whether
         they line up or not, more where the first and the middle program do. Merges whose
         programs line up run unchecked where the prologue allows (`BlockMerges.pinned`)."""
         rows, cols = shape
@@ -293,6 +294,8 @@ class MergeFinder:
         merged = merge.covered(merge.head) if merge.head else user_blocks
         row, col = values[0][:merged], values[1][:merged]
         first = merge.first(programs)
+        if first.min() < 0 or first.max() >= merged:
+            return False
         top, left = row[first], col[first]
         if (top % merge.rows).any() or (left % merge.cols).any() or row.min() < 0 or col.min() < 0 \
                 or (row.max() + merge.rows) * (col.max() + merge.cols) > 16 * merged + 4096:

@@ -135,9 +135,10 @@ class Merge:
             object.__setattr__(self, "stride", self.rows)
         bad_order = self.band < 0 or self.band and (self.group <= self.per_span or self.group % self.per_span)
         bad_head = self.head < 0 or self.head % (self.per_group if self.period else self.per_span)
-        bad_groups = self.period and (self.checked or self.band or self.period % self.stride or self.groups < 1
-                                      or not 0 <= self.last < self.stride or not 0 <= self.shift < max(self.last, 1)
-                                      or self.head not in (0, self.groups * self.per_group) or self.head and not self.last)
+        bad_groups = self.period and (
+            self.checked or self.band or self.period % self.stride or self.groups < 1
+            or not 0 <= self.last < self.stride or not 0 <= self.shift < max(self.last, 1)
+            or self.head not in (0, self.groups * self.per_group) or self.head and not self.last)
         bad_groups = bad_groups or not self.period and (self.groups or self.last or self.shift)
         if self.rows < 1 or self.cols < 1 or self.blocks < 2 or self.stride < self.rows or self.stride % self.rows \
                 or bad_order or bad_head or bad_groups:
