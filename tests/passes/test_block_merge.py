@@ -206,9 +206,9 @@ def test_automatic_shapes_count_the_programs_found():
     up is not ranked."""
     arrays, finder = _sample(4000, 1000)
     grid = (4000, 1, 1)
-    assert finder.programs((4, 8), grid, arrays) == 128
+    assert finder.find((4, 8), grid, arrays).programs(grid[0]) == 128
     assert auto_merge(grid, 132, AUTO_SHAPES)[0] == (4, 2)
-    assert auto_merge(grid, 132, AUTO_SHAPES, programs=lambda s: finder.programs(s, grid, arrays))[0] == (4, 8)
+    assert [(m.rows, m.cols) for m in finder.ranked(grid, arrays, AUTO_SHAPES, 132)][0] == (4, 8)
     assert auto_merge(grid, 132, [(4, 8), (4, 2)], programs=lambda s: None if s == (4, 8) else 500) == [(4, 2)]
 
 
@@ -624,7 +624,7 @@ def test_automatic_merge_on_the_gpu(dev, m, n, k, shape):
     np.testing.assert_allclose(results[0], a.astype(np.float64) @ b, atol=2e-3 * np.sqrt(k), rtol=2e-3)
     arrays = (a, b, results[0])
     finder = MergeFinder(block_merges(kernel_ir(matmul_kernel, *arrays, 32, 32, 32)))
-    shapes = auto_merge(grid, sms, AUTO_SHAPES, programs=lambda s: finder.programs(s, grid, arrays))
+    shapes = [(m.rows, m.cols) for m in finder.ranked(grid, arrays, AUTO_SHAPES, sms)]
     assert shapes[:1] == [shape] or sms != 132
     if shapes:
         assert _merged(kernel, "triton", shapes[0])

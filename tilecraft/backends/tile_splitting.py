@@ -131,7 +131,7 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
     where it leaves `WIDE_MIN_WAVES`. `staged` (the
     kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
     wide shapes first. `programs` counts a shape's programs along axis 0 where the launch found
-    how its merge runs (`MergeFinder.programs`: merges in groups run more than the blocks over
+    how its merge runs (`MergeFinder.ranked`: merges in groups run more than the blocks over
     the merged ones; None: it does not line up), else that quotient. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
     TC3's 512 blocks 4 x 1 0.73 -> 0.91x torch (2 x 2 0.94x), 2048x1024x512's 2048 4 x 4 0.75 ->
@@ -208,11 +208,13 @@ class MergeFinder:
             self._program = ScalarProgram(m.prologue, m.fn.params, (*m.rows, *m.cols, *m.uniform))
         self._values: dict[tuple, list[np.ndarray] | None] = {}
 
-    def programs(self, shape: tuple[int, int], grid: Grid, args: Sequence[Any]) -> int | None:
-        """The programs along axis 0 of `find`'s merge of `shape` for a launch on `grid`; None
-        where it finds none (`auto_merge`'s `programs`)."""
-        found = self.find(shape, grid, args)
-        return None if found is None else found.programs(grid[0])
+    def ranked(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]], sms: int,
+               staged: bool = False) -> list[Merge]:
+        """`find`'s merges of `shapes` for a launch on `grid`, each found once, in `auto_merge`'s
+        order for `sms` SMs (a `staged` kernel's launch), counting the programs each runs."""
+        found = {s: m for s in shapes if (m := self.find(s, grid, args)) is not None}
+        order = auto_merge(grid, sms, list(found), staged, lambda s: found[s].programs(grid[0]))
+        return [found[s] for s in order]
 
     def first(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]],
               everywhere: bool = True) -> Merge | None:

@@ -161,7 +161,7 @@ class Merge:
         if self.period:
             if user_blocks != self.user_blocks(None):
                 return None
-            tail = self.last * self.n_cols if self.head else self.spans * -(-self.last // self.rows)
+            tail = self.last * self.n_cols if self.head else self.spans * self.last_per_span
             return self.groups * self.per_group + tail
         if self.head:
             return self.head + user_blocks - self.covered(self.head) if self.covered(self.head) <= user_blocks else None
@@ -198,6 +198,12 @@ class Merge:
         return self.spans * self.per_span
 
     @property
+    def last_per_span(self) -> int:
+        """In groups: the programs of a span of the last group (its rows merged, the last ones
+        reaching past the grid)."""
+        return -(-self.last // self.rows)
+
+    @property
     def per_span(self) -> int:
         """How many programs run a span's blocks."""
         return self.stride // self.rows
@@ -224,7 +230,7 @@ class Merge:
         if self.last:  # 1 in the last group, else 0
             is_last = group // self.groups
             height = is_last * (self.last - self.stride) + self.stride
-            per_span = is_last * (-(-self.last // self.rows) - self.per_span) + self.per_span
+            per_span = is_last * (self.last_per_span - self.per_span) + self.per_span
             row = (within % per_span * self.rows + is_last * self.shift) % height
         else:
             row = within % per_span * self.rows
@@ -371,7 +377,7 @@ def _stored_tiles(fn: Function, labels: dict[int, Labels]) -> tuple[StoredTiles,
     for op in fn.walk():
         if not isinstance(op, (ops.Load, ops.Store)):
             continue
-        lab = labels.get((op.result if isinstance(op, ops.Load) else op.tile).id)
+        lab = _access_labels(op, labels)
         if lab is None or not any(a is not None for a in lab):
             continue
         if not op.check_bounds or isinstance(op, ops.Store) and (op.array.id not in params or sorted(
@@ -388,10 +394,13 @@ def _stored_tiles(fn: Function, labels: dict[int, Labels]) -> tuple[StoredTiles,
 def _indices(op: Op, labels: dict[int, Labels], axis: int) -> list[Value]:
     """The values indexing output `axis` (0: rows, 1: columns) in `op`: a load's or store's index
     on a dim along it."""
-    if not isinstance(op, (ops.Load, ops.Store)):
-        return []
-    lab = labels.get((op.result if isinstance(op, ops.Load) else op.tile).id)
+    lab = _access_labels(op, labels) if isinstance(op, (ops.Load, ops.Store)) else None
     return [] if lab is None else [i for i, a in zip(op.index, lab) if a == axis]
+
+
+def _access_labels(op: ops.Load | ops.Store, labels: dict[int, Labels]) -> Labels | None:
+    """The output-axis labels of a load's or store's tile (None: it is on neither axis)."""
+    return labels.get((op.result if isinstance(op, ops.Load) else op.tile).id)
 
 
 class _IntOps:

@@ -15,7 +15,7 @@ from ...language.dtypes import DType
 from ...passes.block_merge import Merge
 from ..splitting import Grid, auto_splits, forced_splits
 from ..stream_k import auto_programs
-from ..tile_splitting import MergeFinder, auto_count, auto_merge
+from ..tile_splitting import MergeFinder, auto_count
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
@@ -80,9 +80,8 @@ def choose_block_merge(grid: Grid, args: Sequence[Any], finder: MergeFinder, sha
     if not automatic:
         return finder.first(grid, args, shapes, everywhere=False)
     sms = launch_sms(args)
-    if sms is None:
-        return None
-    return finder.first(grid, args, auto_merge(grid, sms, shapes, staged, lambda s: finder.programs(s, grid, args)))
+    ranked = [] if sms is None else finder.ranked(grid, args, shapes, sms, staged)
+    return ranked[0] if ranked else None
 
 
 def choose_stream_k(grid: Grid, args: Sequence[Any], forced: int | None, tile_elements: int) -> int | None:
