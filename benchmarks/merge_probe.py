@@ -21,6 +21,7 @@ torch's time over it.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
     torch.backends.cuda.matmul.allow_tf32 = True
     doc = head()
+    doc["tf32_staging"] = os.environ.get("TILECRAFT_TF32_STAGING", "")  # "b": operand b only
     doc["cases"] = []
     for case, (m, n, k), dtype in CASES:
         if picked and not any(p in case for p in picked):
@@ -153,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{case:24s} {name:30s} {ms * 1e3:9.2f} us  {t_torch / ms:.3f}x torch", flush=True)
             entry["rows"].append(row)
         doc["cases"].append(entry)
-    out.write_json(doc)
+        out.write_json(doc)  # each case as it ends: a run cut short keeps the cases it finished
     return 0
 
 
