@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     import triton
     torch.backends.cuda.matmul.allow_tf32 = True
     doc = head()
-    doc["tf32_staging"] = os.environ.get("TILECRAFT_TF32_STAGING", "")  # "b": operand b only
+    doc["tf32_staging"] = os.environ.get("TILECRAFT_TF32_STAGING", "")  # the knob as set for this run
     doc["cases"] = []
     for case, (m, n, k), dtype in CASES:
         if picked and not any(p in case for p in picked):

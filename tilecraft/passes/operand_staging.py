@@ -61,16 +61,14 @@ class Staged:
     params: dict[int, Copy]
 
 
-def stage_operands(fn: Function, misaligned: Collection[int] = (), *, tf32: bool = True,
-                   tf32_a: bool = True) -> Staged | None:
+def stage_operands(fn: Function, misaligned: Collection[int] = (), *, tf32: bool = True) -> Staged | None:
     """The staged kernel of `fn` (see the module docstring), or None when no parameter qualifies:
-    float32 tf32 operands when `tf32` (operands `a` only with `tf32_a`: else they stay rounded in
-    the kernel's registers), and the parameters (indices) in `misaligned` that feed MMAs."""
+    float32 tf32 operands when `tf32`, and the parameters (indices) in `misaligned` that feed MMAs."""
     users = _users(fn)
     copies: dict[int, Copy] = {}
     for i, p in enumerate(fn.params):
         role = _tf32_role(p, users) if tf32 else None
-        if role is not None and (role or tf32_a):
+        if role is not None:
             copies[i] = Copy(True, role, i in misaligned)
         elif i in misaligned and _feeds_mma(p, users):
             copies[i] = Copy(False, False, True)

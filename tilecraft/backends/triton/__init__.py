@@ -202,7 +202,7 @@ class TritonBackend:
         tf32 = self._stage is True or knobs.TF32_STAGING.get() != "0"
         align = self._stage is True or knobs.ALIGN_STAGING.get() != "0"
         misaligned = [i for i, f in enumerate(facts) if align and f is not None and f.tma_by_copy]
-        return stage_operands(fn, misaligned, tf32=tf32, tf32_a=knobs.TF32_STAGING.get() != "b")
+        return stage_operands(fn, misaligned, tf32=tf32)
 
     def _considers(self, option: bool | int, knob: Knob, opt_in: bool) -> bool:
         """Whether a derived-kernel option (`split_k`, `tile_split`, `stream_k`, `block_merge`)
