@@ -7,7 +7,10 @@ shape of `SHAPES` (row tiles x column tiles of the user's; the row names the mer
 took as rows x cols / stride, [] where they did not merge; forced merges run unchecked where
 every program lines up, as automatic ones do, else checked), next to the sample written with
 128x32x32, 128x128x32 and 128x256x32 tiles (what merging 4 x 1, 4 x 4 and 4 x 8 should match) and torch.
-With --staged, the automatic and forced rows again with the tf32 operands staged on every launch
+With --no-grid-loop, the staged 4x4 and 4x8 merges and the written 128x256x32 kernel again with
+one program per block (`TritonBackend(grid_loop=False)`): a flattened grid loop keeps the pipeline
+buffers live through each tile's epilogue, whose 128 KiB float32 store staging then leaves the
+staged 128x256x32 kernel 2 stages. With --staged, the automatic and forced rows again with the tf32 operands staged on every launch
 (`TritonBackend(stage_operands=True)`: rounded and B transposed by a prologue, so merged tiles of
 64 rows or more run wgmma); --cases picks cases by a substring of their names. Rows are
 timed in turns (`ROUNDS` rounds, each row once per round: `do_bench`'s median, L2 flushed),
@@ -72,9 +75,10 @@ def _no_groups(*args, **kwargs) -> None:
     return None
 
 
-def _launches(a, b, c, staged: bool, heads: bool) -> list[tuple[str, Callable[[], None]]]:
+def _launches(a, b, c, staged: bool, heads: bool, no_loop: bool = False) -> list[tuple[str, Callable[[], None]]]:
     """(row, launch) per tilecraft row (`staged`: the staged rows too; `heads`: rows whose
-    launches may not merge in groups, `Merge.period`); compiles each kernel."""
+    launches may not merge in groups, `Merge.period`; `no_loop`: staged 4 x 4 and 4 x 8 and the
+    written 128x256x32 again with one program per block, no grid loop); compiles each kernel."""
     from unittest import mock
     import torch
     import tilecraft as ct
@@ -91,6 +95,10 @@ def _launches(a, b, c, staged: bool, heads: bool) -> list[tuple[str, Callable[[]
                                                                 stage_operands=True)) for r, k in SHAPES]
     if heads:
         backends += [(f"no groups {name}", backend) for name, backend in backends if "merged 4x" in name]
+    if no_loop:
+        backends += [(f"staged merged {r}x{k}, no grid loop", variant_backend(
+            f"staged-merge{r}x{k}-noloop", block_merge=(r, k), stage_operands=True, grid_loop=False))
+            for r, k in ((4, 4), (4, 8))]
     rows = []
     for name, backend in backends:
         kernel = ct.kernel(matmul_kernel.fn)
@@ -106,6 +114,10 @@ def _launches(a, b, c, staged: bool, heads: bool) -> list[tuple[str, Callable[[]
         written = (ct.cdiv(a.shape[0], tm) * ct.cdiv(b.shape[1], tn), 1, 1)
         rows.append((f"written {tm}x{tn}x{tk}", lambda written=written, tiles=(tm, tn, tk): ct.launch(
             stream, written, matmul_kernel, (a, b, c, *tiles))))
+    if no_loop:
+        written = (ct.cdiv(a.shape[0], 128) * ct.cdiv(b.shape[1], 256), 1, 1)
+        rows.append(("written 128x256x32, no grid loop", lambda: ct.launch(
+            stream, written, matmul_kernel, (a, b, c, 128, 256, 32), backend=variant_backend("noloop", grid_loop=False))))
     return rows
 
 
@@ -115,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--staged", action="store_true", help="the staged rows too")
     parser.add_argument("--cases", default="", help="comma-separated substrings of the case names to run")
     parser.add_argument("--heads", action="store_true", help="the forced 4 x C rows again, not merged in groups")
+    parser.add_argument("--no-grid-loop", action="store_true",
+                        help="staged 4x4, 4x8 and written 128x256x32 rows with one program per block too")
     opts = parser.parse_args(argv)
     out = claim(opts.out)
     picked = [c for c in opts.cases.split(",") if c]
@@ -133,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         ref = a.double() @ b.double()
         c = torch.empty(m, n, device="cuda", dtype=a.dtype)
         rows = [("torch", lambda: torch.matmul(a, b, out=c))]
-        rows += _launches(a, b, c, opts.staged, opts.heads)
+        rows += _launches(a, b, c, opts.staged, opts.heads, opts.no_grid_loop)
         errors = {}
         for name, fn in rows:
             c.fill_(float("nan"))
