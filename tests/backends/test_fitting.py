@@ -15,10 +15,14 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
 import tilecraft as ct  # noqa: E402
+from tilecraft.backends.base import wrapped_as  # noqa: E402
+from tilecraft.backends.triton.compile import TritonKernel  # noqa: E402
 from tilecraft.backends.triton.emitter import Target  # noqa: E402
 from tilecraft.backends.triton.fitting import Used, next_schedule  # noqa: E402
 from tilecraft.errors import TileCompilerExecutionError  # noqa: E402
+from tilecraft.library.matmul import matmul_kernel  # noqa: E402
 from tilecraft.tools import inspect_kernel  # noqa: E402
+from tilecraft.tools.inspection import compiled_as_launched  # noqa: E402
 from triton.runtime.errors import OutOfResources  # noqa: E402
 
 
@@ -132,6 +136,24 @@ def test_the_order_things_are_given_up_in():
     step, t = next_schedule(full, crash, Used(3, True, True, 2))
     assert step.startswith("one CTA per block") and t.one_cta
 
+
+
+def test_the_small_grid_variant_starts_from_the_planned_schedule():
+    """The staged tf32 kernel of 128x256x32 tiles runs a flattened grid loop, which keeps its
+    pipeline buffers through each tile's 128 KiB epilogue: refitted, it has 2 stages. Grids of
+    no more blocks than the GPU runs at once take its one-program-per-block variant, which fits
+    the 3 stages planned and must not inherit the refit."""
+    a = torch.empty(2048, 2048)
+    _, compiled, args = compiled_as_launched(matmul_kernel, (a, a, a, 128, 256, 32), 90)
+    staged_args = compiled.staged_args(args)
+    looped = wrapped_as(compiled.staged_kernel(args), TritonKernel)
+    looped.compile_for(90, staged_args)
+    assert looped.lowered.grid_loop and looped.lowered.depth == 2
+    assert [step for step, _ in looped.fallbacks] == ["pipeline depth 2"]
+    small = looped.small_grid_kernel()
+    binary = small.compile_for(90, staged_args)
+    assert not small.lowered.grid_loop and small.lowered.depth == 3 and not small.fallbacks
+    assert binary.metadata.shared <= 232448
 
 
 def test_a_num_ctas_hint_triton_cannot_build_is_not_followed():

@@ -164,7 +164,7 @@ def test_automatic_shapes():
     of blocks (TC3's 512 blocks merge 2 x 2, 2048 blocks 4 x 4, TC2's 256 do not) or, 4 x 8
     (else 4 x 4, else 4 x 2; ranked by how full they leave the last wave), two or more (each 0.95
     full), or else 0.7 to 0.95 of one, or else
-    4 x 1 on two waves or more; staged kernels rank the two-wave shapes first."""
+    4 x 1 on two waves or more."""
     a, b = _mats(100, 70, 45)
     c = np.zeros((100, 70), _F32)
     assert auto_shapes(block_merges(kernel_ir(matmul_kernel, a, b, c, 32, 32, 32))) == list(AUTO_SHAPES)
@@ -187,8 +187,6 @@ def test_automatic_shapes():
     assert auto_merge((1024, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (2, 4), (4, 1)]
     wide = [(4, 8), (4, 4), (4, 2), (4, 1)]  # several waves: the first that lines up, 4 x 1 last
     assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES) == wide  # 2048^3: one wave, else two (1.94)
-    two_waves_first = [(4, 4), (4, 2), (4, 8), (4, 1)]
-    assert auto_merge((4096, 1, 1), 132, AUTO_SHAPES, staged=True) == two_waves_first  # a staged kernel's
     assert auto_merge((16384, 1, 1), 132, AUTO_SHAPES) == wide  # 4096^3: several waves of 128x256
     assert auto_merge((8192, 1, 1), 132, AUTO_SHAPES) == wide  # 256 blocks: two waves 0.97 full
     assert auto_merge((4000, 1, 1), 132, AUTO_SHAPES) == [(4, 2), (4, 8), (4, 1)]  # 4 x 4 would leave 1.89

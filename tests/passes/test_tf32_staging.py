@@ -309,7 +309,7 @@ def _compiled_for_hopper(m: int, n: int, k: int, t: tuple[int, int, int]):
 def test_narrow_kernels_stage_where_the_launch_merges_wide(monkeypatch):
     """The sample's 32x32x32 tiles (mma.sync MMAs): at 2048^3 (4M-element operands, below
     NARROW_STAGE_MIN_ELEMENTS) a launch stages where its grid merges into tiles of 64 rows or
-    more (the staged kernel's automatic merge, wide shapes first: 4 x 4 on 132 SMs), not where
+    more (the staged kernel's automatic merge: one wave of 4 x 8 on 132 SMs), not where
     it does not merge (a grid of 64 blocks) nor in a programmatic dependent launch; 1024^3 (1M)
     never stages and 4096^3 (16M) stages on any grid. Such launches get a launcher that chooses
     per grid."""
@@ -324,7 +324,7 @@ def test_narrow_kernels_stage_where_the_launch_merges_wide(monkeypatch):
         assert not kernel.stages(args, False, (64, 1, 1))
         merging = wrapped_as(kernel.staged_kernel(args), BlockMergeKernel)
         merge = merging.count((4096, 1, 1), kernel.staged_args(args), False)
-        assert (merge.rows, merge.cols) == (4, 4)
+        assert (merge.rows, merge.cols) == (4, 8)
         assert isinstance(kernel.specialize(args), operand_staging.StagingPerGrid)
         small, small_args = _compiled_for_hopper(1024, 1024, 1024, (32, 32, 32))
         assert not small.stages(small_args, False, (1024, 1, 1))

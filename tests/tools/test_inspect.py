@@ -94,7 +94,7 @@ def test_what_a_grid_runs(capsys):
     merged 4 x 8 with spans restarting at every group (one wave of 128 programs), or, where C
     has rows below the product's, 4 x 2 but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
     compiled; 2048x2048x1024, whose 2M-element operands stage where the launch merges wide,
-    the staged kernel merged 4 x 4. Without one, the summary says launches may run a variant."""
+    the staged kernel merged 4 x 8 (one wave). Without one, the summary says launches may run a variant."""
     f32 = torch.float32
 
     def args(m, n, k):
@@ -118,7 +118,7 @@ def test_what_a_grid_runs(capsys):
     assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(512, 512, 64),
                                                                    grid=(256,)).summary()
     staged = inspect_kernel(matmul_kernel, args(2048, 2048, 1024), grid=(4096,)).summary()  # 2M-element operands
-    assert "merged 4 x 4" in staged and "the stages shown are the staged kernel's" in staged
+    assert "merged 4 x 8" in staged and "the stages shown are the staged kernel's" in staged
     assert "the stages shown are the staged" not in merged.summary()  # TC3's operands: too small to stage
     with pytest.raises(ValueError, match="a grid is"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))

@@ -122,15 +122,13 @@ unmerged 0.51x torch, 4 x 4 (96 blocks, 0.73 per SM) 0.66x, 2 x 2 0.63x, 4 x 2 0
 768 blocks 0.70x, 2 x 4 or 4 x 2 (96 blocks) 0.75, 0.73x, 2 x 2 0.65x, 4 x 4 (48) 0.51x."""
 
 
-def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: bool = False,
+def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]],
                programs: Callable[[tuple[int, int]], int | None] | None = None) -> list[tuple[int, int]]:
     """The merge shapes (of `shapes`) worth trying for a launch on `grid`, best first: those
     that leave one wave of blocks, `MERGED_BLOCKS_PER_SM` to 1 per SM, the most blocks merged
     first; then those of `WIDE_SHAPES` that leave `WIDE_MIN_WAVES` waves or more, fastest first; then those
     leaving `NEAR_BLOCKS_PER_SM` up to one wave, the most blocks merged first; then `LAST_RESORT`
-    where it leaves `WIDE_MIN_WAVES`. `staged` (the
-    kernel reads operands staged for tf32 wgmma: backends/triton/operand_staging.py) puts the
-    wide shapes first. `programs` counts a shape's programs along axis 0 where the launch found
+    where it leaves `WIDE_MIN_WAVES`. `programs` counts a shape's programs along axis 0 where the launch found
     how its merge runs (`MergeFinder.ranked`: merges in groups run more than the blocks over
     the merged ones; None: it does not line up), else that quotient. H200, fp32, the
     sample's 32x32x32 tiles, unmerged -> merged (merge-probe-h200-2026-12-02-f.json): one wave,
@@ -138,8 +136,9 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
     0.93x, 2048^3's 4096 4 x 8 0.26 -> 0.48x (4 x 4, two waves: 0.43x). Unchecked (`MergeFinder`;
     -h): 2048x1024x512 1.06x, 2048^3 0.55x; several waves, unchecked and in groups (-j): 4096^3
     0.22 -> 0.93x and 8192^3 0.22 -> 0.96x merged 4 x 8, 4000x1000x700 0.30 -> 0.60x merged 4 x
-    2 (-l; `WIDE_SHAPES`). Staged (-n): 2048^3 4 x 4 0.65x, 4 x 8 0.57x, 4 x 2 0.56x (unstaged 0.45,
-    0.55, 0.46x; written with 128x128x32 tiles, staged: 0.66x). Where
+    2 (-l; `WIDE_SHAPES`). Staged, 2048^3's one wave of 4 x 8 0.71x against two of 4 x 4 0.65-0.67x
+    (merge-probe-h200-2026-12-03-h.json; 0.57x in -n, when the one-program-per-block kernel kept
+    the grid-loop kernel's 2 pipeline stages: `TritonKernel.small_grid_kernel`). Where
     fewer than one wave resulted, merging lost: 1024^3 4 x 4 (64 blocks) 0.62 -> 0.48x
     (merge-probe-h200-2026-12-02-e.json), TC2 2 x 1 (128) 1.05 -> 0.93x (-2026-12-02.json)."""
     counts = {s: (grid[0] // (s[0] * s[1]) if programs is None else programs(s)) for s in shapes}
@@ -162,8 +161,7 @@ def auto_merge(grid: Grid, sms: int, shapes: Sequence[tuple[int, int]], staged: 
     fits = largest_first([s for s in shapes if MERGED_BLOCKS_PER_SM <= per_sm(s) <= 1])
     near = largest_first([s for s in shapes if NEAR_BLOCKS_PER_SM <= per_sm(s) < MERGED_BLOCKS_PER_SM])
     wide = fastest_first(waves(list(WIDE_SHAPES)))
-    ranked = [*wide, *fits] if staged else [*fits, *wide]
-    return list(dict.fromkeys([*ranked, *near, *waves([LAST_RESORT])]))
+    return list(dict.fromkeys([*fits, *wide, *near, *waves([LAST_RESORT])]))
 
 
 def check_merge_option(option: bool | int | tuple[int, int]) -> None:
@@ -208,12 +206,11 @@ class MergeFinder:
             self._program = ScalarProgram(m.prologue, m.fn.params, (*m.rows, *m.cols, *m.uniform))
         self._values: dict[tuple, list[np.ndarray] | None] = {}
 
-    def ranked(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]], sms: int,
-               staged: bool = False) -> list[Merge]:
+    def ranked(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]], sms: int) -> list[Merge]:
         """`find`'s merges of `shapes` for a launch on `grid`, each found once, in `auto_merge`'s
-        order for `sms` SMs (a `staged` kernel's launch), counting the programs each runs."""
+        order for `sms` SMs, counting the programs each runs."""
         found = {s: m for s in shapes if (m := self.find(s, grid, args)) is not None}
-        order = auto_merge(grid, sms, list(found), staged, lambda s: found[s].programs(grid[0]))
+        order = auto_merge(grid, sms, list(found), lambda s: found[s].programs(grid[0]))
         return [found[s] for s in order]
 
     def first(self, grid: Grid, args: Sequence[Any], shapes: Sequence[tuple[int, int]],

@@ -312,7 +312,7 @@ class TritonBackend:
                             target: Target, staged: bool = False) -> TritonKernel | BlockMergeKernel:
         """`kernel` wrapped with its block-merged variants where `block_merge` asks and `fn`
         qualifies; `staged`: `fn` is a staged kernel (operands copied per launch, so its variants
-        make their descriptors in the kernel), whose automatic merges rank as `auto_merge` says."""
+        make their descriptors in the kernel)."""
         automatic = self._block_merge is True
         if not self._considers(self._block_merge, knobs.BLOCK_MERGE, opt_in=False):
             return kernel
@@ -328,7 +328,7 @@ class TritonBackend:
             lambda variant, count: self._warp_specialized(
                 TritonKernel(lambda t: lower(variant, list(facts), t), target, self.interpret,
                              host_variants=not staged), variant, facts),
-            lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic, staged))
+            lambda grid, args: split_launch.choose_block_merge(grid, args, finder, shapes, automatic))
 
 
 def _tma_arrays_ok(fn: Function, facts: Sequence[ArrayFacts | None], found: StreamedLoop) -> bool:

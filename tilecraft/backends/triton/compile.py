@@ -257,6 +257,7 @@ class TritonKernel:
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
         self._host: TritonKernel | None = None  # `host_descriptor_kernel`
+        self._planned = target  # the schedule as planned, before any refit
         self._adopt(target, lower_for(target))
 
     def _adopt(self, target: Target, lowered: LoweredKernel) -> None:
@@ -305,9 +306,14 @@ class TritonKernel:
 
     def small_grid_kernel(self) -> "TritonKernel | None":
         """The one-program-per-block variant of a grid-loop kernel (see `grid_loop_launch`;
-        made on first use)."""
+        made on first use). It starts from the schedule as planned, not from this kernel's
+        refits: what the grid loop's buffers cost may fit without them. H200, the staged tf32
+        kernel of 128x256x32 tiles, whose flattened grid loop keeps its pipeline buffers through
+        the 128 KiB of each tile's epilogue and so runs 2 stages: on 2048^3 (128 blocks, no more
+        than the SMs) 0.59x torch with the refit's 2 stages, 0.71x with the 3 planned
+        (merge-probe-h200-2026-12-03-h.json)."""
         if self._small is None and self.lowered.grid_loop:
-            self._small = TritonKernel(self._lower_for, replace(self.target, grid_loop=False), self.interpret,
+            self._small = TritonKernel(self._lower_for, replace(self._planned, grid_loop=False), self.interpret,
                                        host_variants=self._host_variants)
         return self._small
 

@@ -73,14 +73,14 @@ def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, count
 
 
 def choose_block_merge(grid: Grid, args: Sequence[Any], finder: MergeFinder, shapes: Sequence[tuple[int, int]],
-                       automatic: bool, staged: bool = False) -> Merge | None:
+                       automatic: bool) -> Merge | None:
     """A launch's merge: of `shapes` (one, forced) on any grid, or (`automatic`) of the first of
-    those `auto_merge` ranks (for a `staged` kernel's launch, counting the programs each merge
-    found runs) whose programs all line up, on a CUDA device."""
+    those `auto_merge` ranks (counting the programs each merge found runs) whose programs all
+    line up, on a CUDA device."""
     if not automatic:
         return finder.first(grid, args, shapes, everywhere=False)
     sms = launch_sms(args)
-    ranked = [] if sms is None else finder.ranked(grid, args, shapes, sms, staged)
+    ranked = [] if sms is None else finder.ranked(grid, args, shapes, sms)
     return ranked[0] if ranked else None
 
 
