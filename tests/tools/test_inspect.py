@@ -94,7 +94,9 @@ def test_what_a_grid_runs(capsys):
     merged 4 x 8 with spans restarting at every group (one wave of 128 programs), or, where C
     has rows below the product's, 4 x 2 but for its last 160 blocks; TC2's 256 blocks, too few to merge, the kernel as
     compiled; 2048x2048x1024, whose 2M-element operands stage where the launch merges wide,
-    the staged kernel merged 4 x 8 (one wave). Without one, the summary says launches may run a variant."""
+    the staged kernel merged 4 x 8 (one wave: its 128 programs fit the GPU at once, so they run
+    the variant without the grid loop, on 3 stages where the loop's kernel fits 2), 3000x3000x1000
+    merged 4 x 4 on 752 programs (the grid loop's). Without one, the summary says launches may run a variant."""
     f32 = torch.float32
 
     def args(m, n, k):
@@ -117,8 +119,14 @@ def test_what_a_grid_runs(capsys):
            inspect_kernel(matmul_kernel, taller, grid=(4000,)).summary()
     assert "launches run the kernel as compiled" in inspect_kernel(matmul_kernel, args(512, 512, 64),
                                                                    grid=(256,)).summary()
-    staged = inspect_kernel(matmul_kernel, args(2048, 2048, 1024), grid=(4096,)).summary()  # 2M-element operands
+    staged_info = inspect_kernel(matmul_kernel, args(2048, 2048, 1024), grid=(4096,))  # 2M-element operands
+    staged = staged_info.summary()
     assert "merged 4 x 8" in staged and "the stages shown are the staged kernel's" in staged
+    # its 128 programs fit the GPU at once: the variant without the grid loop, whose 3 stages fit
+    assert "its 128 programs fit the GPU at once" in staged and staged_info.num_stages == 3
+    assert "fitted to the GPU" not in staged
+    several = inspect_kernel(matmul_kernel, args(3000, 3000, 1000), grid=(8836,)).summary()  # 4 x 4: 752 programs
+    assert "merged 4 x 4" in several and "fit the GPU at once" not in several
     assert "the stages shown are the staged" not in merged.summary()  # TC3's operands: too small to stage
     with pytest.raises(ValueError, match="a grid is"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))

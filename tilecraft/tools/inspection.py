@@ -28,6 +28,8 @@ from ..backends.splitting import SplitKernel
 from ..backends.tile_splitting import GridVariantKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..backends.triton.compile import TritonKernel
+from ..backends.triton.fitting import shared_memory_limit
+from ..backends.triton.launching import grid_loop_launch
 from ..backends.triton.operand_staging import StagedKernel
 from ..backends.triton.split_launch import assumed_sms
 from ..ir import ArrayType, Function, ListType, format_function
@@ -152,7 +154,8 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     (by default the Triton kernel is shown; a ValueError if the kernel has none).
     `grid`: what a launch on that grid runs on a GPU of `sms` SMs, where that is a variant the
     launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py), of the
-    staged kernel where such a launch stages."""
+    staged kernel where such a launch stages, and without the grid loop where its programs
+    all fit the GPU at once (`TritonKernel.small_grid_kernel`)."""
     ir, compiled, launch_args = compiled_as_launched(kernel, args, capability)
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
@@ -171,7 +174,7 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     if rows is not None:  # chosen by the arguments' row length, on any grid
         ir, compiled, on_grid = _resident(ir, compiled, rows, launch_args)
     elif whole is not None:
-        ir, compiled, on_grid = _on_grid(ir, compiled, whole, launch_args, sms)
+        ir, compiled, on_grid, whole = _on_grid(ir, compiled, whole, launch_args, sms)
     elif wrapped_as(compiled, GridVariantKernel) is not None:
         on_grid = ("grid variants: launches on some grids run a variant of the kernel shown (blocks merged, tiles "
                    "split: backends/tile_splitting.py); grid=, --grid shows what a grid runs")
@@ -192,6 +195,10 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
         variant = _variant_of(compiled)[1]  # a tf32 matmul's, on its staged operands
         shown = "variant" if variant is not None and variant.lowered.chained else None
     main = wrapped_as(compiled, TritonKernel)
+    if main is not None and whole is not None and _fits_at_once(main, whole, launch_args, capability, sms):
+        compiled = main = main.small_grid_kernel()
+        on_grid = (on_grid.removesuffix(" (shown)") + f"; its {whole[0] * whole[1] * whole[2]} programs fit the "
+                   "GPU at once, so launches run its one-program-per-block variant, without the grid loop (shown)")
     variant = main.variant_for(launch_args) if main is not None else None
     host = variant is not None and variant is not main
     binary = (variant if host else compiled).compile_for(capability, launch_args)
@@ -207,15 +214,15 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
 
 
 def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: list[Any],
-             sms: int) -> tuple[Function, Any, str]:
-    """(IR, compiled kernel, what the summary says) of what a launch of `compiled` on `grid`
-    runs on a GPU of `sms` SMs: the variant its launch picks for the grid, or the kernel as
-    compiled."""
+             sms: int) -> tuple[Function, Any, str, tuple[int, int, int]]:
+    """(IR, compiled kernel, what the summary says, the grid it launches on) of what a launch of
+    `compiled` on `whole` runs on a GPU of `sms` SMs: the variant its launch picks for the grid,
+    or the kernel as compiled."""
     variants = wrapped_as(compiled, GridVariantKernel)
     with assumed_sms(sms):
         count = None if variants is None else variants.count(whole, args, False)
     if count is None:
-        return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)"
+        return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)", whole
     launched = variants.variant_grid(whole, count)
     if isinstance(count, Merge):
         how = (f"the user's blocks merged {count.rows} x {count.cols} to a program (stride {count.stride}"
@@ -229,7 +236,28 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
         how = f"each output tile split {count} ways"
     note = (f"grid {whole} on {sms} SMs: launches run the variant shown, {how}, on grid {launched} "
             "(backends/tile_splitting.py)")
-    return variants.variant_ir(count), variants.variant(count), note
+    return variants.variant_ir(count), variants.variant(count), note, launched
+
+
+SM_LIMITS = {"registers": 65536, "threads": 2048}
+"""Per SM on every NVIDIA GPU tilecraft targets (sm_80 to sm_120); shared memory by capability
+is `fitting.shared_memory_limit`."""
+
+
+def _fits_at_once(kernel: TritonKernel, grid: tuple[int, int, int], args: list[Any], capability: int,
+                  sms: int) -> bool:
+    """Whether a grid-loop `kernel` runs `grid` as its one-program-per-block variant on a GPU of
+    `sms` SMs of `capability`: all its blocks fit at once (launching.grid_loop_launch), by the
+    binary's shared memory, registers and warps against an SM's limits, as `sm_slots` counts on
+    the GPU."""
+    if not kernel.lowered.grid_loop:
+        return False
+    binary = kernel.compile_for(capability, args)
+    registers, _ = _resources(binary.asm["cubin"])
+    threads = 32 * kernel.config.num_warps
+    per_sm = min(shared_memory_limit(capability) // max(binary.metadata.shared, 1),
+                 SM_LIMITS["registers"] // max((registers or 0) * threads, 1), SM_LIMITS["threads"] // threads)
+    return grid_loop_launch(grid, (), sms * max(per_sm, 1)) is None
 
 
 def _resident(ir: Function, compiled: Any, rows: ResidentRowsKernel, args: list[Any]) -> tuple[Function, Any, str]:
