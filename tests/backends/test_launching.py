@@ -4,6 +4,8 @@ addresses (the GPU launch itself is covered by the GPU suite)."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -12,7 +14,8 @@ import tilecraft as ct
 torch = pytest.importorskip("torch")
 pytest.importorskip("triton")
 
-from tilecraft.backends.triton.launching import baked_flatten  # noqa: E402
+from tilecraft.backends.triton import launching  # noqa: E402
+from tilecraft.backends.triton.launching import baked_flatten, programs_per_sm  # noqa: E402
 
 ConstInt = ct.Constant[int]
 
@@ -195,3 +198,26 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does():
     assert dl.fused_launch() is None
     dl._slots, dl._launcher = None, None
     assert dl.fused_launch() is None
+
+
+def test_programs_per_sm_and_the_gpu_slots(monkeypatch):
+    """Programs an SM runs at once, by whichever of shared memory, registers and threads runs out
+    first, at least one; `sm_slots` reads the limits from the device (a stand-in here) and the
+    resources from the loaded kernel."""
+    assert programs_per_sm(147456, 186, 8, 232448) == 1  # shared memory
+    assert programs_per_sm(49152, 128, 4, 232448) == 4  # registers: 65536 / (128 * 128)
+    assert programs_per_sm(1024, 16, 16, 232448) == 4  # threads: 2048 / 512
+    assert programs_per_sm(300000, 255, 8, 232448) == 1  # never below one
+    assert programs_per_sm(0, 32, 1, 101376, 32768) == 32  # 2048 threads of 32; no shared memory
+    props = {"max_shared_mem": 232448, "max_num_regs": 65536, "multiprocessor_count": 132}
+    utils = SimpleNamespace(get_device_properties=lambda device: props)
+    monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(utils=utils)))
+    monkeypatch.setattr(launching.torch.cuda, "current_device", lambda: 0)
+
+    class Loaded:
+        metadata = type("Metadata", (), {"shared": 98304, "num_warps": 4})()
+        n_regs = 96
+
+        def _init_handles(self) -> None:
+            pass
+    assert launching.sm_slots(Loaded()) == 132 * 2  # shared memory: 232448 // 98304

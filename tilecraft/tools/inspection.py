@@ -29,7 +29,7 @@ from ..backends.tile_splitting import GridVariantKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..backends.triton.compile import TritonKernel
 from ..backends.triton.fitting import shared_memory_limit
-from ..backends.triton.launching import grid_loop_launch
+from ..backends.triton.launching import grid_loop_launch, programs_per_sm
 from ..backends.triton.operand_staging import StagedKernel
 from ..backends.triton.split_launch import assumed_sms
 from ..ir import ArrayType, Function, ListType, format_function
@@ -239,11 +239,6 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
     return variants.variant_ir(count), variants.variant(count), note, launched
 
 
-SM_LIMITS = {"registers": 65536, "threads": 2048}
-"""Per SM on every NVIDIA GPU tilecraft targets (sm_80 to sm_120); shared memory by capability
-is `fitting.shared_memory_limit`."""
-
-
 def _fits_at_once(kernel: TritonKernel, grid: tuple[int, int, int], args: list[Any], capability: int,
                   sms: int) -> bool:
     """Whether a grid-loop `kernel` runs `grid` as its one-program-per-block variant on a GPU of
@@ -254,10 +249,9 @@ def _fits_at_once(kernel: TritonKernel, grid: tuple[int, int, int], args: list[A
         return False
     binary = kernel.compile_for(capability, args)
     registers, _ = _resources(binary.asm["cubin"])
-    threads = 32 * kernel.config.num_warps
-    per_sm = min(shared_memory_limit(capability) // max(binary.metadata.shared, 1),
-                 SM_LIMITS["registers"] // max((registers or 0) * threads, 1), SM_LIMITS["threads"] // threads)
-    return grid_loop_launch(grid, (), sms * max(per_sm, 1)) is None
+    per_sm = programs_per_sm(binary.metadata.shared, registers or 0, kernel.config.num_warps,
+                             shared_memory_limit(capability))
+    return grid_loop_launch(grid, (), sms * per_sm) is None
 
 
 def _resident(ir: Function, compiled: Any, rows: ResidentRowsKernel, args: list[Any]) -> tuple[Function, Any, str]:

@@ -80,6 +80,17 @@ def stream_context(stream: Any):
 
 
 _MAX_THREADS_PER_SM = 2048
+REGISTERS_PER_SM = 65536  # every NVIDIA GPU from sm_80 on
+
+
+def programs_per_sm(shared: int, registers: int, warps: int, shared_limit: int,
+                    register_limit: int = REGISTERS_PER_SM) -> int:
+    """How many programs of a kernel using `shared` bytes of shared memory and `registers` per
+    thread on `warps` warps an SM runs at once (at least 1), by its shared memory, registers and
+    threads."""
+    threads = 32 * warps
+    return max(1, min(shared_limit // max(shared, 1), register_limit // max(registers * threads, 1),
+                      _MAX_THREADS_PER_SM // threads))
 
 
 def sm_slots(compiled: Any) -> int:
@@ -90,11 +101,9 @@ def sm_slots(compiled: Any) -> int:
     # OutOfResources again for a kernel an earlier load found too big (Triton caches that
     # CompiledKernel and its `run` then returns a raiser, leaving n_regs unset)
     compiled._init_handles()
-    threads = 32 * compiled.metadata.num_warps
-    per_sm = min(props["max_shared_mem"] // max(compiled.metadata.shared, 1),
-                 props["max_num_regs"] // max(compiled.n_regs * threads, 1),
-                 _MAX_THREADS_PER_SM // threads)
-    return props["multiprocessor_count"] * max(per_sm, 1)
+    per_sm = programs_per_sm(compiled.metadata.shared, compiled.n_regs, compiled.metadata.num_warps,
+                             props["max_shared_mem"], props["max_num_regs"])
+    return props["multiprocessor_count"] * per_sm
 
 
 def grid_loop_launch(grid: tuple[int, int, int], flat: tuple, slots: int) -> tuple[tuple[int, int, int], tuple] | None:
