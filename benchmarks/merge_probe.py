@@ -28,7 +28,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from _results import claim
 from matmul import variant_backend
@@ -121,6 +121,39 @@ def _launches(a, b, c, staged: bool, heads: bool, no_loop: bool = False) -> list
     return rows
 
 
+def timed_in_turns(case: str, rows: list[tuple[str, Callable[[], None]]], out: Any, ref: Any,
+                   rounds: int = ROUNDS) -> dict[str, Any]:
+    """One case's result: each row (name, launch writing `out`) checked first against `ref`
+    (float64) on `out` poisoned with NaN, then the rows within 1e-2 timed in turns (`rounds`
+    rounds, each row once per round: `do_bench`'s median, L2 flushed); a row's time is the median
+    of its rounds and its ratio the "torch" row's time over it."""
+    import torch
+    import triton
+    errors = {}
+    for name, fn in rows:
+        out.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        errors[name] = float((out.double() - ref).norm() / ref.norm())
+    times: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(rounds):
+        for name, fn in rows:
+            if errors[name] < 1e-2:
+                times[name].append(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
+    t_torch = statistics.median(times["torch"])
+    entry: dict[str, Any] = {"case": case, "rows": []}
+    for name, _ in rows:
+        row: dict[str, Any] = {"row": name, "rel_err": errors[name]}
+        if times[name]:
+            ms = statistics.median(times[name])
+            row.update(ms=ms, rounds_ms=times[name], ratio=t_torch / ms)
+            print(f"{case:24s} {name:30s} {ms * 1e3:9.2f} us  {t_torch / ms:.3f}x torch", flush=True)
+        else:
+            print(f"{case:24s} {name:30s} error {errors[name]:.1e}", flush=True)
+        entry["rows"].append(row)
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -133,7 +166,6 @@ def main(argv: list[str] | None = None) -> int:
     out = claim(opts.out)
     picked = [c for c in opts.cases.split(",") if c]
     import torch
-    import triton
     torch.backends.cuda.matmul.allow_tf32 = True
     doc = head()
     doc["tf32_staging"] = os.environ.get("TILECRAFT_TF32_STAGING", "")  # the knob as set for this run
@@ -148,27 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         c = torch.empty(m, n, device="cuda", dtype=a.dtype)
         rows = [("torch", lambda: torch.matmul(a, b, out=c))]
         rows += _launches(a, b, c, opts.staged, opts.heads, opts.no_grid_loop)
-        errors = {}
-        for name, fn in rows:
-            c.fill_(float("nan"))
-            fn()
-            torch.cuda.synchronize()
-            errors[name] = float((c.double() - ref).norm() / ref.norm())
-        times: dict[str, list[float]] = {name: [] for name, _ in rows}
-        for _ in range(ROUNDS):
-            for name, fn in rows:
-                if errors[name] < 1e-2:
-                    times[name].append(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
-        t_torch = statistics.median(times["torch"])
-        entry = {"case": case, "rows": []}
-        for name, _ in rows:
-            row = {"row": name, "rel_err": errors[name]}
-            if times[name]:
-                ms = statistics.median(times[name])
-                row.update(ms=ms, rounds_ms=times[name], ratio=t_torch / ms)
-                print(f"{case:24s} {name:30s} {ms * 1e3:9.2f} us  {t_torch / ms:.3f}x torch", flush=True)
-            entry["rows"].append(row)
-        doc["cases"].append(entry)
+        doc["cases"].append(timed_in_turns(case, rows, c, ref))
         out.write_json(doc)  # each case as it ends: a run cut short keeps the cases it finished
     return 0
 

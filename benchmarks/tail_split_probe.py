@@ -9,8 +9,8 @@ tiles. In the sample's grouped order those 24 blocks are columns 9-11 of the las
 row tiles, a 1024x768 block of C, so the tail is the same kernel launched on views of A, B and
 C with smaller tiles (a second launch). Rows: torch, the sample as launches run it (split 2),
 unsplit, and head + tail with 128x128, 64x128, 128x64 and 64x64 tail tiles; every row checked
-against float64 on a NaN-poisoned C first, then timed in turns (`ROUNDS` rounds, `do_bench`
-medians, L2 flushed); ratio = torch's time over the row's.
+against float64 on a NaN-poisoned C first, then timed in turns (`merge_probe.timed_in_turns`,
+`ROUNDS` rounds); ratio = torch's time over the row's.
 
     PYTHONPATH=$PWD python3 benchmarks/tail_split_probe.py --out $OUT/tail-split.json
 """
@@ -18,12 +18,12 @@ medians, L2 flushed); ratio = torch's time over the row's.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from typing import Callable
 
 from _results import claim
 from matmul import variant_backend
+from merge_probe import timed_in_turns
 from power_probe import head
 
 SIZE, TILE, GROUP = 3072, (128, 256, 64), 8
@@ -53,7 +53,6 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(argv)
     out = claim(opts.out)
     import torch
-    import triton
     import tilecraft as ct
     from tilecraft.library.matmul import matmul_kernel
 
@@ -85,29 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             ("sample as launched", lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, *TILE))),
             ("sample unsplit", lambda: ct.launch(stream, grid, matmul_kernel, (a, b, c, *TILE), backend=whole))]
         rows += [(f"head {head_blocks} + tail {tm}x{tn}", tail_launch(tm, tn)) for tm, tn in TAILS]
-        errors = {}
-        for name, fn in rows:
-            c.fill_(float("nan"))
-            fn()
-            torch.cuda.synchronize()
-            errors[name] = float((c.double() - ref).norm() / ref.norm())
-        times: dict[str, list[float]] = {name: [] for name, _ in rows}
-        for _ in range(ROUNDS):
-            for name, fn in rows:
-                if errors[name] < 1e-2:
-                    times[name].append(triton.testing.do_bench(fn, warmup=10, rep=50, return_mode="median"))
-        t_torch = statistics.median(times["torch"])
-        entry = {"case": f"{SIZE}^3 {dtype}", "rows": []}
-        for name, _ in rows:
-            row = {"row": name, "rel_err": errors[name]}
-            if times[name]:
-                ms = statistics.median(times[name])
-                row.update(ms=ms, rounds_ms=times[name], ratio=t_torch / ms)
-                print(f"{entry['case']:18s} {name:28s} {ms * 1e3:9.2f} us  {t_torch / ms:.3f}x torch", flush=True)
-            else:
-                print(f"{entry['case']:18s} {name:28s} error {errors[name]:.1e}", flush=True)
-            entry["rows"].append(row)
-        doc["cases"].append(entry)
+        doc["cases"].append(timed_in_turns(f"{SIZE}^3 {dtype}", rows, c, ref, ROUNDS))
         out.write_json(doc)
     return 0
 
