@@ -115,9 +115,10 @@ def _launches(a, b, c, staged: bool, heads: bool, no_loop: bool = False) -> list
         rows.append((f"written {tm}x{tn}x{tk}", lambda written=written, tiles=(tm, tn, tk): ct.launch(
             stream, written, matmul_kernel, (a, b, c, *tiles))))
     if no_loop:
-        written = (ct.cdiv(a.shape[0], 128) * ct.cdiv(b.shape[1], 256), 1, 1)
+        written, no_grid_loop = (ct.cdiv(a.shape[0], 128) * ct.cdiv(b.shape[1], 256), 1, 1), variant_backend(
+            "noloop", grid_loop=False)
         rows.append(("written 128x256x32, no grid loop", lambda: ct.launch(
-            stream, written, matmul_kernel, (a, b, c, 128, 256, 32), backend=variant_backend("noloop", grid_loop=False))))
+            stream, written, matmul_kernel, (a, b, c, 128, 256, 32), backend=no_grid_loop)))
     return rows
 
 
