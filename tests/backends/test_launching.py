@@ -213,11 +213,6 @@ def test_programs_per_sm_and_the_gpu_slots(monkeypatch):
     utils = SimpleNamespace(get_device_properties=lambda device: props)
     monkeypatch.setattr(launching, "driver", SimpleNamespace(active=SimpleNamespace(utils=utils)))
     monkeypatch.setattr(launching.torch.cuda, "current_device", lambda: 0)
-
-    class Loaded:
-        metadata = type("Metadata", (), {"shared": 98304, "num_warps": 4})()
-        n_regs = 96
-
-        def _init_handles(self) -> None:
-            pass
-    assert launching.sm_slots(Loaded()) == 132 * 2  # shared memory: 232448 // 98304
+    loaded = SimpleNamespace(metadata=SimpleNamespace(shared=98304, num_warps=4), n_regs=96,
+                             _init_handles=lambda: None)
+    assert launching.sm_slots(loaded) == 132 * 2  # shared memory: 232448 // 98304
