@@ -169,7 +169,8 @@ def test_every_benchmark_writing_results_claims_its_file():
                                         "matmul.py", "matmul_probe.py", "merge_probe.py", "merge_side_by_side.py", "power_probe.py", "row_l2_probe.py",
                                         "row_probe.py",
                                         "rowwise.py", "schedule_sweep.py", "timing_modes.py",
-                                        "side_by_side.py", "size_sweep.py", "tail_split_probe.py", "tc3_probe.py", "tf32_probe.py"}
+                                        "side_by_side.py", "size_sweep.py", "staging_probe.py", "tail_split_probe.py", "tc3_probe.py",
+                                        "tf32_probe.py"}
     for path in WRITERS:
         assert "claim(" in path.read_text(), f"{path.name} writes results without benchmarks/_results.claim"
 

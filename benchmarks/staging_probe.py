@@ -1,0 +1,85 @@
+"""Where a staged tf32 matmul launch spends its time: the prologues that round (and transpose)
+the operands, or the staged kernel (GPU probe for issue 10's tf32 row; not a product benchmark).
+
+For each case, the MatMul sample's kernel with each tile shape of TILES launched as users launch
+it (prologues then kernel, `ct.launch`), its staged kernel alone on copies made once
+(`StagedKernel.staged_kernel`), each prologue alone (`operand_staging.stage_copy`), and
+torch.matmul with tf32. Rows say how the staged kernel ran (`WarpSpecializedKernel`: the Gluon
+variant or the Triton kernel). Outputs are checked against float64 on a NaN-poisoned buffer
+first; rows are timed in turns (`merge_probe.timed_in_turns`).
+
+    PYTHONPATH=$PWD python3 benchmarks/staging_probe.py --out $OUT/staging.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from _results import claim
+from merge_probe import timed_in_turns
+from power_probe import head
+
+CASES = ((8192, 8192, 8192), (4096, 4096, 4096))
+TILES = ((128, 256, 32), (32, 32, 32))
+
+
+def _rows(a, b, c) -> list:
+    """(row, launch writing c) per tile shape: as launched, and the staged kernel alone; then the
+    prologues (writing scratch, not c: unchecked, named `prologue`)."""
+    import torch
+    import tilecraft as ct
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.gluon import WarpSpecializedKernel
+    from tilecraft.backends.triton.operand_staging import StagedKernel, stage_copy
+    from tilecraft.library.matmul import matmul_kernel
+    stream = torch.cuda.current_stream()
+    rows = []
+    for tm, tn, tk in TILES:
+        grid = (ct.cdiv(a.shape[0], tm) * ct.cdiv(b.shape[1], tn), 1, 1)
+        args = (a, b, c, tm, tn, tk)
+        ct.launch(stream, grid, matmul_kernel, args)
+        staged = wrapped_as(list(matmul_kernel.variants.values())[-1].compiled, StagedKernel)
+        name = f"{tm}x{tn}x{tk}"
+        rows.append((f"{name} as launched", lambda grid=grid, args=args: ct.launch(stream, grid, matmul_kernel, args)))
+        if staged is None or not staged.stages(args, False, grid):
+            continue
+        inner = staged.staged_kernel(args)
+        copies = list(args)
+        for i, copy in staged.staged.params.items():
+            copies[i] = stage_copy(args[i], copy, None, False)
+        inner.launch(grid, copies)
+        ws = wrapped_as(inner, WarpSpecializedKernel)
+        ran = "no Gluon variant" if ws is None else f"Gluon launches {ws.variant_launches}, gave up {ws.gave_up}"
+        rows.append((f"{name} staged kernel alone ({ran})", lambda inner=inner, grid=grid, copies=copies:
+                     inner.launch(grid, copies)))
+        if tm == TILES[0][0]:
+            for i, copy in staged.staged.params.items():
+                rows.append((f"prologue {'ab'[i]} ({'transposed' if copy.transposed else 'rounded'})",
+                             lambda x=args[i], copy=copy: stage_copy(x, copy, None, False)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    out = claim(parser.parse_args(argv).out)
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = True
+    doc = head()
+    doc["cases"] = []
+    for m, n, k in CASES:
+        torch.manual_seed(0)
+        a = torch.randn(m, k, device="cuda")
+        b = torch.randn(k, n, device="cuda")
+        ref = a.double() @ b.double()
+        c = torch.empty(m, n, device="cuda")
+        rows = [("torch", lambda: torch.matmul(a, b, out=c))] + _rows(a, b, c)
+        doc["cases"].append(timed_in_turns(f"{m}x{n}x{k} fp32", rows, c, ref, unchecked="prologue"))
+        out.write_json(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
