@@ -43,12 +43,13 @@ def _rows(a, b, c) -> list:
         staged = wrapped_as(list(matmul_kernel.variants.values())[-1].compiled, StagedKernel)
         name = f"{tm}x{tn}x{tk}"
         rows.append((f"{name} as launched", lambda grid=grid, args=args: ct.launch(stream, grid, matmul_kernel, args)))
-        if staged is None or not staged.stages(args, False, grid):
+        arrays = (a, b, c)  # the compiled kernel's arguments: the tile sizes are constants
+        if staged is None or not staged.stages(arrays, False, grid):
             continue
-        inner = staged.staged_kernel(args)
-        copies = list(args)
+        inner = staged.staged_kernel(arrays)
+        copies = list(arrays)
         for i, copy in staged.staged.params.items():
-            copies[i] = stage_copy(args[i], copy, None, False)
+            copies[i] = stage_copy(arrays[i], copy, None, False)
         inner.launch(grid, copies)
         ws = wrapped_as(inner, WarpSpecializedKernel)
         ran = "no Gluon variant" if ws is None else f"Gluon launches {ws.variant_launches}, gave up {ws.gave_up}"
@@ -57,7 +58,7 @@ def _rows(a, b, c) -> list:
         if tm == TILES[0][0]:
             for i, copy in staged.staged.params.items():
                 rows.append((f"prologue {'ab'[i]} ({'transposed' if copy.transposed else 'rounded'})",
-                             lambda x=args[i], copy=copy: stage_copy(x, copy, None, False)))
+                             lambda x=arrays[i], copy=copy: stage_copy(x, copy, None, False)))
     return rows
 
 
