@@ -58,15 +58,19 @@ tiles per group where programs take them in groups (`Merge.band`), h and the mer
 where the blocks after them run on their own (`Merge.head`), p and the blocks of a group where spans
 restart at every group (`Merge.period`), u where unchecked, s where the launch
 staged its operands (none: not merged)."""
-    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.base import kernels_within
     from tilecraft.backends.tile_splitting import BlockMergeKernel
-    compiled = [(v.compiled, "") for v in kernel.variants.values()]
-    compiled += [(k, " s") for c, _ in compiled for k in getattr(c, "_kernels", {}).values()]  # a staged kernel's
-    found = [(wrapped_as(c, BlockMergeKernel), staged) for c, staged in compiled]
+    from tilecraft.backends.triton.operand_staging import StagedKernel
+    found = []
+    for v in kernel.variants.values():
+        within = kernels_within(v.compiled)
+        staged = {id(k) for s in within if isinstance(s, StagedKernel) for c in s.compiled_variants
+                  for k in kernels_within(c)}
+        found += [(k, " s" if id(k) in staged else "") for k in within if isinstance(k, BlockMergeKernel)]
     return sorted({f"{m.rows}x{m.cols}/{m.stride}{f' g{m.group}' if m.band else ''}{f' p{m.period}' if m.period else ''}"
                    f"{f' h{m.head}' if m.head else ''}"
                    f"{'' if m.checked else ' u'}{staged}"
-                   for f, staged in found if f is not None for m in f._variants})
+                   for f, staged in found for m in f._variants})
 
 
 def _no_groups(*args, **kwargs) -> None:

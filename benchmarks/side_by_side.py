@@ -194,15 +194,14 @@ def _schedule(system: str, kernel) -> str | None:
     variant, backends/gluon), "triton", or why the Gluon variant was given up."""
     if system != "tilecraft":
         return None
-    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.base import kernels_within
     from tilecraft.backends.gluon import WarpSpecializedKernel
-    last = list(kernel.variants.values())[-1].compiled
-    ws = wrapped_as(last, WarpSpecializedKernel)
-    if ws is None:
-        return "triton"
-    if ws.gave_up is not None:
-        return f"triton (gave up: {ws.gave_up})"
-    return "warp-specialized" if ws.variant_launches else "triton"
+    last = list(kernel.variants.values())[-1].compiled  # with its staged and merged kernels
+    found = [k for k in kernels_within(last) if isinstance(k, WarpSpecializedKernel)]
+    if any(k.variant_launches for k in found):
+        return "warp-specialized"
+    gave_up = [k.gave_up for k in found if k.gave_up is not None]
+    return f"triton (gave up: {gave_up[0]})" if gave_up else "triton"
 
 
 def _child(system: str, only: str | None, timeout_s: float) -> list[dict]:

@@ -9,6 +9,7 @@ variant or the Triton kernel). Outputs are checked against float64 on a NaN-pois
 first; rows are timed in turns (`merge_probe.timed_in_turns`).
 
     PYTHONPATH=$PWD python3 benchmarks/staging_probe.py --out $OUT/staging.json
+    TILECRAFT_WARP_SPECIALIZE=0 ... staging_probe.py --out $OUT/staging-triton.json   # no Gluon variant
 """
 
 from __future__ import annotations
@@ -50,11 +51,11 @@ def _rows(a, b, c) -> list:
         copies = list(arrays)
         for i, copy in staged.staged.params.items():
             copies[i] = stage_copy(arrays[i], copy, None, False)
-        inner.launch(grid, copies)
+        inner.launch(grid, copies, stream)
         ws = wrapped_as(inner, WarpSpecializedKernel)
         ran = "no Gluon variant" if ws is None else f"Gluon launches {ws.variant_launches}, gave up {ws.gave_up}"
         rows.append((f"{name} staged kernel alone ({ran})", lambda inner=inner, grid=grid, copies=copies:
-                     inner.launch(grid, copies)))
+                     inner.launch(grid, copies, stream)))
         if tm == TILES[0][0]:
             for i, copy in staged.staged.params.items():
                 rows.append((f"prologue {'ab'[i]} ({'transposed' if copy.transposed else 'rounded'})",

@@ -378,7 +378,7 @@ def test_merged_staged_operands(dev, backend_variant):
     name = backend_variant("merge-staged", stage_operands=True, block_merge=(2, 2), tile_split=False, stream_k=False)
     got = run_matmul(dev, name, (ct.cdiv(m, 32) * ct.cdiv(n, 32), 1, 1), kernel, a, b, (32, 32, 32))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), atol=2e-3 * np.sqrt(k), rtol=2e-3)
-    staged = [c for key, v in kernel.variants.items() if key.backend == name for c in v.compiled._kernels.values()]
+    staged = [c for key, v in kernel.variants.items() if key.backend == name for c in v.compiled.compiled_variants]
     assert [list(wrapped_as(c, BlockMergeKernel)._variants) for c in staged] == [[Merge(2, 2, 8, False, 2, 8)]]
 
 

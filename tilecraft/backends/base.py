@@ -209,10 +209,28 @@ class WrappedKernel:
 
     main: CompiledKernel
 
+    @property
+    def compiled_variants(self) -> tuple[Any, ...]:
+        """The kernels it compiled so far to launch in place of `main` (none here)."""
+        return ()
+
     def __getattr__(self, name: str) -> Any:
         if name == "main":  # not set yet: no recursion
             raise AttributeError(name)
         return getattr(self.main, name)
+
+
+def kernels_within(kernel: Any) -> list[Any]:
+    """`kernel`, the kernels it wraps and the variants each compiled so far (`compiled_variants`:
+    split-K parts, merged or split blocks, a staged kernel's...), depth first: what its launches
+    may have run (benchmarks report which, tests look for one)."""
+    found, todo = [], [kernel]
+    while todo:
+        k = todo.pop()
+        found.append(k)
+        if isinstance(k, WrappedKernel):
+            todo += [*reversed(k.compiled_variants), k.main]
+    return found
 
 
 class ChosenPerGrid:

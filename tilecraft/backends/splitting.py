@@ -68,6 +68,10 @@ class SplitKernel(WrappedKernel):
         self._workspace = workspace
         self._parts: tuple[CompiledKernel, CompiledKernel] | None = None
 
+    @property
+    def compiled_variants(self) -> tuple[CompiledKernel, ...]:
+        return self._parts or ()
+
     def parts(self) -> tuple[CompiledKernel, CompiledKernel]:
         """PARTIAL and FINISH, compiled on first use."""
         if self._parts is None:

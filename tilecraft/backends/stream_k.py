@@ -76,6 +76,10 @@ class StreamKKernel(WrappedKernel):
         self._workspace = workspace
         self._variant: CompiledKernel | None = None
 
+    @property
+    def compiled_variants(self) -> tuple[CompiledKernel, ...]:
+        return () if self._variant is None else (self._variant,)
+
     def variant(self) -> CompiledKernel:
         """The stream-K kernel, compiled on first use."""
         if self._variant is None:

@@ -412,6 +412,10 @@ class GridVariantKernel(WrappedKernel):
         """The variant's Tile IR for `count` (built anew: what `variant` compiles)."""
         return self._build(count)
 
+    @property
+    def compiled_variants(self) -> tuple[CompiledKernel, ...]:
+        return tuple(self._variants.values())
+
     def variant(self, count: Hashable) -> CompiledKernel:
         """The variant for `count`, compiled on first use."""
         if count not in self._variants:

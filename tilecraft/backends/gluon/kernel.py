@@ -190,6 +190,10 @@ class WarpSpecializedKernel(WrappedKernel):
         self.gave_up = f"{type(exc).__name__}: {lines[-1] if lines else ''}"
         self._variant = None
 
+    @property
+    def compiled_variants(self) -> tuple[GluonKernel, ...]:
+        return () if self._variant is None else (self._variant,)
+
     def variant(self) -> GluonKernel | None:
         """The Gluon variant, built on first use; None once it could not be."""
         if self._variant is None and self.gave_up is None:

@@ -212,6 +212,10 @@ class StagedKernel(WrappedKernel):
             merge = merging.count(grid, self.staged_args(args), False)
         return merge is not None and merge.rows * self._rows >= WGMMA_ROWS
 
+    @property
+    def compiled_variants(self) -> tuple[CompiledKernel, ...]:
+        return tuple(self._kernels.values())
+
     def staged_kernel(self, args: Sequence[Any]) -> CompiledKernel:
         """The staged kernel for launches with `args` (the staged arrays' shapes and dtypes count)."""
         facts = list(self._facts)
