@@ -34,6 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..ir import ArrayType, BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
+from ..ir.builder import copied_fields
 from ..language import dtypes as dt
 from .dce import eliminate_dead_code, has_effects
 from .squares import splat_constant
@@ -319,14 +320,15 @@ def sliced_epilogue(b: Builder, prologue: list[Op], epilogue: list[Op], sliced: 
             b.block.ops.append(_copy_op(op))
             continue
         b.loc = op.loc
-        fields = {f.name: getattr(op, f.name) for f in dataclasses.fields(op) if f.name not in ("results", "loc")}
-        for name in op._operand_fields:
-            v = fields[name]
-            if isinstance(v, Value) and v.id in sliced:
-                fields[name] = sliced[v.id]
-            elif isinstance(v, Value) and (wide := _row_broadcast(defs.get(v.id))) is not None:
-                shape = (v.tile.shape[0] // slices, *v.tile.shape[1:])
-                fields[name] = b.value(ops.Broadcast, x=wide.x, shape=shape)
+
+        def on_slice(v: Value) -> Value:
+            if v.id in sliced:
+                return sliced[v.id]
+            wide = _row_broadcast(defs.get(v.id))
+            if wide is None:
+                return v
+            return b.value(ops.Broadcast, x=wide.x, shape=(v.tile.shape[0] // slices, *v.tile.shape[1:]))
+        fields = copied_fields(op, on_slice, lambda block: block)
         if isinstance(op, ops.Store):
             fields["index"] = slice_index(b, op.index, slices, row)
         new = b.emit(type(op), **fields)
