@@ -576,7 +576,10 @@ def test_inspect_shows_a_matmuls_variant_when_asked(capsys):
 
 def test_inspect_names_a_staged_tf32_matmuls_variant():
     """A tf32 matmul's staged kernel has the Gluon variant too (on grids dealt evenly): inspect
-    with staged=True shows the staged Triton kernel and says so; 128-column tiles have none."""
+    with staged=True shows the staged Triton kernel and says so; with a grid the variant takes
+    (2048 blocks of 128x256: 16 rounds on 132 SMs, the last 68 full) it shows the variant, as
+    launches on that grid run it, and with one it does not take (140 blocks) the Triton kernel;
+    128-column tiles have none."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("triton")
     from tilecraft.library import matmul_kernel
@@ -585,6 +588,13 @@ def test_inspect_names_a_staged_tf32_matmuls_variant():
     info = inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 32), capability=90, staged=True)
     assert info.staging == "shown" and info.warp_specialized == "variant"
     assert "warp-specialized variant: grids of 256 blocks" in info.summary()
+    on_grid = inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 32), capability=90, grid=(2048,))
+    assert on_grid.staging == "shown" and on_grid.warp_specialized == "shown variant"
+    assert "warp_specialize(" in on_grid.triton and on_grid.num_warps == 4
+    assert "runs this grid as its warp-specialized Gluon variant (shown)" in on_grid.summary()
+    short = inspect_kernel(matmul_kernel, (a, a, a, 128, 256, 32), capability=90, grid=(140,))
+    assert short.staging == "shown" and short.warp_specialized == "variant" and "tl.dot(" in short.triton
+    assert "Gluon variant (shown)" not in short.summary()
     narrow = inspect_kernel(matmul_kernel, (a, a, a, 128, 128, 32), capability=90, staged=True)
     assert narrow.staging == "shown" and narrow.warp_specialized == ""
 

@@ -54,7 +54,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "sm_90 (by default the Triton kernel, which runs the other grids, is shown)")
     p.add_argument("--grid", type=parse_grid, metavar="G[,G1[,G2]]",
                    help="show what a launch on this grid runs: a variant its launch picks for the grid (blocks "
-                        "merged into larger tiles, tiles split), or the kernel")
+                        "merged into larger tiles, tiles split), or the kernel; as the warp-specialized Gluon "
+                        "variant where that takes the grid")
     p.add_argument("--sms", type=int, default=DEFAULT_SMS,
                    help=f"the GPU's SM count for --grid (default {DEFAULT_SMS}: an H100's or H200's)")
 

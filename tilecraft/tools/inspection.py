@@ -57,7 +57,7 @@ class Inspection:
     staging: str = ""  # "": no staged variant (operands copied in a prologue); "variant": it has one; "shown": its stages
     warp_specialized: str = ""  # "shown": the stages are the Gluon variant's ("triton": its source); "variant": a
     # matmul's Gluon variant, run on grids dealt evenly to the SMs (the stages are the Triton kernel's); "shown
-    # variant": that variant's stages (`warp_specialized=True`)
+    # variant": that variant's stages (`warp_specialized=True`, or a `grid` it takes)
     host_descriptors: bool = False  # the stages are the host-descriptor variant's, which every launch runs
     mma_sync: bool = False  # built with Hopper's wgmma off: tf32 MMAs on operands rounded in registers
     on_grid: str = ""  # what a launch on the grid asked for runs (a variant its launch picks, or the kernel)
@@ -86,15 +86,16 @@ class Inspection:
         if self.warp_specialized == "shown variant":
             text += ("\nwarp-specialized variant shown: grids of 256 blocks or more that fill the SMs' last round "
                      "well run as this persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the "
-                     "other grids run the Triton kernel (shown without --warp-specialized)")
+                     "other grids run the Triton kernel")
         elif self.warp_specialized == "shown":
             text += ("\nwarp-specialized: on this GPU the kernel runs as the Gluon variant shown (a producer warp "
                      "streaming its loop's tiles through TMA, compute warpgroups issuing the MMAs; backends/gluon); "
                      "TILECRAFT_WARP_SPECIALIZE=0 shows and runs the Triton kernel")
         elif self.warp_specialized == "variant":
             text += ("\nwarp-specialized variant: grids of 256 blocks or more that fill the SMs' last round well run "
-                     "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`; --warp-specialized "
-                     "shows it); the stages shown are the Triton kernel's, which runs the other grids")
+                     "as a persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`; --warp-specialized, "
+                     "or --grid with such a grid, shows it); the stages shown are the Triton kernel's, which runs "
+                     "the other grids")
         if self.mma_sync:
             text += ("\nmma.sync: its tf32 MMAs take operands rounded in registers, which Hopper's wgmma would "
                      "write back to shared memory every K step, so Triton builds it with wgmma off "
@@ -154,8 +155,9 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
     (by default the Triton kernel is shown; a ValueError if the kernel has none).
     `grid`: what a launch on that grid runs on a GPU of `sms` SMs, where that is a variant the
     launch picks for its grid (blocks merged, tiles split: backends/tile_splitting.py), of the
-    staged kernel where such a launch stages, and without the grid loop where its programs
-    all fit the GPU at once (`TritonKernel.small_grid_kernel`)."""
+    staged kernel where such a launch stages, as its warp-specialized Gluon variant where that
+    takes the grid (`GluonKernel.takes`), and without the grid loop where its programs all fit
+    the GPU at once (`TritonKernel.small_grid_kernel`)."""
     ir, compiled, launch_args = compiled_as_launched(kernel, args, capability)
     has_staged = isinstance(compiled, StagedKernel)
     split = isinstance(compiled.main if has_staged else compiled, SplitKernel)
@@ -179,21 +181,26 @@ def inspect_kernel(kernel: Kernel, args: tuple[Any, ...], *, capability: int = 9
         on_grid = ("grid variants: launches on some grids run a variant of the kernel shown (blocks merged, tiles "
                    "split: backends/tile_splitting.py); grid=, --grid shows what a grid runs")
     host = False  # the host-descriptor variant shown (what every launch with these arguments runs)
-    picked = staged or compiled is not as_compiled  # a variant, whose Gluon variant (if any) is not shown
-    shown = None if picked else _warp_specialized(compiled, capability, launch_args, warp_specialized)
+    picked = staged or compiled is not as_compiled  # a variant: its Gluon variant is shown only where it takes the grid
+    gluon = _variant_of(compiled)[1] if picked or whole is not None else None
+    with assumed_sms(sms):
+        takes = gluon is not None and whole is not None and gluon.takes(whole, launch_args)
+    if takes or not (picked or whole is not None):
+        shown = _warp_specialized(compiled, capability, launch_args, warp_specialized or takes)
+    else:  # a matmul's variant (a staged tf32 one's too), which runs only grids dealt evenly to the SMs
+        shown = "variant" if gluon is not None and gluon.lowered.chained else None
     if warp_specialized and not isinstance(shown, tuple):
         raise ValueError(f"kernel `{ir.name}` has no warp-specialized Gluon variant for these arguments on "
                          f"sm_{capability}")
     if isinstance(shown, tuple):
         variant, binary = shown
         registers, spills = _resources(binary.asm["cubin"])
+        if takes:
+            on_grid = on_grid.removesuffix(" (shown)") + "; it runs this grid as its warp-specialized Gluon variant (shown)"
         return Inspection(format_function(ir), variant.source, binary.asm, capability, variant.lowered.num_warps,
                           variant.lowered.stages, binary.metadata.shared, registers, spills,
-                          tuple(compiled.fallbacks), split, "",
-                          warp_specialized="shown variant" if warp_specialized else "shown", on_grid=on_grid)
-    if staged:
-        variant = _variant_of(compiled)[1]  # a tf32 matmul's, on its staged operands
-        shown = "variant" if variant is not None and variant.lowered.chained else None
+                          tuple(compiled.fallbacks), split, "shown" if staged else "",
+                          warp_specialized="shown variant" if variant.lowered.chained else "shown", on_grid=on_grid)
     main = wrapped_as(compiled, TritonKernel)
     if main is not None and whole is not None and _fits_at_once(main, whole, launch_args, capability, sms):
         compiled = main = main.small_grid_kernel()

@@ -27,6 +27,7 @@ from triton.runtime.jit import mangle_type
 from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
+from ..triton.split_launch import launch_sms, sm_count
 from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, stream_context,
                                  stream_handle)
 from .lower import GluonLowered, deals_evenly
@@ -36,15 +37,11 @@ Grid = tuple[int, int, int]
 _GL = {torch.float16: gl.float16, torch.bfloat16: gl.bfloat16, torch.float32: gl.float32}
 
 
-@functools.cache
-def _sm_count(device: int) -> int:
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
 def _multiprocessors(args: Sequence[Any]) -> int:
-    """The multiprocessors of the GPU holding the launch's first tensor (or the current one)."""
-    device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
-    return _sm_count(device.index if device is not None and device.index is not None else torch.cuda.current_device())
+    """The multiprocessors of the GPU holding the launch's tensors (the current GPU where they are
+    not on one), or as many as `split_launch.assumed_sms` says (`tilecraft inspect --grid`)."""
+    sms = launch_sms(args)
+    return sms if sms is not None else sm_count(torch.cuda.current_device())
 
 
 class GluonKernel:
