@@ -15,6 +15,7 @@ The command line is tools/inspect_command.py.
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import tempfile
@@ -116,8 +117,10 @@ class Inspection:
         return text
 
 
+@functools.lru_cache(maxsize=8)
 def _resources(cubin: bytes) -> tuple[int | None, int | None]:
-    """(registers, spill bytes) per thread from `cuobjdump -res-usage` (Triton ships it)."""
+    """(registers, spill bytes) per thread from `cuobjdump -res-usage` (Triton ships it), once per
+    binary (`_fits_at_once` asks before the summary does)."""
     from triton.tools.disasm import path_to_cuobjdump
 
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
