@@ -402,3 +402,25 @@ def test_reduce_and_scan_with_a_function(dev) -> None:
     np.testing.assert_array_equal(scan, np.maximum.accumulate(x, 1))
     xi = x.astype(np.int32)
     np.testing.assert_array_equal(rscan, np.flip(np.cumsum(np.flip(xi, 0), 0), 0))
+
+
+@ct.kernel
+def captured_scalar_kernel(x, p, ceiling: float, out_mod, out_scan):
+    m = ct.gather(p, ())  # a runtime scalar, read from a 0-d array
+    t = ct.load(x, (0, 0), (8, 16))
+    ct.store(out_mod, (0,), ct.reduce(t, -1, lambda a, b: (a + b) % m, 0))
+    f = t.astype(ct.float32)
+    ct.store(out_scan, (0, 0), ct.scan(f, 1, lambda a, b: ct.minimum(a + b, ceiling), 0.0))  # saturating
+
+
+def test_combine_functions_use_scalars_from_outside(dev) -> None:
+    """A reduction's and a scan's combine functions using runtime scalars of the kernel (a value
+    gathered from a 0-d array, a float argument), as cuTile allows; the sums saturate partway
+    along the rows."""
+    x = rng("captured-scalar").integers(0, 1000, (8, 16)).astype(np.int32)
+    p = np.array(7, np.int32)
+    outs = [dev.poison((8,), np.int32), dev.poison((8, 16), np.float32)]
+    dev.launch((1,), captured_scalar_kernel, (dev.put(x), dev.put(p), 5000.0, *outs))
+    mod, scan = (dev.get(o) for o in outs)
+    np.testing.assert_array_equal(mod, x.sum(1) % 7)
+    np.testing.assert_array_equal(scan, np.minimum(np.cumsum(x, 1), 5000).astype(np.float32))

@@ -368,7 +368,7 @@ def bad_combines(a, which: ConstInt):
 
 @pytest.mark.parametrize("which, error, message", [
     (0, ct.TileSyntaxError, "Branching inside reduction body is not supported"),
-    (1, ct.TileSyntaxError, "may only use its arguments and constants"),
+    (1, ct.TileSyntaxError, r"may only use its arguments and constants, and scalars \(0-d tiles\) from outside it, not tiles"),
     (2, ct.TileTypeError, r"function must return 1 value\(s\), got 2"),
     (3, ct.TileTypeError, r"identity must be 1 constant number\(s\)"),
 ])

@@ -2,9 +2,10 @@
 
 The function is compiled once on 0-d arguments (a_1..a_N, b_1..b_N) into the block of a
 ReduceWith / ScanWith op; backends apply that block along the axis. As in cuTile the body may
-only compute on its scalar arguments and constants: no control flow (the compiler refuses a
-branch or loop while `ctx.combine_body` names the body), memory access, printing or nested
-reductions, and no tiles from outside.
+only compute on its scalar arguments, constants and scalars from outside it (`lambda a, b:
+(a + b) % m` with a runtime `m`: the block uses `m`'s value from the enclosing block): no
+control flow (the compiler refuses a branch or loop while `ctx.combine_body` names the body),
+memory access, printing or nested reductions, and no tiles from outside.
 """
 
 from __future__ import annotations
@@ -100,10 +101,14 @@ def _check_body(block: Block, args: list[Value], name: str) -> None:
         if not isinstance(op, _BODY_OPS):
             raise TileSyntaxError(f"{name}() function may only compute on its scalar arguments (no control "
                                   f"flow, memory access, printing or nested reductions)", op.loc)
-        if any(v.id not in known for v in op.operands):
-            raise TileSyntaxError(f"{name}() function may only use its arguments and constants, not tiles "
-                                  f"from outside it", op.loc)
+        if any(v.id not in known and not _is_scalar(v) for v in op.operands):
+            raise TileSyntaxError(f"{name}() function may only use its arguments and constants, and scalars "
+                                  f"(0-d tiles) from outside it, not tiles", op.loc)
         known.update(r.id for r in op.results)
+
+
+def _is_scalar(v: Value) -> bool:
+    return isinstance(v.type, TileType) and v.type.shape == ()
 
 
 def _results(op: Op) -> Value | tuple[Value, ...]:

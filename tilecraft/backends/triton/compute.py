@@ -598,25 +598,47 @@ def _flushing_fold(block: Block) -> bool:
     return len(body) == 1 and isinstance(body[0], ops.Binary) and body[0].flush_to_zero
 
 
+def _captured(block: Block) -> list[Value]:
+    """The values from outside `block` that its ops use (scalars: see frontend/combine.py), in
+    order of first use."""
+    inside = {a.id for a in block.args}
+    found: dict[int, Value] = {}
+    for op in block.ops:
+        for v in op.operands:
+            if v.id not in inside:
+                found.setdefault(v.id, v)
+        inside.update(r.id for r in op.results)
+    return list(found.values())
+
+
 @rule(ops.ReduceWith, ops.ScanWith)
 def _combine(w: KernelWriter, op: ops.ReduceWith | ops.ScanWith) -> None:
     """tl.reduce / tl.associative_scan with the op's combine block as a generated function
     (Triton needs no identity: every reduced axis has at least one element). With flush_to_zero
     the operand is flushed first (`_flushing_fold`): one select an element, which the combine
-    would apply to every other element anyway."""
+    would apply to every other element anyway.
+
+    A generated function sees only its parameters, so each scalar the block uses from outside
+    rides along as one more operand, splat to the operands' shape, that the function passes
+    through unchanged: every element of it is the scalar, whichever elements Triton combines."""
     block = op.combine
     last = block.terminator
     assert isinstance(last, ops.Yield)
-    fn = w.function("combine", block.args, block.ops[:-1], last.values)
+    n = len(op.xs)
+    captured = _captured(block)
+    params = [*block.args[:n], *captured, *block.args[n:], *[None] * len(captured)]
+    fn = w.function("combine", params, block.ops[:-1], (*last.values, *captured))
     xs = [w.tensor(v) for v in op.xs]
     if _flushing_fold(block):
         xs = [_flush(w, x) for x in xs]
+    shape = _shape(shape_of(op.xs[0]))
+    xs += [f"tl.broadcast_to({w.tensor(v)}, {shape})" for v in captured]
     arg = xs[0] if len(xs) == 1 else f"({', '.join(xs)})"
     if isinstance(op, ops.ReduceWith):
         text = f"tl.reduce({arg}, {op.axis}, {fn}, keep_dims={op.keepdims})"
     else:
         text = f"tl.associative_scan({arg}, {op.axis}, {fn}, reverse={op.reverse})"
-    names = [w.define(r, "r") for r in op.results]
+    names = [w.define(r, "r") for r in op.results] + ["_"] * len(captured)
     w.emit(f"{', '.join(names)} = {text}")
 
 

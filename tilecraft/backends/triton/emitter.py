@@ -20,7 +20,7 @@ import math
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ...errors import Location, TileUnsupportedFeatureError
 from ...ir import Op, Value
@@ -272,11 +272,12 @@ class KernelWriter:
             self.helpers.append(name)
         return name
 
-    def function(self, hint: str, params: list[Value], body: list[Op], returns: tuple[Value, ...]) -> str:
-        """Define a module-level `@triton.jit` function computing `returns` from `params` with the
-        ops of `body` (e.g. the combine function of a custom reduction); returns its name."""
+    def function(self, hint: str, params: Sequence[Value | None], body: list[Op], returns: Sequence[Value]) -> str:
+        """Define a module-level `@triton.jit` function computing `returns` from `params` (None: a
+        parameter the body does not use) with the ops of `body` (e.g. the combine function of a
+        custom reduction); returns its name."""
         sub = KernelWriter(self.target, self.plan)
-        names = [sub.define(p, f"a{i}") for i, p in enumerate(params)]
+        names = [sub.define(p, f"a{i}") if p is not None else sub.fresh(f"unused{i}") for i, p in enumerate(params)]
         sub.lower_ops(body)
         sub.emit(f"return {', '.join(sub.tensor(v) for v in returns)}")
         for helper in sub.helpers:
