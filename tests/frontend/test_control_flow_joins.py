@@ -150,6 +150,15 @@ def enum_differs(out):
     ct.store(out, (0,), ct.load(out, (0,), (4,), padding_mode=mode))  # ERR
 
 
+@ct.kernel
+def views_differ(out):
+    if ct.bid(0) == 0:
+        v = out.tiled_view(4)
+    else:
+        v = out.tiled_view(2)
+    v.store(0, ct.zeros((4,), ct.float32))  # ERR
+
+
 @pytest.mark.parametrize("kernel, message", [
     (break_types_differ, "Type of `r` depends on path taken: Tile[int32,()] (line {2}) vs. Tile[float32,()] "
                          "(line {1})"),
@@ -159,10 +168,12 @@ def enum_differs(out):
                          "vs. Tile[float32,(4)] (line {0})"),
     (enum_differs, "Type of `mode` depends on path taken: <enum constant PaddingMode.NAN> (line {2}) vs. "
                    "<enum constant PaddingMode.ZERO> (line {1})"),
+    (views_differ, "Type of `v` depends on path taken: TiledView[float32,(2)] (line {2}) vs. TiledView[float32,(4)] "
+                   "(line {1})"),
 ], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
 def test_path_dependent_types(kernel, message: str) -> None:
     lines, first = inspect.getsourcelines(kernel.fn)
-    assigned = [first + i for i, text in enumerate(lines) if re.match(r"\s+(r|mode) = ", text)]
+    assigned = [first + i for i, text in enumerate(lines) if re.match(r"\s+(r|mode|v) = ", text)]
     with pytest.raises(ct.TileTypeError, match=re.escape(message.format(marked_line(kernel.fn), *assigned))) as ei:
         ct.launch(None, (1,), kernel, (np.zeros(4, np.float32),))
     assert ei.value.loc.line == marked_line(kernel.fn)
@@ -214,3 +225,32 @@ def test_foreign_dtypes_as_constructors(dev) -> None:
     out = dev.poison((4,), np.float32)
     dev.launch((1,), foreign_dtype_constants, (out,))
     assert dev.get(out).tolist() == [5.5] * 4
+
+
+@ct.kernel
+def view_switched_in_loop(x, y, z, T: ct.Constant[int]):
+    src = x.tiled_view(T)
+    dst = z.tiled_view(T)
+    for i in range(dst.num_tiles(0)):
+        dst.store(i, src.load(i % src.num_tiles(0)))
+        src = y.tiled_view(T)  # from the second trip on: y's tiles
+
+
+@ct.kernel
+def view_chosen_at_run_time(x, y, z, T: ct.Constant[int]):
+    b = ct.bid(0)
+    src = x.tiled_view(T) if b % 2 == 0 else y.tiled_view(T)
+    z.tiled_view(T).store(b, src.load(b))
+
+
+def test_tiled_views_through_control_flow(dev) -> None:
+    """A tiled view is carried around a loop and joined after a runtime `if` like the array it
+    views: the view of `y` assigned inside the loop is the one later trips load from."""
+    x = np.arange(8, dtype=np.float32)
+    y = np.arange(100, 108, dtype=np.float32)
+    z = dev.poison((24,), np.float32)
+    dev.launch((1,), view_switched_in_loop, (dev.put(x), dev.put(y), z, 8))
+    np.testing.assert_array_equal(dev.get(z), np.concatenate([x, y, y]))
+    z = dev.poison((8,), np.float32)
+    dev.launch((4,), view_chosen_at_run_time, (dev.put(x), dev.put(y), z, 2))
+    np.testing.assert_array_equal(dev.get(z), [0, 1, 102, 103, 4, 5, 106, 107])

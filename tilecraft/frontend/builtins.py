@@ -141,6 +141,10 @@ def _per_chosen_array(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any],
     array it may be; _NO_CHOICE if no argument is such a choice."""
     if isinstance(fn, BoundMethod) and isinstance(fn.receiver, ArrayChoice):
         return dispatch(fc, fn.receiver, lambda a: call(fc, BoundMethod(fn.handler, a, fn.name), args, kwargs, node))
+    if isinstance(fn, BoundMethod) and isinstance(fn.receiver, TiledView) and isinstance(fn.receiver.array, ArrayChoice):
+        view = fn.receiver  # a view carried through control flow (merge.py): of one array or another
+        return dispatch(fc, view.array, lambda a: call(fc, BoundMethod(fn.handler, dataclasses.replace(view, array=a),
+                                                                       fn.name), args, kwargs, node))
     for i, a in enumerate(args):
         if isinstance(a, ArrayChoice):
             return dispatch(fc, a, lambda o: call(fc, fn, [*args[:i], o, *args[i + 1:]], kwargs, node))

@@ -1,10 +1,11 @@
 """How front-end values meet where control flow joins (after an `if`, around a loop), and the
 If that joins two branches (`merge_branches`).
 
-Tuples, frozen-dataclass records and closures (nested defs and lambdas: what they captured and
-their default values) are structures of leaves; tiles and loose numbers are the leaves that may
-differ between paths (they become IR block arguments / results); anything else must be the same
-object on every path.
+Tuples, frozen-dataclass records, tiled views (their array) and closures (nested defs and
+lambdas: what they captured and their default values) are structures of leaves; tiles, loose
+numbers and arrays are the leaves that may differ between paths (they become IR block arguments
+/ results; arrays as the choice among them); anything else must be the same object on every
+path.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .rewrite import LOOPRET, RETVAL
 from .array_choice import chosen, compatible, is_array_like, selector_in, union
 from .semantics import is_loose, is_tile, type_name
 from .values import LocalFunction, Undefined
+from .views import TiledView
 
 
 def _captured(f: LocalFunction) -> list[str]:
@@ -58,6 +60,19 @@ def _rebuild_closure(template: LocalFunction, parts: tuple[Any, ...]) -> LocalFu
                                home=None)
 
 
+def _composite(v: Any) -> tuple[Any, tuple[Any, ...], Callable[[tuple[Any, ...]], Any]] | None:
+    """(kind, parts, rebuild) of a value whose parts may differ between paths while its kind may
+    not: a record (kind: its class; parts: its fields) or a tiled view (kind: its tile shape,
+    padding and steps; part: its array, so `tv = y.tiled_view(T)` in a loop over `x`'s view is
+    carried as the choice of array). None for other values."""
+    if records.is_record(v):
+        return type(v), records.fields_of(v), lambda parts: records.rebuild(v, parts)
+    if isinstance(v, TiledView):
+        return (TiledView, v.tile_shape, v.padding, v.steps), (v.array,), \
+            lambda parts: dataclasses.replace(v, array=parts[0])
+    return None
+
+
 def is_leaf(v: Any) -> bool:
     """A value that may differ between paths: a tile, a Python number, or an array (carried as
     the choice among the arrays it may be, array_choice.py)."""
@@ -71,8 +86,9 @@ def same(a: Any, b: Any) -> bool:
         return False
     if isinstance(a, LocalFunction) or isinstance(b, LocalFunction):
         return _same_closure_kind(a, b) and same(_closure_parts(a), _closure_parts(b))
-    if records.is_record(a) or records.is_record(b):
-        return type(a) is type(b) and same(records.fields_of(a), records.fields_of(b))
+    ca, cb = _composite(a), _composite(b)
+    if ca is not None or cb is not None:
+        return ca is not None and cb is not None and ca[0] == cb[0] and same(ca[1], cb[1])
     if is_loose(a) and is_loose(b):
         return type(a) is type(b) and (a == b or (a != a and b != b))
     if isinstance(a, tuple) and isinstance(b, tuple):
@@ -85,9 +101,11 @@ def same(a: Any, b: Any) -> bool:
 
 def dynamic_leaves(v: Any) -> tuple[list[Any], Callable[[list[Value]], Any]]:
     """Split v into its runtime-able leaves (tiles and numbers) and a function rebuilding it."""
-    if records.is_record(v):
-        leaves, rebuild_fields = dynamic_leaves(records.fields_of(v))
-        return leaves, lambda vals: records.rebuild(v, rebuild_fields(vals))
+    composite = _composite(v)
+    if composite is not None:
+        _, parts, rebuild_composite = composite
+        leaves, rebuild_parts = dynamic_leaves(parts)
+        return leaves, lambda vals: rebuild_composite(rebuild_parts(vals))
     if isinstance(v, LocalFunction):
         leaves, rebuild_parts = dynamic_leaves(_closure_parts(v))
         return leaves, lambda vals: _rebuild_closure(v, rebuild_parts(vals))
@@ -111,8 +129,9 @@ def same_static(a: Any, b: Any) -> bool:
     """Whether two values agree in everything that is not a runtime leaf."""
     if isinstance(a, LocalFunction) or isinstance(b, LocalFunction):
         return _same_closure_kind(a, b) and same_static(_closure_parts(a), _closure_parts(b))
-    if records.is_record(a) or records.is_record(b):
-        return type(a) is type(b) and same_static(records.fields_of(a), records.fields_of(b))
+    ca, cb = _composite(a), _composite(b)
+    if ca is not None or cb is not None:
+        return ca is not None and cb is not None and ca[0] == cb[0] and same_static(ca[1], cb[1])
     if isinstance(a, tuple) or isinstance(b, tuple):
         return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(
             same_static(x, y) for x, y in zip(a, b))
@@ -130,9 +149,10 @@ def pair_leaves(a: Any, b: Any) -> tuple[list[tuple[Any, Any]], Callable[[list[V
     if isinstance(a, LocalFunction) or isinstance(b, LocalFunction):
         paired = pair_leaves(_closure_parts(a), _closure_parts(b)) if _same_closure_kind(a, b) else None
         return None if paired is None else (paired[0], lambda vals: _rebuild_closure(a, paired[1](vals)))
-    if records.is_record(a) or records.is_record(b):
-        paired = pair_leaves(records.fields_of(a), records.fields_of(b)) if type(a) is type(b) else None
-        return None if paired is None else (paired[0], lambda vals: records.rebuild(a, paired[1](vals)))
+    ca, cb = _composite(a), _composite(b)
+    if ca is not None or cb is not None:
+        paired = pair_leaves(ca[1], cb[1]) if ca is not None and cb is not None and ca[0] == cb[0] else None
+        return None if paired is None else (paired[0], lambda vals: ca[2](paired[1](vals)))  # type: ignore[index]
     if isinstance(a, tuple) or isinstance(b, tuple):
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
             return None

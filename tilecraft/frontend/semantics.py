@@ -547,7 +547,8 @@ def type_name(x: Any) -> str:
         return "None"
     if isinstance(x, Value):
         return str(x.type)
-    return type(x).__name__
+    own = getattr(type(x), "_type_name", None)  # front-end objects that say more (views.TiledView)
+    return own(x) if own is not None else type(x).__name__
 
 
 def describe(x: Any) -> str:

@@ -33,6 +33,10 @@ class TiledView:
     def extents(self) -> tuple[int, ...]:
         return self.tile_shape or (1,) * self.array.type.ndim
 
+    def _type_name(self) -> str:
+        """In messages: TiledView[float32,(4,8)] (its dtype and tile shape)."""
+        return f"TiledView[{self.dtype},({','.join(map(str, self.tile_shape))})]"
+
 
 def _ints(x: Any) -> Any:
     return (x,) if isinstance(x, int) and not isinstance(x, bool) else x
