@@ -69,3 +69,25 @@ def test_the_matmul_sample_replays():
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     assert float((c.double() - ref).norm() / ref.norm()) < 1e-3
+
+
+@ct.kernel
+def copy_listed(xs, ys, T: ConstInt):
+    for i in range(len(xs)):
+        ct.store(ys[i], index=(0,), tile=ct.load(xs[i], index=(0,), shape=(T,)))
+
+
+def test_a_list_argument_is_refused_while_capturing():
+    """cuTile's wording; nothing is captured or written."""
+    x = torch.rand(8, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    ct.launch(torch.cuda.current_stream(), (1,), copy_listed, ([x], [y], 8))
+    torch.testing.assert_close(y, x)
+    y.fill_(float("nan"))
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        graph = torch.cuda.CUDAGraph()
+        with pytest.raises(RuntimeError, match="List argument in CUDAGraph isn't supported yet"):
+            with torch.cuda.graph(graph, stream=stream):
+                ct.launch(stream, (1,), copy_listed, ([x], [y], 8))
+    assert torch.isnan(y).all()

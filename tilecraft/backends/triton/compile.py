@@ -223,8 +223,8 @@ def list_tables(arrays: Sequence[torch.Tensor], index64: bool) -> tuple[torch.Te
     """Device tables of a list argument: addresses (int64), shapes and strides (one row per
     array) on the arrays' device; the kernel reads element i's from row i."""
     if arrays[0].is_cuda and torch.cuda.is_current_stream_capturing():
-        raise RuntimeError("List arguments are not allowed while the stream is being captured into a CUDA graph "
-                           "(each launch copies a table of the arrays' addresses to the device)")
+        raise RuntimeError("List argument in CUDAGraph isn't supported yet: each launch copies a table of the "
+                           "arrays' addresses to the device, which a captured graph would not do again")
     device = arrays[0].device
     index = torch.int64 if index64 else torch.int32
     ptrs = torch.tensor([a.data_ptr() for a in arrays], dtype=torch.int64)
