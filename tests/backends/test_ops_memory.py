@@ -662,6 +662,39 @@ def test_array_annotation_static_dims(dev) -> None:
             ct.ArrayAnnotation(static_stride_dims=bad)
 
 
+StaticRows = Annotated[list, ct.ListAnnotation(element=ct.ArrayAnnotation(static_shape_dims=(1,),
+                                                                          static_stride_dims=(0,)))]
+
+
+@ct.kernel
+def static_list_kernel(xs: StaticRows, out):
+    first, last = xs[0], xs[len(xs) - 1]
+    ct.static_assert(isinstance(first.shape[1], int) and isinstance(last.strides[0], int))
+    acc = ct.zeros((4, first.shape[1]), ct.float32)  # a constant tile shape
+    for i in range(len(xs)):
+        acc += ct.load(xs[i], (0, 0), (4, xs[i].shape[1]), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (0, 0), acc * last.strides[0])
+
+
+def test_list_annotation_static_dims(dev) -> None:
+    """A ListAnnotation's element annotation compiles the sizes and strides it names in, once
+    for every array of the list: they must agree (checked at launch, before anything runs)."""
+    for cols in (8, 16):
+        pitch = cols + 3  # rows padded: the row stride is not the row length
+        xs = [rng(f"static-list-{cols}-{i}").standard_normal((3, pitch)).astype(np.float32) for i in range(3)]
+        out = dev.poison((3, cols), np.float32)
+        dev.launch((1,), static_list_kernel, ([dev.put(x)[:, :cols] for x in xs], out))
+        np.testing.assert_allclose(dev.get(out), sum(xs)[:, :cols] * pitch, rtol=1e-6)
+    x = np.zeros((3, 8), np.float32)
+    out = dev.poison((3, 8), np.float32)
+    for bad, what in (([dev.put(x), dev.put(np.zeros((3, 16), np.float32))[:, :8]],
+                       r"stride at axis 0 \(\[0\]: 8, \[1\]: 16\)"),
+                      ([dev.put(x), dev.put(np.zeros((3, 4), np.float32))], "shape at axis 1")):
+        with pytest.raises(ValueError, match=f"the arrays of the list vary in static {what}"):
+            dev.launch((1,), static_list_kernel, (bad, out))
+    assert np.isnan(dev.get(out)).all()
+
+
 @ct.kernel
 def bad_static_axis_kernel(x: Annotated[Any, ct.ArrayAnnotation(static_shape_dims=(2, -1))]):
     ct.store(x, (0, 0), ct.zeros((1, 1), dtype=x.dtype))

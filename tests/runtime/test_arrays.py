@@ -160,13 +160,3 @@ def test_array_and_list_annotations_as_cutile_writes_them():
     assert "i64" in k.ir(x, [y], out).splitlines()[0]  # both parameters index with 64 bits
 
 
-def _static_list(lst: Annotated[list, ct.ListAnnotation(element=ct.ArrayAnnotation(static_shape_dims=(0,)))]):
-    ct.store(lst[0], index=(0,), tile=ct.zeros((4,), ct.float32))
-
-
-def test_list_annotation_static_dims_are_refused_at_launch_not_at_decoration():
-    k = ct.kernel(_static_list)  # decorating works (cuTile test modules define such kernels)
-    out = np.full(4, 7.0, np.float32)
-    with pytest.raises(ct.TileArgumentError, match="ListAnnotation"):
-        ct.launch(None, (1,), k, ([out],))
-    assert (out == 7.0).all()

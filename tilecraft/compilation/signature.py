@@ -108,14 +108,22 @@ def _constraint_of(spec: Any, arrays: Iterator[ArrayArg | ListArg]) -> Any:
     if isinstance(spec, TupleSpec):
         return TupleConstraint([_constraint_of(s, arrays) for s in spec.items])
     if isinstance(spec, ListSpec):
-        next(arrays)  # list elements get no facts: nothing is assumed about them
+        next(arrays)  # list elements get no facts: nothing is assumed about them but their static dims
         element = ArrayConstraint(spec.dtype, spec.ndim, index_dtype=dt.int64 if spec.index64 else dt.int32,
-                                  stride_lower_bound_incl=None, alias_groups=(), may_alias_internally=True)
+                                  stride_lower_bound_incl=None, alias_groups=(), may_alias_internally=True,
+                                  stride_constant=_per_axis(spec.static_strides, spec.ndim),
+                                  shape_constant=_per_axis(spec.static_shape, spec.ndim))
         return ListConstraint(element, alias_groups=(), elements_may_alias=True)
     assert isinstance(spec, ArraySpec), spec
     arg = next(arrays)
     assert isinstance(arg, ArrayArg)
     return _array_constraint(arg)
+
+
+def _per_axis(pairs: tuple[tuple[int, int], ...], ndim: int) -> tuple[int | None, ...]:
+    """(axis, value) pairs as one entry per axis (None: not compiled in)."""
+    known = dict(pairs)
+    return tuple(known.get(axis) for axis in range(ndim))
 
 
 def _array_constraint(arg: ArrayArg) -> ArrayConstraint:
@@ -124,14 +132,10 @@ def _array_constraint(arg: ArrayArg) -> ArrayConstraint:
     item = spec.dtype.itemsize
     strides = tuple(s // data.itemsize for s in data.strides) if isinstance(data, np.ndarray) else tuple(data.stride())
     ndim = spec.ndim
-    known_strides: list[int | None] = [None] * ndim
-    for axis, value in spec.static_strides:
-        known_strides[axis] = value
+    known_strides = list(_per_axis(spec.static_strides, ndim))
     if ndim and facts.unit_last:
         known_strides[-1] = 1
-    known_shape: list[int | None] = [None] * ndim
-    for axis, value in spec.static_shape:
-        known_shape[axis] = value
+    known_shape = _per_axis(spec.static_shape, ndim)
     wide = 16 // item if facts.strides16 and 16 % item == 0 else 1
     return ArrayConstraint(
         spec.dtype, ndim, index_dtype=dt.int64 if spec.index64 or facts.index64 else dt.int32,

@@ -28,7 +28,7 @@ def _bind(spec: ArgSpec, name: str, params: list[Value], names: list[str], ctx: 
     v = ctx.builder.new_value(t, name)
     params.append(v)
     names.append(name)
-    if isinstance(spec, ArraySpec) and (spec.static_shape or spec.static_strides):
+    if isinstance(spec, (ArraySpec, ListSpec)) and (spec.static_shape or spec.static_strides):  # a list's: its arrays'
         ctx.static_dims[v.id] = {**{(ops.ArrayShape, a): n for a, n in spec.static_shape},
                                  **{(ops.ArrayStride, a): n for a, n in spec.static_strides}}
     return v

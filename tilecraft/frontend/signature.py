@@ -29,12 +29,16 @@ class ArraySpec:
 
 @dataclass(frozen=True)
 class ListSpec:
-    """A list of `length` arrays of one dtype and rank (the length is a compile-time constant)."""
+    """A list of `length` arrays of one dtype and rank (the length is a compile-time constant);
+    `static_shape` / `static_strides` as ArraySpec's, shared by every array of the list
+    (ListAnnotation's element annotation)."""
 
     dtype: DType
     ndim: int
     length: int
     index64: bool = False
+    static_shape: tuple[tuple[int, int], ...] = ()
+    static_strides: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,10 @@ def subscript(fc: Any, obj: Any, index_node: ast.expr, node: ast.AST) -> Any:
         if isinstance(key, int):
             key %= obj.type.length
         index = fc.sema.index_scalar(key, "List index")
-        return fc.b.value(ops.ListGet, list=obj, index=index)
+        item = fc.b.value(ops.ListGet, list=obj, index=index)
+        if obj.id in fc.ctx.static_dims:  # ListAnnotation's static dims hold for every array of the list
+            fc.ctx.static_dims[item.id] = fc.ctx.static_dims[obj.id]
+        return item
     if is_tile(obj):
         return _tile_new_axes(fc, obj, fc.expr(index_node), node)
     key = fc.expr(index_node)

@@ -62,10 +62,7 @@ def annotation_info(name: str, hint: Any, position: int) -> ParamInfo:
     arr = next((m for m in meta if isinstance(m, ArrayAnnotation)), None)
     listed = next((m for m in meta if isinstance(m, ListAnnotation)), None)
     if listed is not None and arr is None:
-        arr = listed.array_annotation
-        if arr is not None and (arr.static_shape_dims or arr.static_stride_dims):
-            rejected = (f"Parameter `{name}`: static_shape_dims/static_stride_dims in a ListAnnotation "
-                        f"element are not supported by tilecraft yet (only index_dtype)")
+        arr = listed.array_annotation  # what every array of the list is compiled for
     sc = next((m for m in meta if isinstance(m, ScalarAnnotation)), None)
     if constant and (arr or sc):
         raise TypeError(f"Parameter `{name}`: Constant cannot be combined with ArrayAnnotation or ScalarInt64")
@@ -312,6 +309,8 @@ def classify(value: Any, info: ParamInfo, path: str, arrays: list[ArrayArg | Lis
                                for i, (v, p) in enumerate(zip(value, item_infos))))
     if isinstance(value, list):
         lst = _list_arg(value, path, info.index64)
+        if info.static_shape or info.static_stride:
+            lst.spec = _list_static_dims(lst, info, path)
         arrays.append(lst)
         flat.append(lst)
         return lst.spec
@@ -366,6 +365,21 @@ def _with_static_dims(arr: ArrayArg, info: ParamInfo, path: str) -> ArraySpec:
             raise ValueError(f"Argument `{path}`: {what} {axes} contains a duplicate axis")
         found.append(tuple((a, int(values[a])) for a in sorted(norm)))  # type: ignore[index]
     return replace(arr.spec, static_shape=found[0], static_strides=found[1])
+
+
+def _list_static_dims(lst: ListArg, info: ParamInfo, path: str) -> ListSpec:
+    """The list's spec with the sizes / strides of its element annotation's static dims, which
+    every array of the list must share (one kernel serves them all)."""
+    found = [_with_static_dims(a, info, f"{path}[{i}]") for i, a in enumerate(lst.items)]  # type: ignore[arg-type]
+    first = found[0]
+    for what, pairs in (("shape", "static_shape"), ("stride", "static_strides")):
+        for k, (axis, value) in enumerate(getattr(first, pairs)):
+            values = [getattr(spec, pairs)[k][1] for spec in found]
+            if any(v != value for v in values):
+                raise ValueError(f"Argument `{path}`: the arrays of the list vary in static {what} at axis {axis} "
+                                 f"({', '.join(f'[{i}]: {v}' for i, v in enumerate(values))}); a ListAnnotation's "
+                                 f"static dims are compiled in once for every array")
+    return replace(lst.spec, static_shape=first.static_shape, static_strides=first.static_strides)
 
 
 def backend_args(flat: list[Any], to_array: Callable[[Any], Any]) -> list[Any]:
