@@ -16,7 +16,7 @@ and values out of the destination's range; the sign and payload of NaN results (
 positions are compared); integer // and % by zero. Also left out: `min // -1` and `min % -1`
 (the quotient overflows: undefined in LLVM's sdiv, which the GPU code may use), and casts to
 float8_e8m0fnu (the Triton backend has none; the language takes only RZ and RP
-from floats into it).
+from floats into it); casts from it are checked for all 256 codes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 FP8 = ["float8_e4m3fn", "float8_e5m2"]
 CAST_DSTS = ["bool_", *INTS, *FLOATS, *FP8]   # plus tfloat32 from the float sources
+E8M0 = "float8_e8m0fnu"  # a source only (2**(code - 127), NaN): casts into it take RZ or RP
 ZERO = ct.PaddingMode.ZERO
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning", "ignore:overflow:RuntimeWarning",
                                         "ignore:divide by zero:RuntimeWarning")
@@ -115,7 +116,7 @@ def cast_sources(src: str) -> np.ndarray:
     """The source array: every code of an 8-bit float; the edge values (and their negations)
     that `src` holds for the others, each once."""
     d = np_dtype(src)
-    if src in FP8:
+    if src in FP8 or src == E8M0:
         return np.arange(256, dtype=np.uint8).view(d)
     if src == "bool_":
         return np.array([False, True])
@@ -178,7 +179,7 @@ def cast_kernel(x, outs, tf32, T: ct.Constant[int], TF32: ct.Constant[bool]):
         ct.store(tf32, (0,), t.astype(ct.tfloat32).astype(ct.float32))
 
 
-@pytest.mark.parametrize("src", CAST_DSTS)
+@pytest.mark.parametrize("src", [*CAST_DSTS, E8M0])
 def test_cast_special_values(dev, src: str) -> None:
     """astype from `src` to every value dtype (and tfloat32 from the floats), bit for bit:
     exact where the value fits, round to nearest even once (from 64-bit integers and float64

@@ -12,10 +12,9 @@ float32 unless it leaves float32's range.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..ir import BinaryFn, CompareFn, Value, ops
+from ..ir import BinaryFn, Value
 from ..language import dtypes as dt
 from ..language import ops as L
 from . import builtins as _builtins  # mma and the batch rule (a cycle: used only when called)
@@ -87,7 +86,7 @@ def _scaled(fc: Any, t: Value, s: Value, block: int, k_axis: int) -> Value:
     """`t` as float32 times its scales, each repeated over its `block` elements along `k_axis`
     (-1 for x's K, -2 for y's)."""
     sema = fc.sema
-    scales = _e8m0_to_float32(fc, s)
+    scales = sema.cast(s, dt.float32)  # exact: every float8_e8m0fnu value is a float32
     shape = scales.tile.shape
     k = k_axis % len(shape)
     spread = shape[:k + 1] + (1,) + shape[k + 1:]      # a unit axis after K_s ...
@@ -95,14 +94,3 @@ def _scaled(fc: Any, t: Value, s: Value, block: int, k_axis: int) -> Value:
     scales = sema.broadcast_to(sema.reshape(scales, spread), repeated)
     scales = sema.reshape(scales, t.tile.shape)
     return sema.binary(BinaryFn.MUL, sema.cast(t, dt.float32), scales)
-
-
-def _e8m0_to_float32(fc: Any, s: Value) -> Value:
-    """float8_e8m0fnu scales as float32, from their bits (the Triton backend has no such cast):
-    exponent bits e mean 2**(e - 127), which are float32's exponent field (e << 23), except
-    e = 0 (2**-127, a float32 subnormal) and e = 255 (NaN)."""
-    sema = fc.sema
-    e = sema.cast(fc.b.value(ops.Bitcast, x=s, dtype=dt.uint8), dt.int32)
-    value = fc.b.value(ops.Bitcast, x=sema.binary(BinaryFn.SHL, e, 23), dtype=dt.float32)
-    value = sema.where(sema.compare(CompareFn.EQ, e, 0), 2.0 ** -127, value)
-    return sema.where(sema.compare(CompareFn.EQ, e, 255), math.nan, value)

@@ -96,8 +96,11 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
     bfloat16, float32; 8-bit floats only round to nearest), and tfloat32 through `_cast_tf32`."""
     x = op.x
     src, dst = x.tile.dtype, op.dtype
-    if D.float8_e8m0fnu in (src, dst) and src is not dst:
-        raise w.unsupported("casts to or from float8_e8m0fnu")
+    if dst is D.float8_e8m0fnu and src is not dst:
+        raise w.unsupported("casts to float8_e8m0fnu")
+    if src is D.float8_e8m0fnu and dst is not src:
+        _cast_from_e8m0(w, op)
+        return
     if dst is D.tfloat32 and src is not D.tfloat32:
         _cast_tf32(w, op)
         return
@@ -117,6 +120,26 @@ def _cast(w: KernelWriter, op: ops.Cast) -> None:
         w.assign(op.result, f"{helper}({w.tensor(x)}, {rounding.CAST_MODES[mode]})", "t")
         return
     w.assign(op.result, w.cast(w.tensor(x), src, dst), "t")
+
+
+def _cast_from_e8m0(w: KernelWriter, op: ops.Cast) -> None:
+    """float8_e8m0fnu (raw uint8 bits e: 2**(e - 127), e = 255 NaN) to another dtype: decoded to
+    float32, which holds every value exactly (e = 0 is the float32 subnormal 2**-127; the others
+    are float32's exponent field, e << 23), then converted from float32 as any float32 is."""
+    e = w.fresh("e8m0")
+    w.emit(f"{e} = tl.cast({w.tensor(op.x)}, tl.int32)")
+    f32 = w.fresh("t")
+    w.emit(f"{f32} = tl.where({e} == 255, float('nan'), tl.where({e} == 0, {2.0 ** -127!r}, "
+           f"tl.cast({e} << 23, tl.float32, bitcast=True)))")
+    dst, mode = op.dtype, op.rounding if op.rounding in rounding.CAST_MODES else None
+    if dst in (D.float32, D.tfloat32):  # every value is exact in tfloat32 too
+        w.alias(op.result, f32)
+    elif dst is D.bool_:
+        w.assign(op.result, f"{f32} != 0", "t")
+    elif mode is not None and dst in (D.float16, D.bfloat16):
+        w.assign(op.result, f"{w.need_helper(rounding.cast_call(dst))}({f32}, {rounding.CAST_MODES[mode]})", "t")
+    else:
+        w.assign(op.result, w.cast(f32, D.float32, dst), "t")
 
 
 _TF32_MODE = {None: 0, RoundingMode.RN: 0, **rounding.CAST_MODES}
