@@ -84,8 +84,13 @@ TENSOR_READER = Knob("TILECRAFT_TENSOR_READER", "",
                       "and not tried again for a day, or until torch or the compiler changes; 'debug' prints the record's "
                       "path: delete it to build again.")
 
+TUNE_CACHE = Knob("TILECRAFT_TUNE_CACHE", "",
+                  "Set to 1 to keep tilecraft.tune.exhaustive_search's results under TILECRAFT_CACHE_DIR/tune and "
+                  "return them, untimed, to the same search later (its `cache` argument overrides this; see "
+                  "tilecraft/tune/cache.py).")
+
 ALL = (BACKEND, CACHE_DIR, DUMP_IR, SPLIT_K, TILE_SPLIT, BLOCK_MERGE, RESIDENT_ROWS, STREAM_K, WARP_SPECIALIZE,
-       TF32_STAGING, ALIGN_STAGING, TENSOR_READER)
+       TF32_STAGING, ALIGN_STAGING, TENSOR_READER, TUNE_CACHE)
 
 
 def cache_dir() -> Path | None:

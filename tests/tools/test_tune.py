@@ -284,3 +284,51 @@ def test_cuda_clock_times_on_the_arrays_device(monkeypatch):
         clock = timing.CudaClock(stream, 1)
         assert clock.time_us([lambda: None]) == [1.0]
         assert clock.stream.device == 1 and clock.stream.waited == [1]
+
+
+@pytest.mark.only_backends("interpreter")
+def test_progress_bar_on_stderr(dev, quick_tuning, capsys):
+    """A bar redrawn per configuration (best so far, failures), on its own line; none by default
+    where stderr is not a terminal."""
+    def args(tile):
+        return dev.poison((N,), np.float32), tile
+    exhaustive_search([16, 48, 64], None, lambda t: (ct.cdiv(N, t),), fill_tile, args, quiet=True, progress=True)
+    err = capsys.readouterr().err
+    frames = err.rstrip("\n").split("\r")[1:]
+    assert [f.split("]")[1].split()[0] for f in frames] == ["1/3", "2/3", "3/3"]
+    assert frames[0].startswith("tuning fill_tile [" + "#" * 6 + "-" * 14 + "] 1/3 configs  best ")
+    assert "(1 failed)" in frames[2] and err.endswith("\n")
+    exhaustive_search([16], None, lambda t: (ct.cdiv(N, t),), fill_tile, args, quiet=True)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.only_backends("interpreter")
+def test_results_kept_on_disk_for_the_same_search(dev, quick_tuning, monkeypatch, tmp_path, capsys):
+    """cache=True: a later search with equal configurations (new objects), kernels, grids and
+    arguments returns the stored result untimed, configurations and failures mapped onto its own;
+    a changed argument shape, or configurations shown with their address, are timed again."""
+    monkeypatch.setenv("TILECRAFT_CACHE_DIR", str(tmp_path))
+
+    def search(configs, n=N, **kw):
+        return exhaustive_search(configs, None, lambda c: (ct.cdiv(n, c.TILE),), fill_tile,
+                                 lambda c: (dev.poison((n,), np.float32), c.TILE), cache=True, **kw)
+
+    first = search([SimpleNamespace(TILE=16), SimpleNamespace(TILE=48), SimpleNamespace(TILE=64)], quiet=True)
+    assert len(list((tmp_path / "tune").rglob("*.json"))) == 1
+    timed = []
+    real = search_mod._search
+    monkeypatch.setattr(search_mod, "_search", lambda *a: timed.append(a) or real(*a))
+    again = [SimpleNamespace(TILE=16), SimpleNamespace(TILE=48), SimpleNamespace(TILE=64)]
+    second = search(again)
+    assert timed == [] and "(from the tuning cache, untimed: " in capsys.readouterr().out
+    assert [m.mean_us for m in second.successes] == [m.mean_us for m in first.successes]
+    assert second.best.config is again[(16, 48, 64).index(first.best.config.TILE)]
+    [(config, exc_type, message)] = second.failures
+    assert config is again[1] and exc_type is first.failures[0][1] and message == first.failures[0][2]
+    search(again, n=N + 1, quiet=True)  # another shape: another search
+    assert len(timed) == 1
+
+    class Opaque:  # shown as <... object at 0x...>: no key another process would compute
+        TILE = 16
+    search([Opaque()], quiet=True)
+    assert len(timed) == 2 and len(list((tmp_path / "tune").rglob("*.json"))) == 2  # (N and N + 1)

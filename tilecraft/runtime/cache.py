@@ -31,7 +31,6 @@ from typing import Any, Callable
 
 from .. import knobs
 from ..errors import TileError
-from ..ir import Function
 from ..ir.serialize import from_data, to_data
 
 FORMAT = 2
@@ -169,18 +168,26 @@ def _checksum(key: str, payload: bytes) -> str:
 
 
 class DiskCache:
-    """IR functions by key as checksummed JSON; disabled when the cache directory knob is off."""
+    """Entries by key as checksummed JSON under `root/folder` (`encode` makes an entry's JSON data,
+    `decode` takes it back, raising ValueError or TileError for data it cannot take); disabled
+    when the cache directory knob is off."""
 
-    def __init__(self, root: Path | None) -> None:
-        self.root = root / "ir" if root is not None else None
+    def __init__(self, root: Path | None, folder: str = "ir", encode: Callable[[Any], Any] = to_data,
+                 decode: Callable[[Any], Any] = from_data) -> None:
+        self.root = root / folder if root is not None else None
+        self.encode, self.decode = encode, decode
 
     def _path(self, key: str) -> Path:
         assert self.root is not None
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, key: str) -> Function | None:
+    def path(self, key: str) -> Path | None:
+        """Where the entry for `key` lives (None: the cache is off)."""
+        return self._path(key) if self.root is not None else None
+
+    def get(self, key: str) -> Any:
         """The entry for `key`, or None when there is none or it is damaged (then it is deleted
-        with a warning, and the caller compiles again)."""
+        with a warning, and the caller computes it again)."""
         if self.root is None:
             return None
         path = self._path(key)
@@ -192,24 +199,24 @@ class DiskCache:
         try:
             if header.decode("ascii") != _checksum(key, payload):
                 raise ValueError("checksum mismatch")
-            return from_data(json.loads(payload))
+            return self.decode(json.loads(payload))
         except (ValueError, UnicodeDecodeError, RecursionError, TileError) as exc:
             warnings.warn(f"tilecraft: discarding damaged cache entry {path} ({str(exc).splitlines()[0][:80]}); "
-                          f"compiling again", RuntimeWarning, stacklevel=2)
+                          f"computing it again", RuntimeWarning, stacklevel=2)
             try:
                 path.unlink()
             except OSError:
                 pass
             return None
 
-    def put(self, key: str, fn: Function) -> None:
+    def put(self, key: str, entry: Any) -> None:
         if self.root is None:
             return
         path = self._path(key)
         try:
-            payload = json.dumps(to_data(fn), separators=(",", ":")).encode()
+            payload = json.dumps(self.encode(entry), separators=(",", ":")).encode()
         except (TypeError, ValueError):
-            return  # options that JSON cannot hold: this variant is not cached
+            return  # data JSON cannot hold (options of a kernel variant): not cached
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -217,8 +224,9 @@ class DiskCache:
                 f.write(_checksum(key, payload).encode() + b"\n" + payload)
             os.replace(tmp, path)
         except OSError:
-            pass  # a cache that cannot be written only costs a recompile
+            pass  # a cache that cannot be written only costs the work again
 
 
 def default_cache() -> DiskCache:
+    """The compile cache: optimized Tile IR."""
     return DiskCache(knobs.cache_dir())

@@ -19,6 +19,9 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 from ..errors import TileUnsupportedFeatureError
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
+from . import cache as tune_cache
+from .progress import Progress
+from .result import Measurement, TuningResult
 from .timing import Clock, clock_for
 
 T = TypeVar("T")
@@ -30,55 +33,6 @@ MAX_SAMPLES = 1000
 MAX_MEASURE_US = 5e6     # time budget of one configuration's timed launches
 REL_MARGIN = 0.01        # converged: the 95% interval's half-width is within 1% of the mean ...
 ABS_MARGIN_US = 0.5      # ... or within 0.5 us
-
-
-@dataclass(frozen=True, kw_only=True)
-class Measurement(Generic[T]):
-    """One configuration's timing: mean, number of timed launches and the half-width of the 95%
-    confidence interval of the mean, in microseconds."""
-
-    config: T
-    mean_us: float
-    num_samples: int
-    error_margin_us: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class TuningResult(Generic[T]):
-    """The fastest configuration, every measured one, and `(config, exception type, message)`
-    for each configuration that failed."""
-
-    best: Measurement[T]
-    successes: Sequence[Measurement[T]]
-    failures: Sequence[tuple[T, type[BaseException], str]]
-
-    def summary(self, *, top_k: int = 10, bottom_k: int = 2) -> str:
-        """A table of the fastest `top_k` and slowest `bottom_k` configurations and the failures."""
-        ranked = sorted(self.successes, key=lambda m: m.mean_us)
-        lines = [f"{len(self.successes)} succeeded, {len(self.failures)} failed"]
-        hidden = range(top_k, len(ranked) - bottom_k)
-        if len(hidden) == 1:  # one hidden line says no more than the configuration itself
-            hidden = range(0)
-        width = max(len(str(m.config)) for m in ranked)
-        for i, m in enumerate(ranked):
-            if i in hidden:
-                if i == hidden.start:
-                    lines.append(f"    ... {len(hidden)} more not shown")
-                continue
-            mark = "*" if m == self.best else " "
-            lines.append(f"{mark} {str(m.config):<{width}}: {m.mean_us:.1f}±{m.error_margin_us:.1f} us "
-                         f"({m.num_samples} samples)")
-        if self.failures:
-            lines.append(f"  {len(self.failures)} failed:")
-            for config, exc_type, message in self.failures[:top_k]:
-                first = message.split("\n", 1)[0]
-                lines.append(f"    {config}: {exc_type.__name__}: {first[:57] + '...' if len(first) > 60 else first}")
-            if len(self.failures) > top_k:
-                lines.append(f"    ... {len(self.failures) - top_k} more not shown")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.summary()
 
 
 class _Launcher(Generic[T]):
@@ -157,6 +111,8 @@ def exhaustive_search(
     *,
     quiet: bool = False,
     single_run_timeout_sec: float | None = None,
+    progress: bool | None = None,
+    cache: bool | None = None,
 ) -> TuningResult[T]:
     """Time `kernel` for every configuration in `search_space` and return the fastest.
 
@@ -169,6 +125,10 @@ def exhaustive_search(
     quiet: do not print the summary.
     single_run_timeout_sec: must be None: tilecraft times launches in this process and cannot
         stop one that never finishes (cuTile runs them in a child process to do so).
+    progress: draw a progress bar on stderr (tilecraft's; default: where stderr is a terminal).
+    cache: keep the result on disk and return it, untimed, to the same search in a later
+        process (tilecraft's; default: TILECRAFT_TUNE_CACHE=1; see tune/cache.py for what
+        makes two searches the same).
 
     Configurations that fail to compile or launch are skipped and listed in `failures`;
     ValueError if the search space is empty or every configuration fails.
@@ -180,32 +140,50 @@ def exhaustive_search(
     configs = list(search_space)
     if not configs:
         raise ValueError("Search space is empty.")
-    kernels: dict[Any, Kernel] = {}
+    made: dict[Any, Kernel] = {}
+    hints = [hints_fn(c) if hints_fn is not None else {} for c in configs]
+    kernels = [_configured_kernel(kernel, h, c, made) for c, h in zip(configs, hints)]
+    grids = [grid_fn(c) for c in configs]
+    key = tune_cache.search_key(kernels, configs, grids, hints, [tuple(args_fn(c)) for c in configs], stream) \
+        if tune_cache.enabled(cache) else None
+    found = tune_cache.load(key, configs) if key is not None else None
+    if found is not None:
+        result, path = found
+        if not quiet:
+            print(f"{result}\n(from the tuning cache, untimed: {path})")
+        return result
+    result = _search(configs, grids, kernels, stream, args_fn,
+                     Progress(f"tuning {kernels[0].__name__}", len(configs), progress))
+    if key is not None:
+        tune_cache.store(key, result, configs)
+    if not quiet:
+        print(result)
+    return result
+
+
+def _search(configs: list[T], grids: list[tuple[int, ...]], kernels: list[Kernel], stream: Any,
+            args_fn: Callable[[T], tuple[Any, ...]], bar: Progress) -> TuningResult[T]:
+    """Time every configuration (its grid and kernel at the same position), drawing `bar`."""
     clocks: dict[Any, Clock] = {}
     candidates: list[_Candidate[T]] = []
     failures: list[tuple[T, type[BaseException], str]] = []
-    for config in configs:
-        grid = grid_fn(config)
-        k = _configured_kernel(kernel, hints_fn, config, kernels)
+    for done, (config, grid, k) in enumerate(zip(configs, grids, kernels), 1):
         candidate = _Candidate(_Launcher(config, stream, grid, k, args_fn, clocks))
         try:
             candidate.launcher.warm_up(WARMUP_RUNS)
             candidate.sample(MIN_SAMPLES)
+            candidates.append(candidate)
         except Exception as exc:  # a configuration that does not compile or launch is skipped
             failures.append((config, type(exc), str(exc)))
-            continue
-        candidates.append(candidate)
+        bar.update(done, min((c.mean_us for c in candidates), default=None), len(failures))
     _refine(candidates, failures)
+    bar.close()
     if not candidates:
         config, exc_type, message = failures[0]
         raise ValueError(f"No valid config found in search space: all {len(failures)} configs failed."
                          f"\nConfig: {config}\n{exc_type.__name__}: {message}")
     successes = tuple(c.measurement() for c in candidates)
-    result = TuningResult(best=min(successes, key=lambda m: m.mean_us), successes=successes,
-                          failures=tuple(failures))
-    if not quiet:
-        print(result)
-    return result
+    return TuningResult(best=min(successes, key=lambda m: m.mean_us), successes=successes, failures=tuple(failures))
 
 
 def _refine(candidates: list[_Candidate[T]], failures: list[tuple[T, type[BaseException], str]]) -> None:
@@ -225,15 +203,14 @@ def _refine(candidates: list[_Candidate[T]], failures: list[tuple[T, type[BaseEx
             candidates.remove(candidate)
 
 
-def _configured_kernel(kernel: Kernel | Callable[[T], Kernel], hints_fn: Callable[[T], dict[str, Any]] | None,
-                       config: T, made: dict[Any, Kernel]) -> Kernel:
-    """The kernel for `config` with its hints; configurations with the same kernel and hints share
-    one (and so its compiled variants)."""
+def _configured_kernel(kernel: Kernel | Callable[[T], Kernel], hints: dict[str, Any], config: T,
+                       made: dict[Any, Kernel]) -> Kernel:
+    """The kernel for `config` with its `hints`; configurations with the same kernel and hints
+    share one (and so its compiled variants)."""
     base = kernel if isinstance(kernel, Kernel) else kernel(config)
     if not isinstance(base, Kernel):
         raise TypeError(f"kernel must be a @tilecraft.kernel or a function returning one for a config, "
                         f"got {type(base).__name__} for config {config!r}")
-    hints = hints_fn(config) if hints_fn is not None else {}
     if not hints:
         return base
     try:
