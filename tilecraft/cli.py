@@ -1,6 +1,7 @@
 """The `tilecraft` command (also `python -m tilecraft`): the command-line tools.
 
     tilecraft inspect FILE.py:KERNEL ARG... [--stage ptx] [--capability 90]
+    tilecraft bench FILE.py:KERNEL ARG... --grid G [--torch EXPR]
     tilecraft --version
 
 Each command is a module of tilecraft/tools with NAME, HELP, DESCRIPTION, `add_arguments(parser)`
@@ -18,10 +19,10 @@ from typing import Sequence
 
 from .environment import MissingDependencyError
 from .errors import TileError
-from .tools import CommandError, inspect_command
+from .tools import CommandError, bench_command, inspect_command
 from .version import __version__
 
-COMMANDS: tuple[ModuleType, ...] = (inspect_command,)
+COMMANDS: tuple[ModuleType, ...] = (inspect_command, bench_command)
 
 
 def build_parser(prog: str = "tilecraft") -> argparse.ArgumentParser:

@@ -1,7 +1,9 @@
-"""Tools on top of the runtime: inspection of every compilation stage, and the command line.
+"""Tools on top of the runtime: inspection of every compilation stage, benchmarking against
+PyTorch, and the command line.
 
 `inspect_kernel` and `Inspection` come from tools/inspection.py, which imports Triton and torch:
-it is loaded on first use, so `tilecraft --help` works without them.
+it is loaded on first use, so `tilecraft --help` works without them; tools/benchmarking.py
+(`bench_kernel`) imports torch and is loaded by the `bench` command when it runs.
 """
 
 from __future__ import annotations

@@ -6,13 +6,11 @@ Light to import: torch and Triton are imported only when the command runs.
 from __future__ import annotations
 
 import argparse
-import ast
-import re
 from typing import Any
 
-from ..environment import require
 from ..errors import TileError
 from . import DEFAULT_SMS, STAGES, CommandError
+from .arguments import parse_arg, parse_grid
 from .loading import RULES, load_file
 
 NAME = "inspect"
@@ -67,7 +65,7 @@ def run(opts: argparse.Namespace) -> int:
         raise CommandError(f"expected FILE.py:KERNEL, got {opts.kernel!r}", status=2)
     loaded = load_file(path)
     kernel = loaded.kernel(name)
-    args = tuple(parse_arg(a) for a in opts.args)
+    args = tuple(parse_arg(a, empty_array) for a in opts.args)
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
         info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged,
@@ -84,29 +82,6 @@ def run(opts: argparse.Namespace) -> int:
     return 0
 
 
-def parse_grid(text: str) -> tuple[int, ...]:
-    """`G` or `G0,G1[,G2]`: a launch grid of 1 to 3 positive ints."""
-    try:
-        grid = tuple(int(g) for g in text.split(","))
-    except ValueError:
-        grid = ()
-    if not 1 <= len(grid) <= 3 or min(grid) < 1:
-        raise argparse.ArgumentTypeError(f"a grid is 1 to 3 positive ints separated by commas, got {text!r}")
-    return grid
-
-
-def parse_arg(text: str) -> Any:
-    """`dtype[d0,...]` -> an empty contiguous CPU torch tensor; anything else a Python literal."""
-    match = re.fullmatch(r"(\w+)\[([\d, ]*)\]", text.strip())
-    if match:
-        torch = require("torch", "`tilecraft inspect`")
-        dtype = getattr(torch, match.group(1), None)
-        if not isinstance(dtype, torch.dtype):
-            raise CommandError(f"unknown dtype {match.group(1)!r} in {text!r}", status=2)
-        shape = [int(d) for d in match.group(2).split(",") if d.strip()]
-        return torch.empty(shape, dtype=dtype)
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise CommandError(f"cannot read argument {text!r}: give dtype[shape] or a Python literal",
-                           status=2) from None
+def empty_array(torch: Any, dtype: Any, shape: list[int]) -> Any:
+    """The stand-in for `dtype[shape]`: an empty contiguous CPU tensor (no data is read)."""
+    return torch.empty(shape, dtype=dtype)
