@@ -316,6 +316,39 @@ def test_static_assert_errors(kernel, cls, text: str) -> None:
         assert err.message == "Static assertion failed"
 
 
+@ct.kernel
+def strict_constants(out, wide, N: ct.Constant[int]):
+    t = N + ct.int16(2)  # a strictly typed int16: folded where a Python value is needed
+    ct.static_assert(t == N + 2 and t.dtype == ct.int16)
+    wrapped = ct.uint8(150) + ct.uint8(110)
+    ct.static_assert(wrapped == 4)  # in the dtype: wraps as on every backend
+    h = ct.float16(0.1) + ct.float16(0.2)
+    ct.static_assert(float(h) == HALF_SUM and h != 0.3)  # rounded as float16 arithmetic rounds
+    loose = float(ct.float32(5.5))  # a loosely typed constant: stores into float16 without a cast
+    ct.scatter(out, 0, loose)
+    ct.scatter(out, 1, int(ct.float32(-2.75)))
+    row = ct.arange(4, dtype=ct.int8) + t
+    ct.static_assert(row.dtype == ct.int16)  # strict int16 wins over int8
+    ct.store(wide, (0,), row)
+
+
+HALF_SUM = float(np.float16(0.1) + np.float16(0.2))
+
+
+@ct.kernel
+def cast_out_of_range(out):
+    big = ct.float32(1e10).astype(ct.int32)  # undefined: not folded
+    ct.static_assert(big != 0)  # ERR
+
+
+def test_strictly_typed_constants_fold_where_a_value_is_needed(dev) -> None:
+    out, wide = dev.poison((2,), np.float16), dev.poison((4,), np.int16)
+    dev.launch((1,), strict_constants, (out, wide, 5))
+    assert dev.get(out).tolist() == [5.5, -2.0] and dev.get(wide).tolist() == [7, 8, 9, 10]
+    compile_error(cast_out_of_range, (np.zeros(2, np.int32),), ct.TileTypeError,
+                  "static_assert() condition must be a compile-time constant")
+
+
 # ---- static_iter ------------------------------------------------------------------------------------------------
 @ct.kernel
 def iter_kernel(x, out):

@@ -30,6 +30,7 @@ from .casts import FLOATS, cast_rounding_modes
 from .memory import array_dim, array_slice
 from .raw_memory import RAW_MEMORY_METHODS, RawMemory, get_raw_memory
 from .subtiles import extract, insert
+from .constants import known_value
 from .views import VIEW_ATTRS, VIEW_METHODS, TiledView, tiled_view
 from .registry import HANDLERS, handles, register
 from .semantics import (FULL_APPROX, CallSite, broadcast_shapes, describe, hashable, is_array, is_list, is_loose,
@@ -80,12 +81,21 @@ def call(fc: Any, fn: Any, args: list[Any], kwargs: dict[str, Any], node: ast.AS
             and isinstance(args[1], str):
         return _getattr(fc, fn is py.hasattr, args, node)  # `getattr(a, "shape")` is `a.shape`, a runtime `a` too
     if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
-        name = getattr(fn, "__name__", type(fn).__name__)
-        raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
+        args, kwargs = [_folded(fc, a) for a in args], {k: _folded(fc, v) for k, v in kwargs.items()}
+        if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
+            name = getattr(fn, "__name__", type(fn).__name__)
+            raise fc.type_error(f"{name}() expects a constant argument; it cannot be applied to a runtime tile", node)
     _check_host_callable(fc, fn, node)
     if isinstance(fn, type) and issubclass(fn, enum.Enum):
         return _enum_member(fc, fn, args, kwargs, node)
     return fc.host(lambda: fn(*args, **kwargs), (), node)
+
+
+def _folded(fc: Any, v: Any) -> Any:
+    """A strictly typed constant (`ct.float32(5.0)`) as its Python value (constants.py), for a
+    host function such as `float()`; anything else as it is."""
+    known = known_value(fc.b.defs, v) if isinstance(v, Value) else None
+    return v if known is None else known
 
 
 class _MissingAttribute(TileTypeError):

@@ -26,6 +26,7 @@ from ..language import ops as L
 from ..language.dispatch import handling_host_calls
 from . import records
 from .builtins import call
+from .constants import known_value
 from .registry import handles
 from .semantics import describe
 from .symbols import Evaluation, unwrap, wrap
@@ -184,7 +185,9 @@ def _static_assert(fc: Any, node: ast.Call) -> None:
     cond_node = node.args[0]
     cond = unwrap(evaluate(fc, cond_node, Kind.ASSERT_CONDITION))
     if isinstance(cond, Value):
-        raise fc.type_error("static_assert() condition must be a compile-time constant", cond_node)
+        cond = known_value(fc.b.defs, cond)  # strictly typed constants fold (constants.py)
+        if cond is None:
+            raise fc.type_error("static_assert() condition must be a compile-time constant", cond_node)
     if not isinstance(cond, (bool, np.bool_)):
         raise fc.type_error(f"static_assert() condition must be a boolean, not {describe(cond)}", cond_node)
     if cond:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ from ..ir import CompareFn, Value, ops
 from . import records
 from .array_choice import ArrayChoice
 from .builtins import attribute, divmod_
+from .constants import known_value
 from .raw_memory import RawMemory
 from .semantics import dtype_name, is_array, is_tile
 from .values import BoundMethod, LocalFunction
@@ -69,10 +71,15 @@ class Symbol:
         return f"<{v.type}>" if isinstance(v, Value) else f"<{type(v).__name__}>"
 
 
-def _no_value(what: str) -> Callable[[Any], Any]:
-    def convert(self: Any) -> Any:
-        raise ValueError(f"Symbolic tile has no concrete value and thus cannot be converted to {what}")
-    return convert
+def _value_as(what: str, convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A conversion of a symbolic tile to a Python value: `convert` of the value a strictly
+    typed constant folds to (constants.py); cuTile's ValueError for any other tile."""
+    def method(self: Any) -> Any:
+        known = known_value(self._ev.fc.b.defs, self._value)
+        if known is None:
+            raise ValueError(f"Symbolic tile has no concrete value and thus cannot be converted to {what}")
+        return convert(known)
+    return method
 
 
 class SymbolicTile(Symbol):
@@ -117,10 +124,10 @@ class SymbolicTile(Symbol):
     def __rdivmod__(self, other: Any) -> Any:
         return wrap(divmod_(self._ev.fc, unwrap(other), self._value), self._ev)
 
-    __bool__ = _no_value("boolean")
-    __int__ = _no_value("an integer")
-    __index__ = _no_value("an integer")
-    __float__ = _no_value("a float")
+    __bool__ = _value_as("boolean", bool)
+    __int__ = _value_as("an integer", int)
+    __index__ = _value_as("an integer", operator.index)
+    __float__ = _value_as("a float", float)
     __hash__ = None  # type: ignore[assignment]  (== builds a tile)
 
 

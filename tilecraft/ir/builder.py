@@ -28,6 +28,7 @@ class Builder:
         self._blocks: list[Block] = []
         self._ids = itertools.count(first_id)
         self.loc: Location | None = None
+        self.defs: dict[int, Op] = {}  # value id -> the op this builder emitted that defines it
 
     @property
     def block(self) -> Block:
@@ -59,6 +60,8 @@ class Builder:
         """Build an op of `cls` (see `make`) and append it to the current block."""
         op = self.make(cls, **fields)
         self.block.ops.append(op)
+        for r in op.results:
+            self.defs[r.id] = op
         return op
 
     def value(self, cls: type[Op], **fields: Any) -> Value:

@@ -57,12 +57,16 @@ def _arrays_text(arrays: Sequence[Any]) -> list[Any]:
 def search_key(kernels: Sequence[Kernel], configs: Sequence[Any], grids: Sequence[tuple[int, ...]],
                hints: Sequence[dict[str, Any]], args: Sequence[tuple[Any, ...]], stream: Any) -> str | None:
     """The cache key of a search (per configuration: its kernel, text, grid, hints and
-    arguments), or None where some part's text would differ in another process."""
+    arguments), or None where some part's text would differ in another process, or where some
+    configuration's arguments are not a launch's (the search then reports them)."""
     parts = []
-    for kernel, config, grid, hint, a in zip(kernels, configs, grids, hints, args):
-        specs, arrays, _ = kernel.describe(a)
-        parts.append((repr(config), grid, sorted(hint.items()), repr(specs), _arrays_text(arrays)))
-    text = repr((parts, _device_name(kernels[0], args[0], stream)))
+    try:
+        for kernel, config, grid, hint, a in zip(kernels, configs, grids, hints, args):
+            specs, arrays, _ = kernel.describe(a)
+            parts.append((repr(config), grid, sorted(hint.items()), repr(specs), _arrays_text(arrays)))
+        text = repr((parts, _device_name(kernels[0], args[0], stream)))
+    except Exception:  # noqa: BLE001 - a key is best effort: the search itself says what is wrong
+        return None
     if " at 0x" in text:
         return None
     return entry_key(kernels[0].fn, (text, [k.fn.__qualname__ for k in kernels]), (FORMAT,))
