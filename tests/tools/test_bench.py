@@ -39,7 +39,8 @@ def test_times_the_kernel_against_torch_after_checking_it(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, verdict", [
     (("--grid", "3", "--torch", "a + b"), "232 elements not written: FAILED"),  # a block short
-    (("--grid", "4", "--torch", "a - b"), "(bound 1e-05): FAILED"),
+    (("--grid", "4", "--torch", "a - b"), "(bound 1e-05): FAILED (a kernel that computes in lower precision, "
+                                          "tf32 for one, needs a looser bound: --rtol)"),
 ])
 def test_a_wrong_result_fails_with_status_1(capsys, argv, verdict):
     assert bench(*argv) == 1

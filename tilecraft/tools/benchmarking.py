@@ -82,7 +82,8 @@ class BenchResult:
             lines.append(f"  torch / tilecraft = {self.ratio:.2f}x (above 1: tilecraft is faster)")
         if self.check is not None:
             c = self.check
-            verdict = "ok" if c.ok else "FAILED"
+            verdict = "ok" if c.ok else "FAILED" if c.unwritten or c.error == math.inf else \
+                "FAILED (a kernel that computes in lower precision, tf32 for one, needs a looser bound: --rtol)"
             unwritten = f", {c.unwritten} elements not written" if c.unwritten else ""
             lines.append(f"  check: `{c.name}` against the expression's result: largest error {c.error:.2e} of the "
                          f"largest |value| (bound {c.tolerance:.0e}){unwritten}: {verdict}")
