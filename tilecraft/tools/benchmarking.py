@@ -126,13 +126,15 @@ def check_output(name: str, got: torch.Tensor, want: Any, tolerance: float | Non
     return Check(name, error, bound, int(unwritten.sum()))
 
 
-def _clock(args: Sequence[Any], stream: Any) -> tuple[Clock, str]:
-    """The clock for launches on the arguments' device, and that device's name."""
+def _clock(args: Sequence[Any], stream: Any) -> tuple[Clock, str, Any]:
+    """The clock for launches on the arguments' device, that device's name, and the stream to
+    launch on (on a GPU: `stream`, else the device's current stream)."""
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     if tensors and tensors[0].is_cuda:
         index = tensors[0].device.index if tensors[0].device.index is not None else torch.cuda.current_device()
-        return CudaClock(stream, index), torch.cuda.get_device_name(index)
-    return WallClock(), "cpu"
+        stream = stream if stream is not None else torch.cuda.current_stream(index)
+        return CudaClock(stream, index), torch.cuda.get_device_name(index), stream
+    return WallClock(), "cpu", stream
 
 
 def bench_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[Any], *, backend: str | None = None,
@@ -143,7 +145,7 @@ def bench_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[Any], *, 
     evaluated with `names` (and `torch`, `F` = torch.nn.functional) on the same arguments, over
     `runs` timed runs each; first check argument `out` (an index into `args`, default the last
     tensor) against the expression's result where it returns a tensor."""
-    clock, device = _clock(args, stream)
+    clock, device, stream = _clock(args, stream)
     env = {"torch": torch, "F": F, **(names or {})}
     code = compile(torch_expression, "<torch expression>", "eval") if torch_expression else None
     sides: list[tuple[str, Callable[[], Any]]] = [
