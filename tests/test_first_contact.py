@@ -103,12 +103,14 @@ def test_a_triton_interpret_launch_without_torch_says_what_to_install(tmp_path):
     assert "pip install torch==2.13.0" in run.stderr
 
 
-def test_the_inspect_command_without_torch_says_what_to_install(monkeypatch, capsys):
+@pytest.mark.parametrize("command", ["inspect", "bench"])
+def test_the_commands_without_torch_say_what_to_install(monkeypatch, capsys, command):
     monkeypatch.setitem(sys.modules, "torch", None)
     library = ROOT / "tilecraft" / "library" / "matmul.py"
-    assert entry_point()(["inspect", f"{library}:matmul_kernel", "float16[64,64]"]) == 1
+    grid = ["--grid", "1"] if command == "bench" else []
+    assert entry_point()([command, f"{library}:matmul_kernel", "float16[64,64]", *grid]) == 1
     err = capsys.readouterr().err
-    assert "torch is required by `tilecraft inspect`" in err and "pip install torch==2.13.0" in err
+    assert f"torch is required by `tilecraft {command}`" in err and "pip install torch==2.13.0" in err
     assert "Traceback" not in err
 
 

@@ -24,11 +24,12 @@ def parse_grid(text: str) -> tuple[int, ...]:
     return grid
 
 
-def parse_arg(text: str, make_array: Callable[[Any, Any, list[int]], Any]) -> Any:
-    """`dtype[d0,...]` -> `make_array(torch, torch dtype, shape)`; anything else a Python literal."""
+def parse_arg(text: str, make_array: Callable[[Any, Any, list[int]], Any], command: str) -> Any:
+    """`dtype[d0,...]` -> `make_array(torch, torch dtype, shape)`; anything else a Python literal.
+    `command` ('tilecraft inspect') is named if torch is missing."""
     match = re.fullmatch(r"(\w+)\[([\d, ]*)\]", text.strip())
     if match:
-        torch = require("torch", "`tilecraft inspect` and `tilecraft bench`")
+        torch = require("torch", f"`{command}`")
         dtype = getattr(torch, match.group(1), None)
         if not isinstance(dtype, torch.dtype):
             raise CommandError(f"unknown dtype {match.group(1)!r} in {text!r}", status=2)

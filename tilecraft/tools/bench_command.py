@@ -10,6 +10,7 @@ import argparse
 import json
 from typing import Any
 
+from ..environment import require
 from ..errors import TileError
 from . import CommandError
 from .arguments import parse_arg, parse_grid
@@ -65,11 +66,12 @@ def run(opts: argparse.Namespace) -> int:
         raise CommandError(f"--runs must be at least 1, got {opts.runs}", status=2)
     loaded = load_file(path)
     kernel = loaded.kernel(name)
-    import torch
+    torch = require("torch", "`tilecraft bench`")
     backend = opts.backend or ("triton" if torch.cuda.is_available() else "interpreter")
     device = "cuda" if backend == "triton" else "cpu"
     generator = torch.Generator(device="cpu").manual_seed(0)
-    args = [parse_arg(a, lambda t, dtype, shape: _random(t, dtype, shape, device, generator)) for a in opts.args]
+    args = [parse_arg(a, lambda t, dtype, shape: _random(t, dtype, shape, device, generator), "tilecraft bench")
+            for a in opts.args]
     params = [p.name for p in kernel.params]
     names = dict(zip(params, args))
     out = None

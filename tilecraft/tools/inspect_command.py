@@ -65,7 +65,7 @@ def run(opts: argparse.Namespace) -> int:
         raise CommandError(f"expected FILE.py:KERNEL, got {opts.kernel!r}", status=2)
     loaded = load_file(path)
     kernel = loaded.kernel(name)
-    args = tuple(parse_arg(a, empty_array) for a in opts.args)
+    args = tuple(parse_arg(a, empty_array, "tilecraft inspect") for a in opts.args)
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
         info = inspect_kernel(kernel, args, capability=opts.capability, staged=opts.staged,
