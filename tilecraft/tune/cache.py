@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import knobs
 from ..backends.registry import CUDA
@@ -55,16 +55,20 @@ def _arrays_text(arrays: Sequence[Any]) -> list[Any]:
 
 
 def search_key(kernels: Sequence[Kernel], configs: Sequence[Any], grids: Sequence[tuple[int, ...]],
-               hints: Sequence[dict[str, Any]], args: Sequence[tuple[Any, ...]], stream: Any) -> str | None:
-    """The cache key of a search (per configuration: its kernel, text, grid, hints and
-    arguments), or None where some part's text would differ in another process, or where some
-    configuration's arguments are not a launch's (the search then reports them)."""
+               hints: Sequence[dict[str, Any]], args_fn: Callable[[Any], tuple[Any, ...]], stream: Any) -> str | None:
+    """The cache key of a search (per configuration: its kernel, text, grid, hints and the
+    arguments `args_fn` gives it, one configuration's at a time), or None where some part's text
+    would differ in another process, or where some configuration's arguments are not a launch's
+    (the search then reports them)."""
     parts = []
     try:
-        for kernel, config, grid, hint, a in zip(kernels, configs, grids, hints, args):
-            specs, arrays, _ = kernel.describe(a)
+        for kernel, config, grid, hint in zip(kernels, configs, grids, hints):
+            args = tuple(args_fn(config))
+            specs, arrays, _ = kernel.describe(args)
             parts.append((repr(config), grid, sorted(hint.items()), repr(specs), _arrays_text(arrays)))
-        text = repr((parts, _device_name(kernels[0], args[0], stream)))
+            if len(parts) == 1:
+                device = _device_name(kernel, args, stream)
+        text = repr((parts, device))
     except Exception:  # noqa: BLE001 - a key is best effort: the search itself says what is wrong
         return None
     if " at 0x" in text:

@@ -144,8 +144,7 @@ def exhaustive_search(
     hints = [hints_fn(c) if hints_fn is not None else {} for c in configs]
     kernels = [_configured_kernel(kernel, h, c, made) for c, h in zip(configs, hints)]
     grids = [grid_fn(c) for c in configs]
-    key = tune_cache.search_key(kernels, configs, grids, hints, [tuple(args_fn(c)) for c in configs], stream) \
-        if tune_cache.enabled(cache) else None
+    key = tune_cache.search_key(kernels, configs, grids, hints, args_fn, stream) if tune_cache.enabled(cache) else None
     found = tune_cache.load(key, configs) if key is not None else None
     if found is not None:
         result, path = found
