@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ..runtime.kernel import Kernel
 from ..runtime.launch import launch
-from ..tune.timing import Clock, CudaClock, WallClock
+from ..tune.timing import Clock, CudaClock, WallClock, cuda_device_of
 
 WARMUP_RUNS = 3
 ROUNDS = 4  # the timed runs are split into this many rounds per side, sides alternating
@@ -126,15 +126,14 @@ def check_output(name: str, got: torch.Tensor, want: Any, tolerance: float | Non
     return Check(name, error, bound, int(unwritten.sum()))
 
 
-def _clock(args: Sequence[Any], stream: Any) -> tuple[Clock, str, Any]:
-    """The clock for launches on the arguments' device, that device's name, and the stream to
-    launch on (on a GPU: `stream`, else the device's current stream)."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if tensors and tensors[0].is_cuda:
-        index = tensors[0].device.index if tensors[0].device.index is not None else torch.cuda.current_device()
-        stream = stream if stream is not None else torch.cuda.current_stream(index)
-        return CudaClock(stream, index), torch.cuda.get_device_name(index), stream
-    return WallClock(), "cpu", stream
+def _clock(kernel: Kernel, args: Sequence[Any], stream: Any) -> tuple[Clock, str, Any]:
+    """The clock for launches on the arguments' device (`cuda_device_of`), that device's name,
+    and the stream to launch on (on a GPU: `stream`, else the device's current stream)."""
+    index = cuda_device_of(kernel, tuple(args), stream)
+    if index is None:
+        return WallClock(), "cpu", stream
+    stream = stream if stream is not None else torch.cuda.current_stream(index)
+    return CudaClock(stream, index), torch.cuda.get_device_name(index), stream
 
 
 def bench_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[Any], *, backend: str | None = None,
@@ -145,7 +144,7 @@ def bench_kernel(kernel: Kernel, grid: tuple[int, ...], args: Sequence[Any], *, 
     evaluated with `names` (and `torch`, `F` = torch.nn.functional) on the same arguments, over
     `runs` timed runs each; first check argument `out` (an index into `args`, default the last
     tensor) against the expression's result where it returns a tensor."""
-    clock, device, stream = _clock(args, stream)
+    clock, device, stream = _clock(kernel, args, stream)
     env = {"torch": torch, "F": F, **(names or {})}
     code = compile(torch_expression, "<torch expression>", "eval") if torch_expression else None
     sides: list[tuple[str, Callable[[], Any]]] = [

@@ -18,12 +18,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import knobs
-from ..backends.registry import CUDA
-from ..runtime import devices
 from ..runtime.cache import DiskCache, entry_key
 from ..runtime.kernel import Kernel
-from ..runtime.launch import choose_backend
 from .result import Measurement, TuningResult
+from .timing import cuda_device_of
 
 FORMAT = "tune-1"
 
@@ -35,11 +33,11 @@ def enabled(asked: bool | None) -> bool:
 
 def _device_name(kernel: Kernel, args: tuple[Any, ...], stream: Any) -> str:
     """The device a launch with `args` runs on: 'cpu', or the CUDA GPU's name."""
-    _, arrays, _ = kernel.describe(args)
-    if choose_backend(arrays, None).device != CUDA:
+    device = cuda_device_of(kernel, args, stream)
+    if device is None:
         return "cpu"
     import torch
-    return torch.cuda.get_device_name(devices.launch_device(arrays, stream))
+    return torch.cuda.get_device_name(device)
 
 
 def _arrays_text(arrays: Sequence[Any]) -> list[Any]:

@@ -93,13 +93,21 @@ def torch_stream(stream: Any, device: int) -> Any:
     return torch.cuda.ExternalStream(stream_handle(stream), device=device)
 
 
-def clock_for(kernel: Kernel, args: Any, stream: Any, clocks: dict[Any, Clock]) -> Clock:
-    """The clock for launching `kernel` with `args` on `stream`: by the device its arrays live on
-    (as `ct.launch` picks its backend and device), one per device and stream, kept in `clocks`."""
+def cuda_device_of(kernel: Kernel, args: Any, stream: Any) -> int | None:
+    """The CUDA device a launch of `kernel` with `args` on `stream` runs on, as `ct.launch` picks
+    its backend and device; None for a launch on the CPU."""
     _, arrays, _ = kernel.describe(args)
     if choose_backend(arrays, None).device != CUDA:
+        return None
+    return devices.launch_device(arrays, stream)
+
+
+def clock_for(kernel: Kernel, args: Any, stream: Any, clocks: dict[Any, Clock]) -> Clock:
+    """The clock for launching `kernel` with `args` on `stream`: by the device its arrays live on
+    (`cuda_device_of`), one per device and stream, kept in `clocks`."""
+    device = cuda_device_of(kernel, args, stream)
+    if device is None:
         return clocks.setdefault("cpu", WallClock())
-    device = devices.launch_device(arrays, stream)
     key = (device, id(stream))
     if key not in clocks:
         clocks[key] = CudaClock(stream, device)
