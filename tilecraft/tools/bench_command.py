@@ -14,7 +14,7 @@ from ..environment import require
 from ..errors import TileError
 from . import CommandError
 from .arguments import parse_arg, parse_grid
-from .loading import RULES, load_file
+from .loading import RULES, load_kernel
 
 NAME = "bench"
 HELP = "time a kernel against a PyTorch expression on the same arguments, after checking its output"
@@ -59,13 +59,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace) -> int:
     """Load the kernel, make its arguments, check and time both sides, print the report."""
-    path, _, name = opts.kernel.rpartition(":")
-    if not path or not name:
-        raise CommandError(f"expected FILE.py:KERNEL, got {opts.kernel!r}", status=2)
     if opts.runs < 1:
         raise CommandError(f"--runs must be at least 1, got {opts.runs}", status=2)
-    loaded = load_file(path)
-    kernel = loaded.kernel(name)
+    loaded, kernel = load_kernel(opts.kernel)
     torch = require("torch", "`tilecraft bench`")
     backend = opts.backend or ("triton" if torch.cuda.is_available() else "interpreter")
     device = "cuda" if backend == "triton" else "cpu"
@@ -77,15 +73,15 @@ def run(opts: argparse.Namespace) -> int:
     out = None
     if opts.out is not None:
         if opts.out not in params[:len(args)]:
-            raise CommandError(f"--out {opts.out!r} is not a parameter of {name} ({', '.join(params)})", status=2)
+            raise CommandError(f"--out {opts.out!r} is not a parameter of {kernel.__name__} ({', '.join(params)})",
+                               status=2)
         out = params.index(opts.out)
     from .benchmarking import bench_kernel
     try:
         result = bench_kernel(kernel, opts.grid, args, backend=backend, torch_expression=opts.torch, names=names,
                               out=out, runs=opts.runs, tolerance=opts.rtol)
     except TileError as exc:
-        note = loaded.note_for(exc.message)
-        raise CommandError(f"{type(exc).__name__}: {exc}" + (f"\n{note}" if note else "")) from None
+        raise loaded.command_error(exc) from None
     except Exception as exc:  # the user's expression: its error, without a traceback
         if opts.torch and _raised_in_expression(exc):
             raise CommandError(f"--torch {opts.torch!r} failed: {type(exc).__name__}: {exc}") from None

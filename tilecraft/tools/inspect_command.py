@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import TileError
 from . import DEFAULT_SMS, STAGES, CommandError
 from .arguments import parse_arg, parse_grid
-from .loading import RULES, load_file
+from .loading import RULES, load_kernel
 
 NAME = "inspect"
 HELP = "every compilation stage of a kernel for given arguments, with registers and spills"
@@ -60,11 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(opts: argparse.Namespace) -> int:
     """Load the kernel, compile it for the arguments, print the stages asked for."""
-    path, _, name = opts.kernel.rpartition(":")
-    if not path or not name:
-        raise CommandError(f"expected FILE.py:KERNEL, got {opts.kernel!r}", status=2)
-    loaded = load_file(path)
-    kernel = loaded.kernel(name)
+    loaded, kernel = load_kernel(opts.kernel)
     args = tuple(parse_arg(a, empty_array, "tilecraft inspect") for a in opts.args)
     from .inspection import inspect_kernel  # imports Triton and torch
     try:
@@ -73,8 +69,7 @@ def run(opts: argparse.Namespace) -> int:
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     except TileError as exc:
-        note = loaded.note_for(exc.message)
-        raise CommandError(f"{type(exc).__name__}: {exc}" + (f"\n{note}" if note else "")) from None
+        raise loaded.command_error(exc) from None
     shown = STAGES if opts.stage == "all" else () if opts.stage == "summary" else (opts.stage,)
     for stage in shown:
         print(f"==== {stage} ====\n{info.stage(stage)}")

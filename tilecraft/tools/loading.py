@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import TileError
 from ..runtime.kernel import Kernel
 from . import CommandError
 
@@ -51,6 +52,12 @@ class LoadedFile:
         known = f" (its kernels: {', '.join(kernels)})" if kernels else " (it defines none)"
         raise CommandError(f"{self.path} has no tile kernel named {name!r}{known}")
 
+    def command_error(self, exc: TileError) -> CommandError:
+        """A compile error of one of this file's kernels as a command reports it: located, with
+        `note_for`'s note where a skipped statement explains it."""
+        note = self.note_for(exc.message)
+        return CommandError(f"{type(exc).__name__}: {exc}" + (f"\n{note}" if note else ""))
+
     def note_for(self, message: str) -> str:
         """A note for a compile error about a name that a skipped statement would have set."""
         for name in re.findall(r"[Nn]ame `(\w+)` is not defined", message):
@@ -58,6 +65,16 @@ class LoadedFile:
                 return (f"note: `{name}` is set on line {self.skipped[name]} of {self.path} by a top-level "
                         f"statement that is not run when kernels are loaded; only these are:\n{RULES}")
         return ""
+
+
+def load_kernel(spec: str) -> tuple[LoadedFile, Kernel]:
+    """`FILE.py:KERNEL` of a command line: the file's defining statements run (`load_file`), and
+    its tile kernel of that name."""
+    path, _, name = spec.rpartition(":")
+    if not path or not name:
+        raise CommandError(f"expected FILE.py:KERNEL, got {spec!r}", status=2)
+    loaded = load_file(path)
+    return loaded, loaded.kernel(name)
 
 
 def load_file(path: str | Path) -> LoadedFile:
