@@ -332,3 +332,16 @@ def test_results_kept_on_disk_for_the_same_search(dev, quick_tuning, monkeypatch
         TILE = 16
     search([Opaque()], quiet=True)
     assert len(timed) == 2 and len(list((tmp_path / "tune").rglob("*.json"))) == 2  # (N and N + 1)
+
+
+@pytest.mark.only_backends("interpreter")
+def test_the_cache_key_covers_every_configurations_kernel(dev):
+    """Kernels made per configuration are each part of the key, not only the first: two searches
+    whose second kernel differs (its closure's value) are two searches."""
+    from tilecraft.tune.cache import search_key
+    out = dev.poison((16,), np.int32)
+
+    def key(values):
+        kernels = [_fill_kernel_for(v) for v in values]
+        return search_key(kernels, ["a", "b"], [(1,), (1,)], [{}, {}], lambda c: (out,), None)
+    assert key((1, 2)) == key((1, 2)) and key((1, 2)) != key((1, 3))

@@ -71,7 +71,8 @@ def search_key(kernels: Sequence[Kernel], configs: Sequence[Any], grids: Sequenc
         return None
     if " at 0x" in text:
         return None
-    return entry_key(kernels[0].fn, (text, [k.fn.__qualname__ for k in kernels]), (FORMAT,))
+    sources = [entry_key(fn, (), (FORMAT,)) for fn in dict.fromkeys(k.fn for k in kernels)]  # each kernel's
+    return entry_key(kernels[0].fn, (text, sources), (FORMAT,))
 
 
 def _entries() -> DiskCache:
