@@ -784,6 +784,35 @@ def test_matmul_gluon_quick_launches(dev, backend):
     assert gluon_variant_launches(kernel) == 1  # the others ran in C
 
 
+@pytest.mark.only_backends("triton")
+@pytest.mark.parametrize("m, n, k", [(512, 512, 512), (1000, 700, 300)])
+def test_small_matmul_quick_launches(dev, backend, m, n, k):
+    """On the H200: a matmul whose grid the Gluon variant does not take (few blocks: the Triton
+    kernel runs it, split into pieces) takes the C quick path on cached `ct.launch`es like the
+    variant's grids do (`fused_on_grid`), each right on new outputs, and declines another grid."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon variant runs on sm_90")
+    from tilecraft.library import matmul_kernel
+    kernel = matmul_kernel.replace_hints()  # its own cache and quick launcher
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    want = a.double() @ b.double()
+    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    stream = torch.cuda.current_stream()
+    for i in range(4):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        args = (a, b, c, 128, 256, 64)
+        if i == 0:
+            ct.launch(stream, grid, kernel, args)  # compiles, makes the fast-path entry and its quick launcher
+        else:
+            assert kernel.quick(stream, grid, args) is True
+        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=1e-2 * math.sqrt(k))
+    assert kernel.quick(stream, (grid[0] + 1, 1, 1), args) is False  # another grid: declined
+    assert gluon_variant_launches(kernel) == 0
+
+
 def test_specialize_starts_from_the_launch_it_follows():
     """`WarpSpecializedKernel.specialize` gives its launcher the grid and compiled kernel of the
     kernel's last launch (its direct launch and quick-path launch are made for them) only where
@@ -811,8 +840,50 @@ def test_specialize_starts_from_the_launch_it_follows():
     assert kernel.specialize(other).fused_launch() is None  # other arguments
     kernel.launch((4, 1, 1), args)
     kernel.launch((3, 1, 1), args)  # the Triton kernel's launch: the variant's before it is not the last
-    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None
+    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None  # main's launcher has none
     assert kernel.variant_launches == 3
+
+
+def test_specialize_after_a_launch_on_the_triton_kernel():
+    """Specialized after a launch that ran on the Triton kernel (a grid the variant does not
+    take), the launcher starts with that kernel's specialized launcher and its fused launch for
+    that grid only (`fused_on_grid`): one made for any grid is restricted to it, one made for
+    another grid is not taken; launches on other grids still choose per grid."""
+    pytest.importorskip("triton")
+    from types import SimpleNamespace
+
+    from tilecraft.backends.base import FusedLaunch
+    from tilecraft.backends.gluon.kernel import WarpSpecializedKernel
+    made: list = []
+    variant = SimpleNamespace(takes=lambda grid, args: grid[0] % 2 == 0,
+                              launch=lambda grid, args, stream: made.append("variant") or "compiled",
+                              expanded=lambda compiled: None, direct=lambda compiled, expanded: None)
+
+    def main_with(fused: FusedLaunch | None) -> SimpleNamespace:
+        inner = SimpleNamespace(fused_launch=lambda: fused, launch=lambda *a, **k: made.append("main's launcher"))
+        return SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: inner)
+
+    args = [object(), object()]
+    any_grid = FusedLaunch("_go(gx)", {"_go": lambda gx: made.append(("quick", gx)) or True})
+    kernel = WarpSpecializedKernel(main_with(any_grid), lambda: variant)
+    kernel.launch((3, 1, 1), args)
+    launcher = kernel.specialize(args)
+    fused = launcher.fused_launch()
+    assert fused.grid == (3, 1, 1) and fused.native is None
+    run = lambda grid: eval(fused.expr, dict(fused.env, gx=grid[0], gy=grid[1], gz=grid[2]))  # noqa: S307
+    assert run((3, 1, 1)) is True and run((5, 1, 1)) is False and made[-1] == ("quick", 3)
+    launcher.launch((5, 1, 1), args)
+    launcher.launch((6, 1, 1), args)
+    assert made[-2:] == ["main's launcher", "variant"]
+
+    other_grid = FusedLaunch("_go(gx)", {}, grid=(7, 1, 1))
+    kernel = WarpSpecializedKernel(main_with(other_grid), lambda: variant)
+    kernel.launch((3, 1, 1), args)
+    assert kernel.specialize(args).fused_launch() is None
+    kernel.launch((7, 1, 1), args)
+    assert kernel.specialize(args).fused_launch() is other_grid
+    kernel.launch((7, 1, 1), args, dependent=True)  # dependent launches never specialize
+    assert kernel.specialize(args).fused_launch() is None
 
 
 @pytest.mark.only_backends("triton")

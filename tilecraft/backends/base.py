@@ -138,11 +138,13 @@ class FusedLaunch:
     must launch the normal way (having done nothing), as it must where the current CUDA device
     is not the one it was made on (runtime/devices.py). `native`, when given, makes the whole
     quick launcher in native code instead, from the runtime's checks (`QuickChecks`), or returns
-    None to leave it to `expr`."""
+    None to leave it to `expr`. `grid`: the one grid it launches (declining every other), None
+    for any."""
 
     expr: str
     env: dict[str, Any]
     native: Callable[["QuickChecks"], Any] | None = None
+    grid: tuple[int, int, int] | None = None
 
 
 CHECK_VALUE, CHECK_RANGE, CHECK_CALL, CHECK_PATH, CHECK_ALIGN = range(5)

@@ -28,7 +28,7 @@ from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.split_launch import launch_sms, sm_count
-from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, stream_context,
+from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, fused_on_grid, stream_context,
                                  stream_handle)
 from .lower import GluonLowered, deals_evenly
 
@@ -178,8 +178,9 @@ class WarpSpecializedKernel(WrappedKernel):
         self._launched = False
         self.gave_up: str | None = None
         self.variant_launches = 0  # launches that ran the Gluon variant
-        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # `launch`'s, if the variant ran it:
-        # (grid, compiled, ids of the arguments), for the `specialize` that follows it
+        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # `launch`'s: (grid, the variant's
+        # compiled kernel, or None where the Triton kernel ran it, ids of the arguments), for the
+        # `specialize` that follows it
 
     def give_up(self, exc: Exception) -> None:
         """Run the Triton kernel from now on; `fallbacks` says why."""
@@ -210,7 +211,10 @@ class WarpSpecializedKernel(WrappedKernel):
         self._last_run = None
         variant = None if dependent else self.variant()
         if variant is None or not variant.takes(grid, args):
-            return self.main.launch(grid, args, stream, dependent=dependent)
+            self.main.launch(grid, args, stream, dependent=dependent)
+            if not dependent:
+                self._last_run = (grid, None, tuple(map(id, args)))
+            return
         compiled = self.run_variant(variant, grid, args, stream)
         if compiled is not None:
             self._last_run = (grid, compiled, tuple(map(id, args)))
@@ -241,7 +245,8 @@ class WarpSpecializedKernel(WrappedKernel):
         grids it deals evenly); else the Triton kernel's launcher. Where this kernel's last
         `launch` ran these very arguments on the variant (the runtime specializes after a
         launch), the launcher starts with that launch's grid and compiled kernel (its
-        `fused_launch`)."""
+        `fused_launch`); where it ran them on the Triton kernel, with that kernel's specialized
+        launcher and its fused launch for that grid."""
         if self.variant() is None:
             return self.main.specialize(args)
         last, self._last_run = self._last_run, None
@@ -260,7 +265,11 @@ class WarpSpecializedLauncher:
     (benchmarks/results/gluon-direct-h200-2026-12-01.log), most of the rest its three
     descriptors, now encoded once per array. Made with the grid and compiled kernel of the
     launch before it, it has a `fused_launch` for that grid: the runtime's quick path then runs
-    that grid in C, 21.5 -> 5.3 us (launch-parts-h200-2026-12-02-e.log against -f)."""
+    that grid in C, 21.5 -> 5.3 us (launch-parts-h200-2026-12-02-e.log against -f). Made after a
+    launch on the Triton kernel, it has that kernel's fused launch for that grid (`fused_on_grid`):
+    before, such launches (a matmul's grids too small for the variant) always took the long path:
+    fp16 1024^3, 19.6 -> 4.5 us of host time per launch (benchmarks/results/fresh-output-probe-h200-2026-12-03.json
+    against -b)."""
 
     def __init__(self, kernel: WarpSpecializedKernel, args: Sequence[Any], ran: tuple[Grid, Any] | None) -> None:
         self.kernel = kernel
@@ -269,7 +278,10 @@ class WarpSpecializedLauncher:
         self._direct: tuple[Grid, Callable] | None = None  # the last grid the variant ran, its direct launch
         self._fused: FusedLaunch | None = None
         variant = kernel.variant()
-        if ran is not None and variant is not None:  # the variant's launch of `args` on grid ran[0]
+        if ran is not None and ran[1] is None:  # the Triton kernel's launch of `args` on grid ran[0]
+            self.main = kernel.main.specialize(args)
+            self._fused = fused_on_grid(self.main, ran[0])
+        elif ran is not None and variant is not None:  # the variant's launch of `args` on grid ran[0]
             grid, compiled = ran
             expanded = variant.expanded(compiled)
             self._direct = (grid, variant.direct(compiled, expanded))
