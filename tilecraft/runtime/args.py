@@ -45,11 +45,39 @@ class ParamInfo:
 
 
 def param_infos(fn: Callable[..., Any]) -> list[ParamInfo]:
-    try:
-        hints = typing.get_type_hints(fn, include_extras=True)
-    except Exception:
-        hints = dict(getattr(fn, "__annotations__", {}))
+    """What each parameter's annotation of kernel function `fn` says, in order."""
+    hints = _parameter_hints(fn)
     return [annotation_info(name, hints.get(name), i) for i, name in enumerate(inspect.signature(fn).parameters)]
+
+
+def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """`fn`'s annotations, those written as strings (`from __future__ import annotations`)
+    evaluated where `fn` is: its module's globals and the enclosing functions' names its body
+    uses (a kernel defined in a function, `ct` imported there), which `typing.get_type_hints`
+    alone does not see. A parameter's annotation naming nothing there raises NameError, as
+    cuTile's decorator does, saying which; annotations typing refuses otherwise are kept as written."""
+    scope = {}
+    for name, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # a name the enclosing function has not assigned yet
+            continue
+    try:
+        return typing.get_type_hints(fn, localns=scope, include_extras=True)
+    except NameError:
+        for name, written in getattr(fn, "__annotations__", {}).items():
+            if name == "return" or not isinstance(written, str):
+                continue
+            try:
+                eval(written, fn.__globals__, scope)  # noqa: S307 - the kernel author's own annotation
+            except NameError as exc:
+                code = fn.__code__
+                raise NameError(f"the annotation of parameter '{name}' of kernel '{fn.__name__}' "
+                                f"({code.co_filename}, line {code.co_firstlineno}), '{written}', cannot be "
+                                f"evaluated: {exc}") from None
+    except Exception:  # noqa: BLE001 - an annotation typing does not take: read as written
+        pass
+    return dict(getattr(fn, "__annotations__", {}))
 
 
 def annotation_info(name: str, hint: Any, position: int) -> ParamInfo:
