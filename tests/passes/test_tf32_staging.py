@@ -234,20 +234,25 @@ def test_automatic_staging_on_the_gpu(dev, staged_backend):
 def test_merged_launches_stage_on_the_gpu(dev):
     """2048x2048x1024 float32 with the sample's 32x32x32 tiles (2M-element operands, too few for
     tiles that narrow): its 4096 blocks merge into wgmma-sized tiles, so the launch stages; twice
-    (the second through the launcher chosen per grid), each on a poisoned output within tf32
-    error of float64 (of the rounded inputs)."""
+    (the second through the launcher chosen per grid, the third through its quick launch for
+    that grid), each on a poisoned output within tf32 error of float64 (of the rounded inputs);
+    the quick launch declines another grid."""
     import torch
     if torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("tf32 staging needs sm_90+")
     a, b = _mats(2048, 2048, 1024)
     ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
     kernel = ct.kernel(matmul_kernel.fn)
-    args = (dev.put(a), dev.put(b))
-    for _ in range(2):
+    args, stream = (dev.put(a), dev.put(b)), torch.cuda.current_stream()
+    for i in range(3):
         c = dev.poison((2048, 2048), "float32")
-        ct.launch(torch.cuda.current_stream(), (64 * 64, 1, 1), kernel, (*args, c, 32, 32, 32))
+        if i < 2:
+            ct.launch(stream, (64 * 64, 1, 1), kernel, (*args, c, 32, 32, 32))
+        else:
+            assert kernel.quick(stream, (64 * 64, 1, 1), (*args, c, 32, 32, 32)) is True
         torch.cuda.synchronize()
         np.testing.assert_allclose(dev.get(c), ref, atol=1e-4 * np.sqrt(1024), rtol=1e-5)
+    assert kernel.quick(stream, (64, 1, 1), (*args, c, 32, 32, 32)) is False
     assert _staged_ran([v.compiled for v in kernel.variants.values()])
     from tilecraft.backends.triton.operand_staging import StagingPerGrid
     assert [type(entry[0]) for entry in kernel.fast.values()] == [StagingPerGrid]
@@ -363,3 +368,44 @@ def test_staging_per_grid_launcher():
     assert ran == [("staged", (4096, 1, 1)), ("main", (64, 1, 1), False), ("staged", (4096, 1, 1)),
                    ("main fast", (64, 1, 1)), ("main", (4096, 1, 1), True)]
     assert asked == [(4096, 1, 1), (64, 1, 1)] and made == [("a",)]
+
+
+def test_staging_per_grid_fused_launch():
+    """Made after a launch of these very arguments (`StagedKernel.specialize` passes its grid and
+    whether it staged), `StagingPerGrid` has a fused launch for that grid only: the staged fast
+    launcher's where it staged (restricted to the grid), main's specialized launcher's where it
+    did not; none after a launch of other arguments."""
+    from types import SimpleNamespace
+
+    from tilecraft.backends.base import FusedLaunch
+    from tilecraft.backends.triton.operand_staging import StagedKernel, StagingPerGrid
+    staged_fused = FusedLaunch("_staged((gx, gy, gz))", {"_staged": lambda grid: grid})
+    main_fused = FusedLaunch("_main()", {}, grid=(64, 1, 1))
+    fast = SimpleNamespace(fused_launch=lambda: main_fused)
+    main = SimpleNamespace(launch=lambda *a, **k: None, specialize=lambda args: fast)
+    staged = SimpleNamespace(fused_launch=lambda: staged_fused)
+    owner = SimpleNamespace(main=main, staged_launcher=lambda args: staged, stages=lambda args, dependent, grid: True)
+    fused = StagingPerGrid(owner, ("a",), ((4096, 1, 1), True)).fused_launch()
+    assert fused.grid == (4096, 1, 1)
+    run = lambda grid: eval(fused.expr, dict(fused.env, gx=grid[0], gy=grid[1], gz=grid[2]))  # noqa: E731, S307
+    assert run((4096, 1, 1)) == (4096, 1, 1) and run((64, 1, 1)) is False
+    assert StagingPerGrid(owner, ("a",), ((64, 1, 1), False)).fused_launch() is main_fused
+    assert StagingPerGrid(owner, ("a",), ((32, 1, 1), False)).fused_launch() is None  # main's is for another grid
+    assert StagingPerGrid(owner, ("a",)).fused_launch() is None
+
+    kernel = StagedKernel.__new__(StagedKernel)  # only launch's record and specialize's reading of it
+    kernel.main, kernel._last_run = main, None
+    kernel.stages = lambda args, dependent, grid: not dependent and grid[0] > 100
+    kernel._by_grid = lambda args: True
+    args, other = ("a", "b"), ("c", "d")
+    kernel.staged_kernel = lambda args: SimpleNamespace(launch=lambda *a: None)
+    kernel.staged = SimpleNamespace(params={})
+    kernel.staged_launcher = lambda args: staged
+    kernel.launch((4096, 1, 1), args)
+    assert kernel.specialize(args).fused_launch().grid == (4096, 1, 1)
+    kernel.launch((4096, 1, 1), args)
+    assert kernel.specialize(other).fused_launch() is None
+    kernel.launch((64, 1, 1), args)
+    assert kernel.specialize(args).fused_launch() is main_fused
+    kernel.launch((64, 1, 1), args, dependent=True)
+    assert kernel.specialize(args).fused_launch() is None

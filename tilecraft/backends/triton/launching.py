@@ -23,7 +23,7 @@ import triton
 from triton.runtime import driver
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ..base import FusedLaunch
+from ..base import FusedLaunch, WrappedKernel
 from . import native_launch
 from .descriptor_args import ExpandedLauncher
 from .lower import LoweredKernel
@@ -326,8 +326,8 @@ def fused_on_grid(launcher: Any, grid: Grid) -> FusedLaunch | None:
     without native code, any grid (then restricted here). None where there is none."""
     if isinstance(launcher, DirectLauncher):
         return launcher.fused_launch(grid=(grid, grid))
-    fused = getattr(launcher, "fused_launch", None)
-    made = None if fused is None else fused()
+    fused = None if isinstance(launcher, WrappedKernel) else getattr(launcher, "fused_launch", None)
+    made = None if fused is None else fused()  # (a wrapped kernel's attributes are its main's)
     if made is None or made.grid == grid:
         return made
     if made.grid is None and made.native is None:

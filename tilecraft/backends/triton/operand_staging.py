@@ -38,7 +38,7 @@ from .compile import TRITON_LANGUAGE, _load, write_source
 from .helpers import HELPERS
 from .heuristics import WGMMA_ROWS
 from . import native_launch, split_launch
-from .launching import current_stream, stream_context, stream_handle
+from .launching import current_stream, fused_on_grid, stream_context, stream_handle
 
 STAGE_MIN_ELEMENTS = 2**21
 """Launches stage an aligned tf32 operand only if it has at least this many elements (2M: 8 MiB).
@@ -163,6 +163,8 @@ class StagedKernel(WrappedKernel):
         self._interpret = interpret
         self._forced = forced
         self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
+        self._last_run: tuple[tuple[int, int, int], bool, tuple[int, ...]] | None = None  # `launch`'s
+        # (grid, whether it staged, ids of the arguments), for the `specialize` that follows it
 
     @property
     def _narrow(self) -> bool:
@@ -246,7 +248,9 @@ class StagedKernel(WrappedKernel):
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
-        if not self.stages(args, dependent, grid):
+        staged = self.stages(args, dependent, grid)
+        self._last_run = None if dependent else (grid, staged, tuple(map(id, args)))
+        if not staged:
             return self.main.launch(grid, args, stream, dependent=dependent)
         kernel = self.staged_kernel(args)
         copies = list(args)
@@ -257,9 +261,12 @@ class StagedKernel(WrappedKernel):
     def specialize(self, args: Sequence[Any]) -> Any:
         """main's fast launcher where launches with `args` do not stage (the fast path's key fixes
         the shapes that decide it); where they do, `staged_launcher`'s; where that depends on the
-        grid, a StagingPerGrid choosing between them."""
+        grid, a StagingPerGrid choosing between them (starting from this kernel's last launch
+        where it launched these very arguments)."""
+        last, self._last_run = self._last_run, None
         if self._by_grid(args):
-            return StagingPerGrid(self, args)
+            same = last is not None and last[2] == tuple(map(id, args))
+            return StagingPerGrid(self, args, last[:2] if same else None)
         if not self._stageable(args) or not (self._forced or self._on_gpu(args) and self._large(args, self._narrow)):
             return self.main.specialize(args)
         return self.staged_launcher(args)
@@ -281,14 +288,30 @@ class StagedKernel(WrappedKernel):
 class StagingPerGrid:
     """`StagedKernel.specialize`'s launcher where whether a launch stages depends on its grid: the
     choice made once per grid, then the staged fast launcher (made at the first staged launch) or
-    main's, as `SpecializedLaunchers` runs it (the quick path's single launch does not apply:
-    there is no `fused_launch`)."""
+    main's, as `SpecializedLaunchers` runs it. Made with the grid of the launch before it and
+    whether that staged (`ran`), it has a `fused_launch` for that grid: the staged launcher's or
+    main's (`fused_on_grid`)."""
 
-    def __init__(self, owner: StagedKernel, args: Sequence[Any]) -> None:
+    def __init__(self, owner: StagedKernel, args: Sequence[Any],
+                 ran: tuple[tuple[int, int, int], bool] | None = None) -> None:
         self._owner = owner
         self._stages = ChosenPerGrid(lambda grid, args: owner.stages(args, False, grid))
         self._main = SpecializedLaunchers()
         self._staged: Any = None
+        self._fused: FusedLaunch | None = None
+        if ran is not None:
+            grid, staged = ran
+            if staged:
+                self._staged = owner.staged_launcher(args)
+                inner = self._staged
+            else:
+                inner = self._main.remember("main", owner.main, args)
+            self._fused = fused_on_grid(inner, grid)
+
+    def fused_launch(self) -> FusedLaunch | None:
+        """The launch on the grid the launch before this launcher ran, for the runtime's quick
+        path; None where there is none."""
+        return self._fused
 
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
