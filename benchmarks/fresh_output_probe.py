@@ -77,7 +77,9 @@ def main() -> None:
     cases = [("vector add fp32 1M", "add", torch.float32, (1 << 20,), None),
              ("matmul bf16 4096^3 128x256x64", "mm", torch.bfloat16, (4096, 4096, 4096), (128, 256, 64)),
              ("matmul fp16 1024^3 128x256x64", "mm", torch.float16, (1024, 1024, 1024), (128, 256, 64)),
-             ("matmul fp32 (tf32) 2048^3 128x256x32", "mm", torch.float32, (2048, 2048, 2048), (128, 256, 32))]
+             ("matmul fp32 (tf32) 2048^3 128x256x32", "mm", torch.float32, (2048, 2048, 2048), (128, 256, 32)),
+             ("matmul fp32 (tf32) 2048x2048x1024 32x32x32, staged per grid", "mm", torch.float32, (2048, 2048, 1024),
+              (32, 32, 32))]
     for name, kind, dtype, shape, tiles in cases:
         if kind == "add":
             n = shape[0]
