@@ -55,9 +55,11 @@ def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     evaluated where `fn` is: its module's globals and the enclosing functions' names its body
     uses (a kernel defined in a function, `ct` imported there), which `typing.get_type_hints`
     alone does not see. A parameter's annotation naming nothing there raises NameError, as
-    cuTile's decorator does, saying which; annotations typing refuses otherwise are kept as written."""
+    cuTile's decorator does, saying which; annotations typing refuses otherwise are kept as
+    written."""
+    code = getattr(fn, "__code__", None)
     scope = {}
-    for name, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+    for name, cell in zip(code.co_freevars if code else (), getattr(fn, "__closure__", None) or ()):
         try:
             scope[name] = cell.cell_contents
         except ValueError:  # a name the enclosing function has not assigned yet
@@ -71,10 +73,9 @@ def _parameter_hints(fn: Callable[..., Any]) -> dict[str, Any]:
             try:
                 eval(written, fn.__globals__, scope)  # noqa: S307 - the kernel author's own annotation
             except NameError as exc:
-                code = fn.__code__
-                raise NameError(f"the annotation of parameter '{name}' of kernel '{fn.__name__}' "
-                                f"({code.co_filename}, line {code.co_firstlineno}), '{written}', cannot be "
-                                f"evaluated: {exc}") from None
+                where = f" ({code.co_filename}, line {code.co_firstlineno})" if code else ""
+                raise NameError(f"the annotation of parameter '{name}' of kernel '{fn.__name__}'{where}, "
+                                f"'{written}', cannot be evaluated: {exc}") from None
     except Exception:  # noqa: BLE001 - an annotation typing does not take: read as written
         pass
     return dict(getattr(fn, "__annotations__", {}))

@@ -28,8 +28,8 @@ from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.split_launch import launch_sms, sm_count
-from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, fused_on_grid, stream_context,
-                                 stream_handle)
+from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, fused_on_grid,
+                                 stream_context, stream_handle)
 from .lower import GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]
@@ -268,8 +268,8 @@ class WarpSpecializedLauncher:
     that grid in C, 21.5 -> 5.3 us (launch-parts-h200-2026-12-02-e.log against -f). Made after a
     launch on the Triton kernel, it has that kernel's fused launch for that grid (`fused_on_grid`):
     before, such launches (a matmul's grids too small for the variant) always took the long path:
-    fp16 1024^3, 19.6 -> 4.5 us of host time per launch (benchmarks/results/fresh-output-probe-h200-2026-12-03.json
-    against -b)."""
+    fp16 1024^3, 19.6 -> 4.5 us of host time per launch
+    (benchmarks/results/fresh-output-probe-h200-2026-12-03.json against -b)."""
 
     def __init__(self, kernel: WarpSpecializedKernel, args: Sequence[Any], ran: tuple[Grid, Any] | None) -> None:
         self.kernel = kernel
