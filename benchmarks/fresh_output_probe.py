@@ -11,10 +11,13 @@ rounds of `LAUNCHES` launches (each round after a synchronize, so the launch que
 - `rotated`: outputs taken in turn from a pool of `POOL` arrays made beforehand (more than the
   launcher keeps, so every launch meets an address it has not encoded; no allocation timed);
 - `fresh`: `torch.empty` then the launch, as user code does; `empty alone`: the allocation only;
-- torch's own call (`torch.matmul(out=)`, `torch.add(out=)`) with the same arrays, for scale.
+- torch's own call (`torch.matmul(out=)`, `torch.add(out=)`) with the same arrays, for scale;
+- `stream same` and `stream torch`: wall time per call of `STREAMED` calls in a row, one output
+  reused, synchronized only at the end: what a loop of launches gets, the GPU's time or the
+  host's, whichever is longer (the other rows are host time alone).
 
 Every case's output is checked against torch before anything is timed. Then a cProfile of the
-`rotated` launches of the first descriptor case, by internal time.
+`rotated` launches of the bf16 case (the Gluon variant), by internal time.
 
     PYTHONPATH=$PWD:$PWD/.conformance/shim:$PWD/.conformance/samples \\
         python3 benchmarks/fresh_output_probe.py --out $OUT/fresh.json
@@ -37,7 +40,7 @@ from _results import claim  # noqa: E402
 
 import tilecraft as ct  # noqa: E402
 
-POOL, LAUNCHES, ROUNDS = 80, 10, 25
+POOL, LAUNCHES, ROUNDS, STREAMED = 80, 10, 25, 200
 
 
 @ct.kernel
@@ -62,6 +65,20 @@ def _rounds(fn) -> float:
     return statistics.median(per)
 
 
+def _streamed(fn) -> float:
+    """Median over ROUNDS of the wall us per call of STREAMED calls of `fn(0)` queued back to back."""
+    import torch
+    per = []
+    for _ in range(ROUNDS):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(STREAMED):
+            fn(0)
+        torch.cuda.synchronize()
+        per.append((time.perf_counter() - t0) / STREAMED * 1e6)
+    return statistics.median(per)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True)
@@ -75,6 +92,7 @@ def main() -> None:
     torch.manual_seed(0)
     rows, profiled = [], None
     cases = [("vector add fp32 1M", "add", torch.float32, (1 << 20,), None),
+             ("matmul fp16 512^3 128x256x64", "mm", torch.float16, (512, 512, 512), (128, 256, 64)),
              ("matmul bf16 4096^3 128x256x64", "mm", torch.bfloat16, (4096, 4096, 4096), (128, 256, 64)),
              ("matmul fp16 1024^3 128x256x64", "mm", torch.float16, (1024, 1024, 1024), (128, 256, 64)),
              ("matmul fp32 (tf32) 2048^3 128x256x32", "mm", torch.float32, (2048, 2048, 2048), (128, 256, 32)),
@@ -118,12 +136,15 @@ def main() -> None:
                 "empty alone": lambda i: torch.empty(out_shape, device="cuda", dtype=dtype),
                 "torch same": lambda i: theirs(pool[0]),
             }
+            streamed = {"stream same": timed["same"], "stream torch": timed["torch same"]}
             for r in range(3):  # rotated order, so host drift touches every row alike
                 for key in list(timed)[r:] + list(timed)[:r]:
                     row.setdefault(key, []).append(_rounds(timed[key]))
-            for key in timed:
+                for key in streamed:
+                    row.setdefault(key, []).append(_streamed(streamed[key]))
+            for key in (*timed, *streamed):
                 row[key] = round(statistics.median(row[key]), 2)
-            if profiled is None and kind == "mm":
+            if profiled is None and name.startswith("matmul bf16"):
                 pr = cProfile.Profile()
                 pr.enable()
                 for i in range(200):
