@@ -89,6 +89,7 @@ def main() -> None:
     from tilecraft.library.matmul import matmul_kernel
 
     stream = torch.cuda.current_stream()
+    torch.backends.cuda.matmul.allow_tf32 = True  # torch's float32 matmuls in tf32, as tilecraft's
     torch.manual_seed(0)
     rows, profiled = [], None
     cases = [("vector add fp32 1M", "add", torch.float32, (1 << 20,), None),
