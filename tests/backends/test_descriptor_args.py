@@ -94,6 +94,20 @@ def test_cache_is_bounded(monkeypatch, triton_only):
     assert len(encoded) == len(arrays) + 2  # b again after the cache started over
 
 
+def test_cache_holds_a_models_worth_of_arrays(monkeypatch, triton_only):
+    """Arrays rotating through a few hundred addresses (a matmul shared by a model's layers) are
+    each encoded once, however many times the rotation comes round."""
+    encoded: list = []
+    monkeypatch.setattr(descriptor_args, "encode", _encode(encoded))
+    launcher = ExpandedLauncher.of(_compiled([]), [_make([16, 32]), _make([32, 16])])
+    b = torch.zeros(96, 48)
+    arrays = [torch.zeros(64, 96) for _ in range(300)]
+    for _ in range(3):
+        for a in arrays:
+            launcher.launch((1, 1, 1), 0, (), [a, b])
+    assert len(encoded) == len(arrays) + 1
+
+
 def test_declines_other_launchers(triton_only):
     make = [_make([16, 32]), _make([32, 16])]
     assert ExpandedLauncher.of(_compiled([], scratch=128), make) is None  # global scratch: Triton allocates it

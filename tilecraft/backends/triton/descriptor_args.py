@@ -20,9 +20,12 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from . import native_launch
 
-CACHE_LIMIT = 64
-"""Encoded descriptors kept per launcher; past this the cache starts over (arrays that change
-at every launch then cost what Triton's path costs, plus a dict lookup)."""
+CACHE_LIMIT = 1024
+"""Encoded descriptors kept per launcher (about half a KiB each); past this the cache starts over
+(arrays that change at every launch then cost what Triton's path costs, plus a dict lookup). 64
+were too few for a kernel whose arrays rotate through more addresses, as a matmul shared by a
+model's layers: each new address costs the Gluon variant's launch about 9 us of host time
+(benchmarks/results/fresh-output-probe-h200-2026-12-03-b.json, its `rotated` rows)."""
 
 
 def encode(descriptor: Any, meta: Any) -> list[Any]:
