@@ -4,7 +4,7 @@ result files are never overwritten.
 - Every result file the docs cite (a `...json`, `...xml` or `...txt` in backquotes, or one of
   those gzipped) exists, and every file under benchmarks/results/ has its provenance in
   benchmarks/results/README.md.
-- The tables of docs/performance.md and docs/gpu-check.md, and the README's headline ranges,
+- The tables of docs/performance.md and docs/gpu-check.md, and the README's speed tables,
   are recomputed from the files they cite.
 - Every benchmark that writes a result file (benchmarks/*.py with `--out`, scripts/gpu_check)
   refuses to start when its output file exists (benchmarks/_results.py).
@@ -138,24 +138,43 @@ def span(values: list[float], digits: int) -> str:
     return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
 
 
-def test_the_readme_figures_are_the_committed_runs():
-    readme = (ROOT / "README.md").read_text().replace("\n", " ")
-    matmul = [r for r in load("matmul-h200-2026-11-29.json")["matmul"] if r["impl"] == "tilecraft"]
-    large = [r["ratio_torch"] for r in matmul if not r["persistent"] and r["M"] in (4096, 8192)
-             and r["dtype"] in ("float16", "bfloat16")]
-    assert f"runs at {span(large, 2)}× cuBLAS at 4096³ and 8192³" in readme
-    assert f"at {span([r['ratio_triton'] for r in matmul], 2)}× the same algorithm hand-written" in readme
-    softmax = [r for r in load("rowwise-h200-2026-11-29.json")["rows"]
-               if r["kind"] == "softmax" and r["impl"] == "tilecraft"]
-    assert (f"reaches {span([r['gbps'] / 1000 for r in softmax], 1)} TB/s "
-            f"({span([r['x_torch'] for r in softmax], 2)}× torch") in readme
-    launch = {r["impl"]: r["host_us_median"] for r in load("matmul-h200-2026-11-29.json")["launch_overhead"]}
-    assert f"({launch['tilecraft']:.1f} vs {launch['triton']:.1f} µs" in readme
-    anchors = SHARED / "bench" / "anchors-h200-2026-11-29.json"
-    if anchors.is_file():
-        ref = {(r["case"], r["backend"]): r["ms"] for r in json.loads(anchors.read_text()) if r["kind"] == "matmul"}
-        cutile = [ref[c, "torch"] / ref[c, "cutile"] for c in ("4096^3 float16", "8192^3 float16", "8192^3 bfloat16")]
-        assert f"same code at {span(cutile, 2)}× cuBLAS" in readme
+README_SAMPLES = [  # (the README's row label, the side-by-side case, its tiles)
+    ("MatMul fp16 4096³, 128x256x64", "fp16 4096^3", "128x256x64"),
+    ("MatMul bf16 8192³, 128x256x64", "bf16 8192^3", "128x256x64"),
+    ("MatMul bf16 4000x3000x2000, 128x256x64", "bf16 4000x3000x2000", "128x256x64"),
+    ("MatMul fp32 as tf32 8192³, 32x32x32", "fp32 as tf32 8192^3", "32x32x32"),
+    ("AttentionFMHA bf16 B4 H32 S4096 D128, 128x128", "attention bf16 B4 H32 S4096 D128", "128x128"),
+    ("AttentionFMHA, 64x128", "attention bf16 B4 H32 S4096 D128", "64x128"),
+    ("AttentionFMHA causal, 128x128", "attention bf16 B4 H32 S4096 D128 causal", "128x128"),
+    ("AttentionFMHA causal, 64x128", "attention bf16 B4 H32 S4096 D128 causal", "64x128"),
+    ("LayerNorm bf16 8192x4096, 1024", "layernorm bf16 8192x4096", "1024"),
+    ("LayerNorm fp32 32768x1024, 1024", "layernorm fp32 32768x1024", "1024"),
+]
+
+
+def test_the_readme_tables_are_the_committed_runs():
+    """The README's two speed tables, cell by cell, from the files they cite: tilecraft's column
+    from the side-by-side JSON, cuTile's from the table its run printed, the launch rows from
+    the launch and fresh-output probes."""
+    readme = (ROOT / "README.md").read_text()
+    ours = {(r["case"], r["tiles"]): r["ratio"] for r in load("side-by-side-h200-2026-12-03.json")["rows"]}
+    theirs = {}
+    for line in (RESULTS / "side-by-side-h200-2026-12-01.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[3] not in ("cutile (× torch)", "---"):
+            theirs[cells[0], cells[1]] = cells[3]
+    for label, case, tiles in README_SAMPLES:
+        assert f"| {label} | {ours[case, tiles]:.2f}× | {theirs[case, tiles]}× |" in readme
+    launch = {f: load(f"launch-side-by-side-h200-{f}.json")["median_us"] for f in ("2026-12-02-e", "2026-12-01-l")}
+    assert f"| cached vector add, host µs | {launch['2026-12-02-e']['ct.launch']:.2f} | " \
+           f"{launch['2026-12-02-e']['torch.add(out=)']:.2f} (" in readme
+    assert f"| the same under cuTile 1.7 | {launch['2026-12-01-l']['ct.launch']:.2f} | " \
+           f"{launch['2026-12-01-l']['torch.add(out=)']:.2f} |" in readme
+    loop = {r["case"]: r for r in load("fresh-output-probe-h200-2026-12-03-d.json")["rows"]}
+    r = loop["matmul fp16 1024^3 128x256x64"]
+    assert f"| fp16 1024³ matmul in a loop, µs per launch | {r['stream same']:.2f} | {r['stream torch']:.2f} (" in readme
+    r = loop["matmul fp16 512^3 128x256x64"]
+    assert f"| fp16 512³ matmul in a loop, µs per launch | {r['stream same']:.2f} | {r['stream torch']:.2f} |" in readme
 
 
 # ---- result files are never overwritten -------------------------------------------------------------
