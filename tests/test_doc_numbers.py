@@ -1,8 +1,8 @@
 """Every number in README.md and docs/ comes from a committed result file named next to it, and
 result files are never overwritten.
 
-- Every result file the docs cite (a `...json`, `...xml` or `...txt` in backquotes, or one of
-  those gzipped) exists, and every file under benchmarks/results/ has its provenance in
+- Every result file the docs cite (a `...json`, `...jsonl`, `...xml`, `...txt`, `...log`, `...md`
+  or `...png` in backquotes, or one of those gzipped) exists, and every file under benchmarks/results/ has its provenance in
   benchmarks/results/README.md.
 - The tables of docs/performance.md and docs/gpu-check.md, and the README's speed tables,
   are recomputed from the files they cite.
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 SHARED = ROOT.parent / "shared"  # the project's shared folder, beside the repository
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-CITED = re.compile(r"`([^`\s<>]+\.(?:json|xml|txt)(?:\.gz)?)`")  # <name>-<date>.json is a pattern, not a file
+CITED = re.compile(r"`([^`\s<>]+\.(?:json|jsonl|xml|txt|log|md|png)(?:\.gz)?)`")  # <name>-<date>.json is a pattern, not a file
 
 
 def cited_files() -> list[tuple[str, str]]:
