@@ -785,11 +785,12 @@ def test_matmul_gluon_quick_launches(dev, backend):
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("m, n, k", [(512, 512, 512), (1000, 700, 300)])
+@pytest.mark.parametrize("m, n, k", [(512, 512, 512), (1000, 700, 300), (2048, 2048, 512)])
 def test_small_matmul_quick_launches(dev, backend, m, n, k):
     """On the H200: a matmul whose grid the Gluon variant does not take (few blocks: the Triton
-    kernel runs it, split into pieces) takes the C quick path on cached `ct.launch`es like the
-    variant's grids do (`fused_on_grid`), each right on new outputs, and declines another grid."""
+    kernel runs it, split into pieces, or at 128 blocks as compiled) takes the C quick path on
+    cached `ct.launch`es like the variant's grids do (`fused_on_grid`), each right on new
+    outputs, and declines another grid."""
     torch = pytest.importorskip("torch")
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon variant runs on sm_90")

@@ -233,7 +233,41 @@ def test_specialize_starts_from_the_launch_it_follows():
     assert kernel.specialize(other).fused_launch() is None  # other arguments
     kernel.launch((8, 2, 1), args)
     kernel.launch((10, 1, 1), args)  # 3 does not divide 10: the kernel as compiled
-    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None
+    assert made[-1] == "main" and kernel.specialize(args).fused_launch() is None  # main's launcher has none
+
+
+def test_specialize_after_a_launch_of_the_kernel_as_compiled():
+    """After a launch that ran the kernel as compiled (no variant for its grid), the launcher
+    starts with that kernel's specialized launcher, which later launches of other unvaried grids
+    take too, and has its fused launch for that grid only: made for it where the launcher's
+    `fused_launch` takes a grid, else restricted to it (`fused_on_grid`)."""
+    from types import SimpleNamespace
+
+    from tilecraft.backends.base import FusedLaunch
+    made = []
+
+    def direct_fused(grid=None):
+        return FusedLaunch("_go()", {"_go": lambda: True}, grid=None if grid is None else grid[0])
+
+    launched = SimpleNamespace(fused_launch=direct_fused, launch=lambda grid, args, stream: made.append(("fast", grid)))
+    main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: launched)
+    kernel = BlockMergeKernel(main, lambda merge: "merged", lambda fn, merge: None,
+                              lambda grid, args: Merge(4) if grid[0] % 4 == 0 else None)
+    args = [object(), object()]
+    kernel.launch((10, 1, 1), args)
+    launcher = kernel.specialize(args)
+    fused = launcher.fused_launch()
+    assert made == ["main"] and fused.grid == (10, 1, 1)
+    launcher.launch((7, 1, 1), args)  # another grid the kernel as compiled runs: its launcher, made once
+    assert made[-1] == ("fast", (7, 1, 1))
+
+    any_grid = FusedLaunch("_go(gx)", {"_go": lambda gx: True})  # no grid parameter, no native code
+    launched.fused_launch = lambda: any_grid
+    kernel.launch((10, 1, 1), args)
+    fused = kernel.specialize(args).fused_launch()
+    assert fused.grid == (10, 1, 1) and fused.expr == "(gx, gy, gz) == (10, 1, 1) and (_go(gx))"
+    kernel.launch((10, 1, 1), args, dependent=True)  # dependent launches never specialize
+    assert kernel.specialize(args).fused_launch() is None
 
 
 # ---- results --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
@@ -182,7 +183,8 @@ class QuickChecks:
 
 class CompiledKernel(Protocol):
     """A compiled kernel. A specialized one (`specialize`'s result) may also have
-    `fused_launch() -> FusedLaunch | None`, its launch for the runtime's quick path."""
+    `fused_launch() -> FusedLaunch | None`, its launch for the runtime's quick path; one that
+    can make it for any one grid takes `grid=(the user's grid, the grid it launches)`."""
 
     def specialize(self, args: Sequence[Any]) -> "CompiledKernel":
         """A kernel for later launches whose arguments match `args` in dtype, device, shape,
@@ -302,3 +304,22 @@ class SpecializedLaunchers:
         if dependent:
             return kernel.launch(grid, args, stream, dependent=True)
         self.run("main", kernel, grid, args, stream)
+
+
+def fused_on_grid(launcher: Any, grid: tuple[int, int, int]) -> FusedLaunch | None:
+    """The fused launch of specialized launcher `launcher` for the one user grid `grid`, for a
+    wrapper that runs other grids on other kernels: its own where it launches that grid only
+    (made for the grid of the launch before it); else made for that grid where its
+    `fused_launch` takes one, or, one for any grid without native code, restricted here. None
+    where there is none (a wrapped kernel has none of its own: its attributes are its main's)."""
+    fused = None if isinstance(launcher, WrappedKernel) else getattr(launcher, "fused_launch", None)
+    made = None if fused is None else fused()
+    if made is None or made.grid == grid:
+        return made
+    if made.grid is not None:
+        return None
+    if "grid" in inspect.signature(fused).parameters:
+        return fused(grid=(grid, grid))
+    if made.native is None:
+        return FusedLaunch(f"(gx, gy, gz) == {grid} and ({made.expr})", made.env, None, grid)
+    return None

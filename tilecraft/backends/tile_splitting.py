@@ -27,7 +27,8 @@ import numpy as np
 from ..ir import Function
 from ..passes.block_merge import MERGED_GROUP, BlockMerges, Merge
 from ..passes.tile_split import TileSplits
-from .base import INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel
+from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel,
+                   fused_on_grid)
 
 Grid = tuple[int, int, int]
 
@@ -402,7 +403,8 @@ class GridVariantKernel(WrappedKernel):
         self._compile_variant = compile_variant
         self._choose = choose
         self._variants: dict[Hashable, CompiledKernel] = {}
-        self._last_run: tuple[Grid, Hashable, tuple[int, ...]] | None = None  # grid, count, ids of the arguments
+        self._last_run: tuple[Grid, Hashable | None, tuple[int, ...]] | None = None  # `launch`'s grid, count
+        # (None: the kernel as compiled ran it) and ids of the arguments, for the `specialize` after it
 
     def variant_grid(self, grid: Grid, count: Hashable) -> Grid | None:
         """The grid the variant for `count` launches on for a launch on `grid` (None: none)."""
@@ -434,14 +436,16 @@ class GridVariantKernel(WrappedKernel):
         count = self.count(grid, args, dependent)
         self._last_run = None
         if count is None:
-            return self.main.launch(grid, args, stream, dependent=dependent)
-        self.variant(count).launch(self.variant_grid(grid, count), args, stream)
-        self._last_run = (grid, count, tuple(map(id, args)))
+            self.main.launch(grid, args, stream, dependent=dependent)
+        else:
+            self.variant(count).launch(self.variant_grid(grid, count), args, stream)
+        if not dependent:
+            self._last_run = (grid, count, tuple(map(id, args)))
 
     def specialize(self, args: Sequence[Any]) -> "GridVariantLauncher":
         """A launcher choosing per grid; where this kernel's last `launch` ran these very
-        arguments on a variant (the runtime specializes after a launch), it starts with that
-        variant's launcher and has a `fused_launch` for that grid."""
+        arguments (the runtime specializes after a launch), it starts with the launcher of what
+        ran them, a variant or the kernel as compiled, and has a `fused_launch` for that grid."""
         last, self._last_run = self._last_run, None
         ran = last[:2] if last is not None and last[2] == tuple(map(id, args)) else None
         return GridVariantLauncher(self, args, ran)
@@ -474,14 +478,19 @@ class GridVariantLauncher:
     Made with the grid and count of the launch before it (`ran`), it has a `fused_launch` for
     that grid where the variant's launcher has one: the runtime's quick path then launches the
     variant in C (TC3 merged on the H200: 16.8 us of host time per launch through this launcher's
-    `launch`, tc3-probe-h200-2026-12-02-p.json; 6.5 us through the quick path, -r)."""
+    `launch`, tc3-probe-h200-2026-12-02-p.json; 6.5 us through the quick path, -r); where the
+    kernel as compiled ran that grid (count None), that kernel's launcher's, for that grid only
+    (`fused_on_grid`)."""
 
-    def __init__(self, kernel: GridVariantKernel, args: Sequence[Any], ran: tuple[Grid, Hashable] | None) -> None:
+    def __init__(self, kernel: GridVariantKernel, args: Sequence[Any],
+                 ran: tuple[Grid, Hashable | None] | None) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
         self._counts = ChosenPerGrid(lambda grid, args: kernel.count(grid, args, False))
         self._fused: Any = None
-        if ran is not None:
+        if ran is not None and ran[1] is None:
+            self._fused = fused_on_grid(self._launchers.remember("main", kernel.main, args), ran[0])
+        elif ran is not None:
             grid, count = ran
             inner = self._launchers.remember(count, kernel.variant(count), args)
             fused = getattr(inner, "fused_launch", None)

@@ -24,12 +24,12 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
-from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel
+from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel, fused_on_grid
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.split_launch import launch_sms, sm_count
-from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, fused_on_grid,
-                                 stream_context, stream_handle)
+from ..triton.launching import (baked_exprs, current_stream, fused_launch, fused_maps, stream_context,
+                                 stream_handle)
 from .lower import GluonLowered, deals_evenly
 
 Grid = tuple[int, int, int]

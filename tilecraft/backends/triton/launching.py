@@ -23,7 +23,7 @@ import triton
 from triton.runtime import driver
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ..base import FusedLaunch, WrappedKernel
+from ..base import FusedLaunch
 from . import native_launch
 from .descriptor_args import ExpandedLauncher
 from .lower import LoweredKernel
@@ -318,18 +318,3 @@ def fused_launch(launcher: native_launch.Native | None, fused_args: Sequence[str
                                encode=encode, grid=grid)
     return FusedLaunch(call, env, native, None if grid is None else grid[0])
 
-
-def fused_on_grid(launcher: Any, grid: Grid) -> FusedLaunch | None:
-    """The fused launch of specialized launcher `launcher` for the one user grid `grid`, for a
-    kernel that runs other grids on other kernels: a DirectLauncher's made for that grid;
-    another's where it launches that grid only (made for the grid of the launch before it) or,
-    without native code, any grid (then restricted here). None where there is none."""
-    if isinstance(launcher, DirectLauncher):
-        return launcher.fused_launch(grid=(grid, grid))
-    fused = None if isinstance(launcher, WrappedKernel) else getattr(launcher, "fused_launch", None)
-    made = None if fused is None else fused()  # (a wrapped kernel's attributes are its main's)
-    if made is None or made.grid == grid:
-        return made
-    if made.grid is None and made.native is None:
-        return FusedLaunch(f"(gx, gy, gz) == {grid} and ({made.expr})", made.env, None, grid)
-    return None

@@ -32,13 +32,13 @@ import triton
 from ...ir import Function, ops
 from ...passes.operand_staging import Copy, Staged
 from ..base import (ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, SpecializedLaunchers, WrappedKernel,
-                    array_facts, needs_index64, wrapped_as)
+                    array_facts, fused_on_grid, needs_index64, wrapped_as)
 from ..tile_splitting import BlockMergeKernel
 from .compile import TRITON_LANGUAGE, _load, write_source
 from .helpers import HELPERS
 from .heuristics import WGMMA_ROWS
 from . import native_launch, split_launch
-from .launching import current_stream, fused_on_grid, stream_context, stream_handle
+from .launching import current_stream, stream_context, stream_handle
 
 STAGE_MIN_ELEMENTS = 2**21
 """Launches stage an aligned tf32 operand only if it has at least this many elements (2M: 8 MiB).
