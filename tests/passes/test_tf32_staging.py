@@ -378,6 +378,7 @@ def test_staging_per_grid_fused_launch():
     from types import SimpleNamespace
 
     from tilecraft.backends.base import FusedLaunch
+    from tilecraft.backends.base import LastLaunch
     from tilecraft.backends.triton.operand_staging import StagedKernel, StagingPerGrid
     staged_fused = FusedLaunch("_staged((gx, gy, gz))", {"_staged": lambda grid: grid})
     main_fused = FusedLaunch("_main()", {}, grid=(64, 1, 1))
@@ -394,7 +395,7 @@ def test_staging_per_grid_fused_launch():
     assert StagingPerGrid(owner, ("a",)).fused_launch() is None
 
     kernel = StagedKernel.__new__(StagedKernel)  # only launch's record and specialize's reading of it
-    kernel.main, kernel._last_run = main, None
+    kernel.main, kernel._last_run = main, LastLaunch()
     kernel.stages = lambda args, dependent, grid: not dependent and grid[0] > 100
     kernel._by_grid = lambda args: True
     args, other = ("a", "b"), ("c", "d")

@@ -270,6 +270,27 @@ def wrapped_as(kernel: Any, cls: type) -> Any:
     return kernel
 
 
+class LastLaunch:
+    """What a wrapper kernel's last launch ran: its grid and what ran it (a variant, a count,
+    whether it staged), for the `specialize` the runtime calls right after a launch. Handed out
+    once, and only to a specialize of those very arguments (compared by identity)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[int, int, int], Any, tuple[int, ...]] | None = None
+
+    def record(self, grid: tuple[int, int, int], ran: Any, args: Sequence[Any]) -> None:
+        self._last = (grid, ran, tuple(map(id, args)))
+
+    def forget(self) -> None:
+        self._last = None
+
+    def take(self, args: Sequence[Any]) -> tuple[tuple[int, int, int], Any] | None:
+        """(grid, what ran) of the last launch where it launched `args`; None otherwise. Either
+        way it is then forgotten."""
+        last, self._last = self._last, None
+        return last[:2] if last is not None and last[2] == tuple(map(id, args)) else None
+
+
 class SpecializedLaunchers:
     """The specialized launchers (`CompiledKernel.specialize`) of the kernels a wrapper launches
     (the kernel as compiled, split-K parts, tile-split variants), one per key: the first launch of

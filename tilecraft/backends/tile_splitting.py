@@ -27,8 +27,8 @@ import numpy as np
 from ..ir import Function
 from ..passes.block_merge import MERGED_GROUP, BlockMerges, Merge
 from ..passes.tile_split import TileSplits
-from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, SpecializedLaunchers, WrappedKernel,
-                   fused_on_grid)
+from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, LastLaunch, SpecializedLaunchers,
+                   WrappedKernel, fused_on_grid)
 
 Grid = tuple[int, int, int]
 
@@ -403,8 +403,7 @@ class GridVariantKernel(WrappedKernel):
         self._compile_variant = compile_variant
         self._choose = choose
         self._variants: dict[Hashable, CompiledKernel] = {}
-        self._last_run: tuple[Grid, Hashable | None, tuple[int, ...]] | None = None  # `launch`'s grid, count
-        # (None: the kernel as compiled ran it) and ids of the arguments, for the `specialize` after it
+        self._last_run = LastLaunch()  # what ran: the count (None: the kernel as compiled)
 
     def variant_grid(self, grid: Grid, count: Hashable) -> Grid | None:
         """The grid the variant for `count` launches on for a launch on `grid` (None: none)."""
@@ -434,21 +433,19 @@ class GridVariantKernel(WrappedKernel):
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         count = self.count(grid, args, dependent)
-        self._last_run = None
+        self._last_run.forget()
         if count is None:
             self.main.launch(grid, args, stream, dependent=dependent)
         else:
             self.variant(count).launch(self.variant_grid(grid, count), args, stream)
         if not dependent:
-            self._last_run = (grid, count, tuple(map(id, args)))
+            self._last_run.record(grid, count, args)
 
     def specialize(self, args: Sequence[Any]) -> "GridVariantLauncher":
         """A launcher choosing per grid; where this kernel's last `launch` ran these very
         arguments (the runtime specializes after a launch), it starts with the launcher of what
         ran them, a variant or the kernel as compiled, and has a `fused_launch` for that grid."""
-        last, self._last_run = self._last_run, None
-        ran = last[:2] if last is not None and last[2] == tuple(map(id, args)) else None
-        return GridVariantLauncher(self, args, ran)
+        return GridVariantLauncher(self, args, self._last_run.take(args))
 
 
 class TileSplitKernel(GridVariantKernel):

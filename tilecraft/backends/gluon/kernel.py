@@ -24,7 +24,7 @@ from triton.experimental.gluon._runtime import GluonASTSource
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from triton.runtime.jit import mangle_type
 
-from ..base import ChosenPerGrid, FusedLaunch, WrappedKernel, fused_on_grid
+from ..base import ChosenPerGrid, FusedLaunch, LastLaunch, WrappedKernel, fused_on_grid
 from ..triton.compile import GPU_MATH_OPTIONS, TRITON_LANGUAGE, load_module, write_source
 from ..triton.descriptor_args import ExpandedLauncher
 from ..triton.split_launch import launch_sms, sm_count
@@ -178,9 +178,7 @@ class WarpSpecializedKernel(WrappedKernel):
         self._launched = False
         self.gave_up: str | None = None
         self.variant_launches = 0  # launches that ran the Gluon variant
-        self._last_run: tuple[Grid, Any, tuple[int, ...]] | None = None  # `launch`'s: (grid, the variant's
-        # compiled kernel, or None where the Triton kernel ran it, ids of the arguments), for the
-        # `specialize` that follows it
+        self._last_run = LastLaunch()  # what ran: the variant's compiled kernel, None for the Triton kernel
 
     def give_up(self, exc: Exception) -> None:
         """Run the Triton kernel from now on; `fallbacks` says why."""
@@ -208,16 +206,16 @@ class WarpSpecializedKernel(WrappedKernel):
         return [*mine, *self.main.fallbacks]
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
-        self._last_run = None
+        self._last_run.forget()
         variant = None if dependent else self.variant()
         if variant is None or not variant.takes(grid, args):
             self.main.launch(grid, args, stream, dependent=dependent)
             if not dependent:
-                self._last_run = (grid, None, tuple(map(id, args)))
+                self._last_run.record(grid, None, args)
             return
         compiled = self.run_variant(variant, grid, args, stream)
         if compiled is not None:
-            self._last_run = (grid, compiled, tuple(map(id, args)))
+            self._last_run.record(grid, compiled, args)
 
     def run_variant(self, variant: GluonKernel, grid: Grid, args: Sequence[Any], stream: Any) -> Any:
         """Launch `variant` on `grid`, which it takes; its first launch compiles it, and one it
@@ -249,9 +247,7 @@ class WarpSpecializedKernel(WrappedKernel):
         launcher and its fused launch for that grid."""
         if self.variant() is None:
             return self.main.specialize(args)
-        last, self._last_run = self._last_run, None
-        same = last is not None and last[2] == tuple(map(id, args))
-        return WarpSpecializedLauncher(self, args, last[:2] if same else None)
+        return WarpSpecializedLauncher(self, args, self._last_run.take(args))
 
 
 class WarpSpecializedLauncher:

@@ -317,4 +317,3 @@ def fused_launch(launcher: native_launch.Native | None, fused_args: Sequence[str
     native = functools.partial(native_launch.quick, launcher, fused_args, stream=(*_TORCH_STREAM, stream_handle),
                                encode=encode, grid=grid)
     return FusedLaunch(call, env, native, None if grid is None else grid[0])
-

@@ -31,8 +31,8 @@ import triton
 
 from ...ir import Function, ops
 from ...passes.operand_staging import Copy, Staged
-from ..base import (ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, SpecializedLaunchers, WrappedKernel,
-                    array_facts, fused_on_grid, needs_index64, wrapped_as)
+from ..base import (ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, LastLaunch, SpecializedLaunchers,
+                    WrappedKernel, array_facts, fused_on_grid, needs_index64, wrapped_as)
 from ..tile_splitting import BlockMergeKernel
 from .compile import TRITON_LANGUAGE, _load, write_source
 from .helpers import HELPERS
@@ -163,8 +163,7 @@ class StagedKernel(WrappedKernel):
         self._interpret = interpret
         self._forced = forced
         self._kernels: dict[tuple[ArrayFacts, ...], CompiledKernel] = {}
-        self._last_run: tuple[tuple[int, int, int], bool, tuple[int, ...]] | None = None  # `launch`'s
-        # (grid, whether it staged, ids of the arguments), for the `specialize` that follows it
+        self._last_run = LastLaunch()  # what ran: whether the launch staged
 
     @property
     def _narrow(self) -> bool:
@@ -249,24 +248,26 @@ class StagedKernel(WrappedKernel):
     def launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any = None, *,
                dependent: bool = False) -> None:
         staged = self.stages(args, dependent, grid)
-        self._last_run = None if dependent else (grid, staged, tuple(map(id, args)))
-        if not staged:
-            return self.main.launch(grid, args, stream, dependent=dependent)
-        kernel = self.staged_kernel(args)
-        copies = list(args)
-        for i, copy in self.staged.params.items():
-            copies[i] = stage_copy(args[i], copy, stream, self._interpret)
-        kernel.launch(grid, copies, stream)
+        self._last_run.forget()
+        if staged:
+            kernel = self.staged_kernel(args)
+            copies = list(args)
+            for i, copy in self.staged.params.items():
+                copies[i] = stage_copy(args[i], copy, stream, self._interpret)
+            kernel.launch(grid, copies, stream)
+        else:
+            self.main.launch(grid, args, stream, dependent=dependent)
+        if not dependent:
+            self._last_run.record(grid, staged, args)
 
     def specialize(self, args: Sequence[Any]) -> Any:
         """main's fast launcher where launches with `args` do not stage (the fast path's key fixes
         the shapes that decide it); where they do, `staged_launcher`'s; where that depends on the
         grid, a StagingPerGrid choosing between them (starting from this kernel's last launch
         where it launched these very arguments)."""
-        last, self._last_run = self._last_run, None
+        ran = self._last_run.take(args)
         if self._by_grid(args):
-            same = last is not None and last[2] == tuple(map(id, args))
-            return StagingPerGrid(self, args, last[:2] if same else None)
+            return StagingPerGrid(self, args, ran)
         if not self._stageable(args) or not (self._forced or self._on_gpu(args) and self._large(args, self._narrow)):
             return self.main.specialize(args)
         return self.staged_launcher(args)
