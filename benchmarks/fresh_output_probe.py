@@ -9,7 +9,8 @@ rounds of `LAUNCHES` launches (each round after a synchronize, so the launch que
 
 - `same`: one output array, reused;
 - `rotated`: outputs taken in turn from a pool of `POOL` arrays made beforehand (more than the
-  launcher keeps, so every launch meets an address it has not encoded; no allocation timed);
+  C quick path keeps maps for, and more than the launcher kept encodings for before 986b52f;
+  no allocation timed);
 - `fresh`: `torch.empty` then the launch, as user code does; `empty alone`: the allocation only;
 - torch's own call (`torch.matmul(out=)`, `torch.add(out=)`) with the same arrays, for scale;
 - `stream same` and `stream torch`: wall time per call of `STREAMED` calls in a row, one output
@@ -49,31 +50,15 @@ def vector_add(a, b, c, tile: ct.Constant[int]):
     ct.store(c, index=(i,), tile=ct.load(a, index=(i,), shape=(tile,)) + ct.load(b, index=(i,), shape=(tile,)))
 
 
-def _rounds(fn) -> float:
-    """Median host us per call of `fn(i)` over ROUNDS rounds of LAUNCHES calls."""
-    import torch
-    per = []
-    i = 0
-    for _ in range(ROUNDS):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(LAUNCHES):
-            fn(i)
-            i += 1
-        per.append((time.perf_counter() - t0) / LAUNCHES * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(per)
-
-
 def _streamed(fn) -> float:
-    """Median over ROUNDS of the wall us per call of STREAMED calls of `fn(0)` queued back to back."""
+    """Median over ROUNDS of the wall us per call of STREAMED calls of `fn()` queued back to back."""
     import torch
     per = []
     for _ in range(ROUNDS):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for _ in range(STREAMED):
-            fn(0)
+            fn()
         torch.cuda.synchronize()
         per.append((time.perf_counter() - t0) / STREAMED * 1e6)
     return statistics.median(per)
@@ -85,7 +70,10 @@ def main() -> None:
     args = p.parse_args()
     out = claim(args.out)
 
+    import itertools
+
     import torch
+    from probing import host_rounds
     from tilecraft.library.matmul import matmul_kernel
 
     stream = torch.cuda.current_stream()
@@ -133,16 +121,16 @@ def main() -> None:
                     launch(pool[i])
             torch.cuda.synchronize()
             timed = {
-                "same": lambda i: launch(pool[0]),
-                "rotated": lambda i: launch(pool[i % POOL]),
-                "fresh": lambda i: launch(torch.empty(out_shape, device="cuda", dtype=dtype)),
-                "empty alone": lambda i: torch.empty(out_shape, device="cuda", dtype=dtype),
-                "torch same": lambda i: theirs(pool[0]),
+                "same": lambda: launch(pool[0]),
+                "rotated": lambda turn=itertools.count(): launch(pool[next(turn) % POOL]),
+                "fresh": lambda: launch(torch.empty(out_shape, device="cuda", dtype=dtype)),
+                "empty alone": lambda: torch.empty(out_shape, device="cuda", dtype=dtype),
+                "torch same": lambda: theirs(pool[0]),
             }
             streamed = {"stream same": timed["same"], "stream torch": timed["torch same"]}
             for r in range(3):  # rotated order, so host drift touches every row alike
                 for key in list(timed)[r:] + list(timed)[:r]:
-                    row.setdefault(key, []).append(_rounds(timed[key]))
+                    row.setdefault(key, []).append(statistics.median(host_rounds(timed[key], ROUNDS, LAUNCHES)))
                 for key in streamed:
                     row.setdefault(key, []).append(_streamed(streamed[key]))
             for key in (*timed, *streamed):
