@@ -318,13 +318,20 @@ class SpecializedLaunchers:
         fast = self._fast[key] = kernel.specialize(args)
         return fast
 
+    MAIN = "main"
+    """The key of the wrapped kernel as compiled (`run_main`, `remember_main`)."""
+
     def run_main(self, kernel: CompiledKernel, grid: tuple[int, int, int], args: Sequence[Any], stream: Any,
                  dependent: bool) -> None:
         """Launch the wrapped kernel as compiled, `kernel`: a programmatic dependent launch the
-        full way (specialized launchers launch plainly), any other as `run` with key "main"."""
+        full way (specialized launchers launch plainly), any other as `run` with key MAIN."""
         if dependent:
             return kernel.launch(grid, args, stream, dependent=True)
-        self.run("main", kernel, grid, args, stream)
+        self.run(self.MAIN, kernel, grid, args, stream)
+
+    def remember_main(self, kernel: CompiledKernel, args: Sequence[Any]) -> Any:
+        """`remember` for the wrapped kernel as compiled, which has just launched `args`."""
+        return self.remember(self.MAIN, kernel, args)
 
 
 def fused_on_grid(launcher: Any, grid: tuple[int, int, int]) -> FusedLaunch | None:

@@ -486,7 +486,7 @@ class GridVariantLauncher:
         self._counts = ChosenPerGrid(lambda grid, args: kernel.count(grid, args, False))
         self._fused: Any = None
         if ran is not None and ran[1] is None:
-            self._fused = fused_on_grid(self._launchers.remember("main", kernel.main, args), ran[0])
+            self._fused = fused_on_grid(self._launchers.remember_main(kernel.main, args), ran[0])
         elif ran is not None:
             grid, count = ran
             inner = self._launchers.remember(count, kernel.variant(count), args)

@@ -306,7 +306,7 @@ class StagingPerGrid:
                 self._staged = owner.staged_launcher(args)
                 inner = self._staged
             else:
-                inner = self._main.remember("main", owner.main, args)
+                inner = self._main.remember_main(owner.main, args)
             self._fused = fused_on_grid(inner, grid)
 
     def fused_launch(self) -> FusedLaunch | None:
