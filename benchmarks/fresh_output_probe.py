@@ -86,6 +86,8 @@ def main() -> None:
              ("matmul fp16 1024^3 128x256x64", "mm", torch.float16, (1024, 1024, 1024), (128, 256, 64)),
              ("matmul fp16 2048^3 128x256x64 (as compiled: 128 blocks)", "mm", torch.float16, (2048, 2048, 2048),
               (128, 256, 64)),
+             ("matmul bf16 4000x3000x2000 128x128x64 (grid loop: 768 blocks)", "mm", torch.bfloat16,
+              (4000, 3000, 2000), (128, 128, 64)),
              ("matmul fp32 (tf32) 2048^3 128x256x32", "mm", torch.float32, (2048, 2048, 2048), (128, 256, 32)),
              ("matmul fp32 (tf32) 2048x2048x1024 32x32x32, staged per grid", "mm", torch.float32, (2048, 2048, 1024),
               (32, 32, 32))]

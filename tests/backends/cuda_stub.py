@@ -191,7 +191,7 @@ def direct_launcher(kernel: Any, args: tuple, module: Any) -> Any:
     dl = object.__new__(launching.DirectLauncher)
     dl._flatten = launching.baked_flatten(compiled.lowered, runtime, flat)
     dl._fused_args = launching.baked_exprs(compiled.lowered, runtime, flat, address="p{}")
-    dl._slots = dl._small_grid = dl._small = dl._host = dl._host_variant = None
+    dl._slots = dl._grid = dl._small_grid = dl._small = dl._host = dl._host_variant = None
     dl._descriptors = False
     dl._expanded = None  # no host descriptors
     dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature), module)

@@ -172,7 +172,8 @@ def test_int_arguments_change_divisibility_between_cached_launches(dev):
 def test_fused_launch_calls_the_native_launcher_as_launch_does():
     """`DirectLauncher.fused_launch`, run by the runtime's quick path, gives the native launcher
     what `DirectLauncher.launch` gives it; it is None for a grid-loop kernel or without the
-    native launcher."""
+    native launcher; a grid-loop kernel's is made for one grid only (the grid asked for, or
+    that of the launch before it), its loop's or the one-program-per-block variant's."""
     from tilecraft import knobs
     from tilecraft.backends.base import FusedLaunch
     from tilecraft.backends.triton import launching, native_launch
@@ -184,7 +185,7 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does():
     dl = object.__new__(launching.DirectLauncher)
     dl._flatten = baked_flatten(compiled.lowered, args, flat)
     dl._fused_args = launching.baked_exprs(compiled.lowered, args, flat, address="p{}")
-    dl._slots = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._expanded = None
+    dl._slots = dl._grid = dl._small_grid = dl._small = dl._host_variant = dl._host = dl._expanded = None
     dl._descriptors, dl._native, dl._native_head = False, lambda *xs: calls.append(xs) or True, ("f", 128, 0, b"t")
     dl._launcher = native_launch.Native(dl._native, dl._native_head, None)
     fused = dl.fused_launch()  # its expression (`native`, the C quick launcher, needs the built module)
@@ -194,8 +195,19 @@ def test_fused_launch_calls_the_native_launcher_as_launch_does():
     assert quick(0, (6,), (x2, y2, 1.5, 32))
     dl.launch((6, 1, 1), (x2, y2, 1.5), 0)
     assert calls[0] == calls[1] and x2.data_ptr() in calls[0] and 1.5 in calls[0]
-    dl._slots = 132
+    dl._slots = 4  # a grid-loop kernel: a fused launch for one grid only
     assert dl.fused_launch() is None
+    looped = dl.fused_launch(grid=((6, 1, 1), (6, 1, 1)))
+    quick = quick_launcher(scale_rows.plan, (x, y, 2.5, 32), knobs.BACKEND, knobs.BACKEND.raw(),
+                           FusedLaunch(looped.expr, looped.env), 2**24 - 1)
+    assert looped.grid == (6, 1, 1) and quick(0, (6,), (x2, y2, 1.5, 32)) and not quick(0, (7,), (x2, y2, 1.5, 32))
+    dl.launch((6, 1, 1), (x2, y2, 1.5), 0)  # the loop: 4 programs, the grid's sizes last
+    assert calls[2] == calls[3] and calls[2][:3] == (4, 1, 1) and calls[2][-3:] == (6, 1, 1)
+    dl._grid = (6, 1, 1)  # made after a launch on that grid: its fused launch is that grid's
+    assert dl.fused_launch().expr == looped.expr
+    small = SimpleNamespace(fused_launch=lambda grid: ("small's", grid))
+    dl._small_grid = lambda: small
+    assert dl.fused_launch(grid=((3, 1, 1), (3, 1, 1))) == ("small's", ((3, 1, 1), (3, 1, 1)))  # 3 <= 4 programs
     dl._slots, dl._launcher = None, None
     assert dl.fused_launch() is None
 

@@ -785,12 +785,14 @@ def test_matmul_gluon_quick_launches(dev, backend):
 
 
 @pytest.mark.only_backends("triton")
-@pytest.mark.parametrize("m, n, k", [(512, 512, 512), (1000, 700, 300), (2048, 2048, 512)])
-def test_small_matmul_quick_launches(dev, backend, m, n, k):
+@pytest.mark.parametrize("m, n, k, tn", [(512, 512, 512, 256), (1000, 700, 300, 256), (2048, 2048, 512, 256),
+                                         (4000, 3000, 256, 128)])
+def test_small_matmul_quick_launches(dev, backend, m, n, k, tn):
     """On the H200: a matmul whose grid the Gluon variant does not take (few blocks: the Triton
-    kernel runs it, split into pieces, or at 128 blocks as compiled) takes the C quick path on
-    cached `ct.launch`es like the variant's grids do (`fused_on_grid`), each right on new
-    outputs, and declines another grid."""
+    kernel runs it, split into pieces, or at 128 blocks as compiled, one program per block;
+    768 blocks of 128x128 run through the grid loop) takes the C quick path on cached
+    `ct.launch`es like the variant's grids do (`fused_on_grid`), each right on new outputs,
+    and declines another grid."""
     torch = pytest.importorskip("torch")
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon variant runs on sm_90")
@@ -800,11 +802,11 @@ def test_small_matmul_quick_launches(dev, backend, m, n, k):
     a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
     want = a.double() @ b.double()
-    grid = (math.ceil(m / 128) * math.ceil(n / 256), 1, 1)
+    grid = (math.ceil(m / 128) * math.ceil(n / tn), 1, 1)
     stream = torch.cuda.current_stream()
     for i in range(4):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-        args = (a, b, c, 128, 256, 64)
+        args = (a, b, c, 128, tn, 64)
         if i == 0:
             ct.launch(stream, grid, kernel, args)  # compiles, makes the fast-path entry and its quick launcher
         else:

@@ -336,18 +336,17 @@ class SpecializedLaunchers:
 
 def fused_on_grid(launcher: Any, grid: tuple[int, int, int]) -> FusedLaunch | None:
     """The fused launch of specialized launcher `launcher` for the one user grid `grid`, for a
-    wrapper that runs other grids on other kernels: its own where it launches that grid only
-    (made for the grid of the launch before it); else made for that grid where its
-    `fused_launch` takes one, or, one for any grid without native code, restricted here. None
-    where there is none (a wrapped kernel has none of its own: its attributes are its main's)."""
+    wrapper that runs other grids on other kernels: made for that grid where its `fused_launch`
+    takes one (a grid-loop kernel's has one only so); else its own where it launches that grid
+    only (made for the grid of the launch before it), or, one for any grid without native code,
+    restricted here. None where there is none (a wrapped kernel has none of its own: its
+    attributes are its main's)."""
     fused = None if isinstance(launcher, WrappedKernel) else getattr(launcher, "fused_launch", None)
+    if fused is not None and "grid" in inspect.signature(fused).parameters:
+        return fused(grid=(grid, grid))
     made = None if fused is None else fused()
     if made is None or made.grid == grid:
         return made
-    if made.grid is not None:
-        return None
-    if "grid" in inspect.signature(fused).parameters:
-        return fused(grid=(grid, grid))
-    if made.native is None:
+    if made.grid is None and made.native is None:
         return FusedLaunch(f"(gx, gy, gz) == {grid} and ({made.expr})", made.env, None, grid)
     return None

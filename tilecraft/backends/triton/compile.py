@@ -41,6 +41,7 @@ from triton.runtime.jit import JITFunction
 
 from ... import knobs
 from ...errors import Location, TileAssertionError, TileCompilerExecutionError
+from ..base import LastLaunch
 from . import fitting, occupancy
 from . import interpret_workarounds as workarounds
 from . import printing
@@ -257,6 +258,7 @@ class TritonKernel:
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
         self._host: TritonKernel | None = None  # `host_descriptor_kernel`
+        self._last_run = LastLaunch()  # grid-loop kernels: the last launch's grid, for `specialize`
         self._planned = target  # the schedule as planned, before any refit
         self._adopt(target, lower_for(target))
 
@@ -379,11 +381,15 @@ class TritonKernel:
         """Run on `grid`; `args` in `Function.params` order (torch tensors and Python numbers).
         `dependent`: with the programmatic-dependent-launch attribute (a variant compiled with
         Triton's `launch_pdl`)."""
+        self._last_run.forget()
         while True:
             try:
-                return self._launch(grid, args, stream, dependent)
+                self._launch(grid, args, stream, dependent)
+                break
             except Exception as exc:
                 self._recover(exc, (CompilationError, InterpreterError, OutOfResources))
+        if self.lowered.grid_loop and not dependent:
+            self._last_run.record(grid, None, args)
 
     def _launch(self, grid: tuple[int, int, int], args: Sequence[Any], stream: Any, dependent: bool) -> None:
         flat = self._flatten(*args)
@@ -498,7 +504,9 @@ class TritonKernel:
         strides and 16-byte alignment (the runtime's fast-path key, which decides Triton's own
         specialization too): it calls Triton's compiled launcher directly, skipping the binding,
         specialization and cache lookup `JITFunction.run` repeats on every launch. Call it after
-        a normal launch with `args` (so compile and load errors surfaced there)."""
+        a normal launch with `args` (so compile and load errors surfaced there). A grid-loop
+        kernel's launcher made right after a launch of `args` has a fused launch for that
+        launch's grid (`DirectLauncher.fused_launch`)."""
         runtime = triton.knobs.runtime
         hooked = any(getattr(h, "calls", h) for h in (runtime.launch_enter_hook, runtime.launch_exit_hook))
         if self.interpret or hooked or self.lowered.has_assert or self.lowered.prints:
@@ -506,6 +514,7 @@ class TritonKernel:
         variant = self.variant_for(args)
         if variant is not self:
             return variant.specialize(args)
+        ran = self._last_run.take(args)
         flat = self._flatten(*args)
         baked = baked_flatten(self.lowered, args, flat)
         looped = (*flat, 1, 1, 1) if self.lowered.grid_loop else flat
@@ -518,7 +527,9 @@ class TritonKernel:
                                   shared=occupancy.shared_request(self.lowered.reread, args, compiled))
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
-                              lambda: self.small_grid_kernel().specialize(args), host_variant=host, expanded=expanded)
+                              lambda: self.small_grid_kernel().specialize(args), host_variant=host,
+                              fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
+                              grid=None if ran is None else ran[0])
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a

@@ -231,12 +231,13 @@ class DirectLauncher:
     def __init__(self, compiled: Any, flatten: Callable[..., tuple], descriptors: bool, slots: int | None = None,
                  small_grid: Callable[[], Any] | None = None, host_variant: Callable[[], Any] | None = None,
                  fused_args: Sequence[str] | None = None, expanded: Expanded | None = None,
-                 shared: int | None = None) -> None:
+                 shared: int | None = None, grid: Grid | None = None) -> None:
         launcher = compiled.run  # loads the module on first access
         self._flatten = expanded.flatten if expanded is not None else flatten
         self._expanded = expanded
         self._fused_args = fused_args
         self._slots = slots
+        self._grid = grid
         self._small_grid = small_grid
         self._small: Any = None
         self._host_variant = host_variant
@@ -258,9 +259,7 @@ class DirectLauncher:
         if self._slots is not None:
             looped = grid_loop_launch(grid, flat, self._slots)
             if looped is None:
-                if self._small is None:
-                    self._small = self._small_grid()
-                return self._small.launch(grid, args, stream)
+                return self._small_launcher().launch(grid, args, stream)
             if self._host_variant is not None:
                 return self._host_launcher().launch(grid, args, stream)
             grid, flat = looped
@@ -275,6 +274,12 @@ class DirectLauncher:
             ensure_allocator()
         self._call(grid[0], grid[1], grid[2], handle, *self._head, *flat)
 
+    def _small_launcher(self) -> Any:
+        """The one-program-per-block variant's launcher (made on first use)."""
+        if self._small is None:
+            self._small = self._small_grid()
+        return self._small
+
     def _host_launcher(self) -> Any:
         """The host-descriptor variant's launcher (made on first use)."""
         if self._host is None:
@@ -284,15 +289,32 @@ class DirectLauncher:
     def fused_launch(self, grid: tuple[Grid, Grid] | None = None) -> FusedLaunch | None:
         """`launch` as one expression for the runtime's quick path (`fused_launch`): the native
         launcher's call, with each host descriptor's map kept per address. `grid`: (the user's
-        one grid, the grid this kernel launches for it), for a kernel launched in place of
-        another on a grid of its own (backends/tile_splitting.py). None for a grid-loop kernel
-        (`fused_launch` says what else declines)."""
+        one grid, the grid this kernel runs for it: another where it is launched in place of
+        another kernel, backends/tile_splitting.py), for a launcher specialized for one grid.
+        A grid-loop kernel has one only for one grid: what `launch` runs for it, the
+        one-program-per-block variant's, the host-descriptor variant's or the loop's (its launch
+        grid the programs the GPU runs at once, the grid's sizes constant arguments). None
+        otherwise (`fused_launch` says what else declines)."""
         if self._slots is not None:
-            return None
+            grid = grid or (None if self._grid is None else (self._grid, self._grid))
+            return None if grid is None else self._grid_loop_fused(grid)
+        return self._native_fused(grid)
+
+    def _grid_loop_fused(self, grid: tuple[Grid, Grid]) -> FusedLaunch | None:
+        """A grid-loop kernel's `fused_launch` for the one grid `grid` (as there)."""
+        user, blocks = grid
+        if grid_loop_launch(blocks, (), self._slots) is None:
+            return self._small_launcher().fused_launch(grid=grid)
+        if self._host_variant is not None:
+            return self._host_launcher().fused_launch(grid=grid)
+        return self._native_fused((user, (self._slots, 1, 1)), tuple(map(str, blocks)))
+
+    def _native_fused(self, grid: tuple[Grid, Grid] | None, trailing: tuple[str, ...] = ()) -> FusedLaunch | None:
+        """The native launcher's fused launch, with `trailing` after the kernel's arguments."""
         ex = self._expanded
-        if ex is not None:
-            return fused_launch(ex.launcher.native, ex.fused_args, ex.launcher.map_bytes, grid=grid)
-        return fused_launch(self._launcher, self._fused_args, grid=grid)
+        native, args, encode = ((self._launcher, self._fused_args, None) if ex is None
+                                else (ex.launcher.native, ex.fused_args, ex.launcher.map_bytes))
+        return fused_launch(native, None if args is None else (*args, *trailing), encode, grid=grid)
 
 
 def fused_launch(launcher: native_launch.Native | None, fused_args: Sequence[str] | None,
