@@ -20,7 +20,8 @@ ms: above 1, faster than torch.
     python benchmarks/plot_sweep.py FILE.json            # the PNG: CPU, needs matplotlib
 
 --split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
-split may pay: its grid of 128x256 tiles fills at most a few waves) and the small fp32 cases
+split may pay: its grid of 128x256 tiles fills at most a few waves), fp16 shapes of few output
+tiles and long K loops (256x256x16384 to 1024x1024x16384, 256x512x65536) and the small fp32 cases
 (TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
 step), unsplit and with its K loop
 split (passes/split_k.py) next to torch, interleaved: one implementation `tilecraft-s<N>` per
@@ -34,8 +35,8 @@ how the same kernel fares with the tiles a compiler could choose for it.
 `tilecraft-t<N>` per count N (backends/tile_splitting.py, forced): how the pieces fare where the
 launch's own model chose another count or none.
 
---unsplit adds the sample launched with tile splitting and stream-K off
-(backends/tile_splitting.py, backends/stream_k.py), as `tilecraft-unsplit`: what dealing the
+--unsplit adds the sample launched with tile splitting, split-K and stream-K off
+(backends/tile_splitting.py, backends/splitting.py, backends/stream_k.py), as `tilecraft-unsplit`: what dealing the
 work out to more blocks gains where it applies (grids that fill few waves, or a last one poorly).
 
 --cpu-smoke runs tiny cases once on the CPU interpreters (TRITON_INTERPRET=1, tilecraft on
@@ -75,6 +76,7 @@ ROWS = 8192
 ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 
 SPLIT_SQUARE = (512, 1024, 1536, 2048)
+SPLIT_LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 512, 65536))
 SPLIT_TF32 = ((512, 512, 768), (1000, 500, 700), (1024, 1024, 1024))
 SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
 SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
@@ -87,11 +89,12 @@ def matmul_case(m: int, n: int, k: int, dtype: torch.dtype) -> Case:
 
 def matmul_cases(smoke: bool, split: bool = False) -> list[Case]:
     """fp16 and bf16 squares, then the odd shapes, then tf32; or the CPU smoke cases; `split`:
-    the fp16 squares of SPLIT_SQUARE (the fp16 smoke cases)."""
+    the fp16 squares of SPLIT_SQUARE and long-K shapes of SPLIT_LONG_K (the fp16 smoke cases)."""
     if smoke:
         return [matmul_case(*shape) for shape in SMOKE_MATMUL if not split or shape[3] is torch.float16]
     if split:
         return ([matmul_case(s, s, s, torch.float16) for s in SPLIT_SQUARE]
+                + [matmul_case(*shape, torch.float16) for shape in SPLIT_LONG_K]
                 + [matmul_case(*shape, torch.float32) for shape in SPLIT_TF32])
     return ([matmul_case(s, s, s, d) for d in HALF for s in SQUARE]
             + [matmul_case(*shape, d) for d in HALF for shape in ODD]
@@ -109,7 +112,7 @@ def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, di
     """(the automatic split count of `case`'s grid, or None; split implementation -> its backend)
     for the --split-k `counts` ("auto" or a number)."""
     tm, tn, _ = tiles_for(case.dtype)
-    auto = auto_splits((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms)
+    auto = auto_splits((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms, case.K)
     chosen = [auto if c == "auto" else int(c) for c in counts]
     return auto, {f"tilecraft-s{n}": variant_backend(f"split{n}", split_k=n)
                   for n in dict.fromkeys(chosen) if n is not None}
@@ -123,7 +126,7 @@ def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms:
     those apart from the squares' line)."""
     auto, backends = split_impls(case, sms, counts) if counts else (None, {})
     if unsplit:
-        backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False, stream_k=False)
+        backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False, stream_k=False, split_k=False)
     for n in tile_counts:
         backends[f"tilecraft-t{n}"] = variant_backend(f"tiles{n}", tile_split=n, stream_k=False)
     tiled = tuple(f"tilecraft@{t}" for t in tiles)
@@ -178,7 +181,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tile-split", metavar="COUNTS", type=lambda t: [int(c) for c in t.split(",")], default=[],
                    help="also run the sample with its tiles split N ways (comma-separated counts) as tilecraft-tN")
     p.add_argument("--unsplit", action="store_true",
-                   help="also run the sample with tile splitting and stream-K off, as tilecraft-unsplit")
+                   help="also run the sample with tile splitting, split-K and stream-K off, as tilecraft-unsplit")
     p.add_argument("--cases", metavar="TEXT", type=lambda t: t.split(","), default=[],
                    help="only the cases whose label contains one of these (comma-separated), e.g. 8192x,1000x500")
     p.add_argument("--cpu-smoke", action="store_true", help="tiny cases on CPU interpreters, no timing")

@@ -39,9 +39,9 @@ CACHE_DIR = Knob("TILECRAFT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME"
                  "Directory of the on-disk compile cache; empty or 'off' disables it.")
 DUMP_IR = Knob("TILECRAFT_DUMP_IR", "", "Set to 1 to print each kernel's Tile IR to stderr when it is compiled.")
 SPLIT_K = Knob("TILECRAFT_SPLIT_K", "",
-                "Set to 1 to split a matmul-like kernel's K loop across more blocks on a GPU whose SMs its grid leaves "
-                "mostly idle (read when a kernel is compiled). Off by default: on the H200 the split ran slower at "
-                "every size it applied to (benchmarks/results/size-sweep-h200-2026-12-01-b.json).")
+                "Set to 0 to keep matmul-like kernels from splitting their K loop across more blocks on a GPU whose "
+                "SMs a launch's grid leaves mostly idle, where the loop is long (read when a kernel is compiled; "
+                "see backends/splitting.py).")
 TF32_STAGING = Knob("TILECRAFT_TF32_STAGING", "",
                      "Set to 0 to keep float32 (tf32) matmuls from rounding large operands in a prologue on sm_90+ "
                      "GPUs (read when a kernel is compiled; see backends/triton/operand_staging.py).")

@@ -108,11 +108,41 @@ def test_matmul_sample_splits_into_two_verified_kernels():
 
 
 def test_automatic_split_count():
-    assert auto_splits((32, 1, 1), 132) == 4       # 1024^3 with 128x256 tiles on the H200
-    assert auto_splits((8, 1, 1), 132) == 8        # at most 8
-    assert auto_splits((66, 1, 1), 132) == 2
-    assert auto_splits((67, 1, 1), 132) is None    # more than half the SMs busy already
-    assert auto_splits((4, 2, 1), 132) is None     # 2-D grids keep their kernel
+    """Splits for grids that leave most SMs idle, as many as fit the SMs and keep each split's
+    share of K at least MIN_SPLIT_K (1024)."""
+    assert auto_splits((2, 1, 1), 132, 16384) == 16    # 256x256x16384 with 128x256 tiles: 16 of 1024
+    assert auto_splits((4, 1, 1), 132, 65536) == 33    # 256x512x65536: as many as fit the SMs
+    assert auto_splits((32, 1, 1), 132, 16384) == 4    # 1024x1024x16384
+    assert auto_splits((32, 1, 1), 132, 1024) is None  # 1024^3: K too short for two splits
+    assert auto_splits((8, 1, 1), 132, 2047) is None
+    assert auto_splits((8, 1, 1), 132, 2048) == 2
+    assert auto_splits((66, 1, 1), 132, 65536) == 2
+    assert auto_splits((67, 1, 1), 132, 65536) is None  # more than half the SMs busy already
+    assert auto_splits((4, 2, 1), 132, 65536) is None   # 2-D grids keep their kernel
+    assert auto_splits((4, 1, 1), 132, None) is None    # K's extent not known
+
+
+@ct.kernel
+def walks_bt(A, BT, C, t: ConstInt):
+    """C = A[:, :t] @ B with B given transposed (BT = B^T): the loop walks BT's axis 1 only,
+    through a view in the other order."""
+    acc = ct.full((t, t), 0, dtype=ct.float32)
+    for k in range(ct.num_tiles(BT, axis=1, shape=(t, t))):
+        a = ct.load(A, index=(ct.bid(0), 0), shape=(t, t), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(BT, index=(k, 0), shape=(t, t), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, index=(ct.bid(0), 0), tile=acc)
+
+
+def test_the_split_reads_k_from_the_array_the_loop_walks():
+    """`SplitK.k_extent`: the extent of the array axis the K loop loads tile by tile (A's columns
+    for the sample; where the loop walks only a view of BT in the other order, BT's columns)."""
+    a, b = _mats(64, 32, 640, np.float16)
+    sample = split_k(kernel_ir(matmul_kernel, a, b, np.zeros((64, 32), np.float16), 64, 32, 64))
+    assert sample.walks == (0, 1) and sample.k_extent((a, b, None)) == 640
+    bt = np.zeros((32, 640), np.float16)
+    other = split_k(kernel_ir(walks_bt, a, bt, np.zeros((64, 32), np.float32), 32))
+    assert other.walks == (1, 1) and other.k_extent((a, bt, None)) == 640
 
 
 # ---- results --------------------------------------------------------------------------------------
@@ -185,13 +215,11 @@ def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
 
 
 @pytest.mark.only_backends("triton")
-def test_automatic_split_on_the_gpu(dev, monkeypatch):
-    """256x256x2048 fp16 with the sample's 128x256x64 tiles: 2 blocks, so 8 splits when
-    TILECRAFT_SPLIT_K=1 (automatic splitting is opt-in);
-    within fp32-accumulation tolerance of float64, and bit-identical on reruns (the second makes
-    the fast path's specialized launchers, the third uses them)."""
-    monkeypatch.setenv("TILECRAFT_SPLIT_K", "1")
-    m, n, k = 256, 256, 2048
+def test_automatic_split_on_the_gpu(dev):
+    """256x256x8192 fp16 with the sample's 128x256x64 tiles: 2 blocks and a long K loop, so 8
+    splits of 1024 (automatic); within fp32-accumulation tolerance of float64, and bit-identical
+    on reruns (the second makes the fast path's specialized launchers, the third uses them)."""
+    m, n, k = 256, 256, 8192
     a, b = _mats(m, n, k, np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
     kernel = ct.kernel(matmul_kernel.fn)
@@ -205,6 +233,41 @@ def test_automatic_split_on_the_gpu(dev, monkeypatch):
     assert [type(f) for f in fast_launchers(kernel, "triton")] == [SplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
+
+
+def test_split_launcher_after_an_unsplit_launch():
+    """Specialized after a launch it did not split, the launcher starts with the wrapped kernel's
+    launcher and its fused launch for that grid only (`fused_on_grid`), so unsplit launches keep
+    the runtime's quick path; after a split launch, or of other arguments, it has none. The split
+    is chosen once per grid."""
+    from types import SimpleNamespace
+
+    from tilecraft.backends.base import FusedLaunch
+    made, chosen = [], []
+    any_grid = FusedLaunch("_go(gx)", {"_go": lambda gx: True})
+    inner = SimpleNamespace(fused_launch=lambda: any_grid, launch=lambda grid, args, stream: made.append(grid))
+    main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: inner)
+    part = SimpleNamespace(launch=lambda grid, args, stream: made.append(("part", grid)),
+                           specialize=lambda args: part)
+    split = SimpleNamespace(partial="P", finish="F", slices=2, acc=SimpleNamespace(shape=(4, 4)),
+                            workspace_shape=lambda blocks, splits: (splits * blocks * 4, 4))
+    kernel = SplitKernel(main, split, lambda fn: part,
+                         lambda grid, args: chosen.append(grid) or (3 if grid[0] == 2 else None),
+                         lambda shape, args, stream: np.empty(shape))
+    args = [object(), object()]
+    kernel.launch((5, 1, 1), args)
+    launcher = kernel.specialize(args)
+    fused = launcher.fused_launch()
+    assert made == ["main"] and fused.grid == (5, 1, 1)
+    launcher.launch((5, 1, 1), args)
+    launcher.launch((5, 1, 1), args)
+    launcher.launch((2, 1, 1), args)
+    assert made[1:] == [(5, 1, 1), (5, 1, 1), ("part", (2, 3, 1)), ("part", (2, 2, 1))]
+    assert chosen == [(5, 1, 1), (5, 1, 1), (2, 1, 1)]  # the kernel's launch, then once per grid
+    kernel.launch((2, 1, 1), args)  # split: no fused launch
+    assert kernel.specialize(args).fused_launch() is None
+    kernel.launch((5, 1, 1), args)
+    assert kernel.specialize([object(), object()]).fused_launch() is None  # other arguments
 
 
 # ---- FINISH on row slices -------------------------------------------------------------------------

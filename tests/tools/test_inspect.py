@@ -96,7 +96,8 @@ def test_what_a_grid_runs(capsys):
     compiled; 2048x2048x1024, whose 2M-element operands stage where the launch merges wide,
     the staged kernel merged 4 x 8 (one wave: its 128 programs fit the GPU at once, so they run
     the variant without the grid loop, on 3 stages where the loop's kernel fits 2), 3000x3000x1000
-    merged 4 x 4 on 752 programs (the grid loop's). Without one, the summary says launches may run a variant."""
+    merged 4 x 4 on 752 programs (the grid loop's); fp16 256x256x16384's 2 blocks split-K 16 ways.
+    Without one, the summary says launches may run a variant."""
     f32 = torch.float32
 
     def args(m, n, k):
@@ -132,6 +133,11 @@ def test_what_a_grid_runs(capsys):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(0,))
     with pytest.raises(ValueError, match="at least one SM"):
         inspect_kernel(matmul_kernel, args(64, 64, 64), grid=(4,), sms=0)
+    half = torch.float16
+    long_k = (torch.empty(256, 16384, dtype=half), torch.empty(16384, 256, dtype=half),
+              torch.empty(256, 256, dtype=half), 128, 256, 64)
+    assert "launches split the K loop 16 ways, PARTIAL on (2, 16, 1)" in inspect_kernel(
+        matmul_kernel, long_k, grid=(2,)).summary()  # 2 blocks, K of 16 times 1024
     assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[1000,700]", "float32[700,500]", "float32[1000,500]",
                 "32", "32", "32", "--grid", "512,1,1"]) == 0
     assert "merged 2 x 2" in capsys.readouterr().out

@@ -1,9 +1,10 @@
 """Split-K launches, shared by the backends: a kernel that `passes.split_k` can split runs, on a
-grid that leaves most of the GPU idle, as its PARTIAL kernel on (G, S, 1) then its FINISH kernel
-on (G, R, 1) (R row slices per tile: `SplitK.slices`), on the launch's stream, with a fresh
-workspace between them; on any other grid it runs as compiled. What a backend supplies: how to
-compile the two kernels, how many splits a launch gets (`auto_splits` from the GPU's SM count,
-or a count forced for tests) and how to allocate the workspace on the launch's device and stream.
+grid that leaves most of the GPU idle with a long K loop, as its PARTIAL kernel on (G, S, 1) then
+its FINISH kernel on (G, R, 1) (R row slices per tile: `SplitK.slices`), on the launch's stream,
+with a fresh workspace between them; any other launch runs the kernel it wraps (as compiled, or
+tile-split...). What a backend supplies: how to compile the two kernels, how many splits a
+launch gets (`auto_splits` from the GPU's SM count and the K loop's extent, or a count forced
+for tests) and how to allocate the workspace on the launch's device and stream.
 """
 
 from __future__ import annotations
@@ -13,21 +14,29 @@ from typing import Any, Callable, Sequence
 
 from ..ir import Function
 from ..passes.split_k import SplitK
-from .base import INDEX32_LIMIT, ArrayFacts, CompiledKernel, SpecializedLaunchers, WrappedKernel, array_facts
+from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, LastLaunch,
+                   SpecializedLaunchers, WrappedKernel, array_facts, fused_on_grid)
 
-MAX_SPLITS = 8
-"""At most this many splits: each costs a workspace tile written and read once."""
+MIN_SPLIT_K = 1024
+"""Each split walks at least this much of the K loop's extent: every split costs a workspace tile
+written and read once, which shorter chunks do not pay back. H200, fp16 with 128x256x64 tiles
+(`size-sweep-h200-2026-12-03-b.json`): 256x256x16384 0.33x torch as launched (tile-split), 0.57x
+in 16 splits of 1024, 0.42x in 64 of 256; cubic sizes, whose K is short, ran slower split at
+every count (`size-sweep-h200-2026-12-01-e.json`)."""
 
 Grid = tuple[int, int, int]
 
 
-def auto_splits(grid: Grid, sms: int) -> int | None:
-    """The split count for `grid` on a GPU of `sms` SMs: a 1-D grid of G blocks that fills at
-    most half of them gets min(8, sms // G) splits (so G * S <= sms); None otherwise."""
+def auto_splits(grid: Grid, sms: int, k_extent: int | None) -> int | None:
+    """The split count for `grid` on a GPU of `sms` SMs when the K loop reaches `k_extent`
+    (None: not known): a 1-D grid of G blocks that fills at most half of them gets as many
+    splits as keep G * S within the SMs and each split's share of K at least MIN_SPLIT_K, where
+    that is 2 or more; None otherwise."""
     blocks, y, z = grid
-    if y != 1 or z != 1 or blocks * 2 > sms:
+    if y != 1 or z != 1 or blocks * 2 > sms or k_extent is None:
         return None
-    return min(MAX_SPLITS, sms // blocks)
+    splits = min(sms // blocks, k_extent // MIN_SPLIT_K)
+    return splits if splits >= 2 else None
 
 
 def forced_splits(grid: Grid, splits: int) -> int | None:
@@ -67,6 +76,7 @@ class SplitKernel(WrappedKernel):
         self._choose = choose
         self._workspace = workspace
         self._parts: tuple[CompiledKernel, CompiledKernel] | None = None
+        self._last_run = LastLaunch()  # launches of the kernel as compiled, for `specialize`
 
     @property
     def compiled_variants(self) -> tuple[CompiledKernel, ...]:
@@ -93,30 +103,46 @@ class SplitKernel(WrappedKernel):
         return [*args, splits, self._workspace(self.split.workspace_shape(grid[0], splits), args, stream)]
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
+        self._last_run.forget()
         splits = self.splits(grid, args, dependent)
         if splits is None:
-            return self.main.launch(grid, args, stream, dependent=dependent)
+            self.main.launch(grid, args, stream, dependent=dependent)
+            if not dependent:
+                self._last_run.record(grid, None, args)
+            return
         partial, finish = self.parts()
         full = self.split_args(grid, splits, args, stream)
         partial.launch((grid[0], splits, 1), full, stream)
         finish.launch((grid[0], self.split.slices, 1), full, stream)
 
     def specialize(self, args: Sequence[Any]) -> "SplitLauncher":
-        return SplitLauncher(self)
+        """A launcher choosing the split per grid; where this kernel's last `launch` ran these
+        very arguments unsplit (the runtime specializes after a launch), it starts with the
+        launcher of the kernel as compiled and its fused launch for that grid."""
+        return SplitLauncher(self, args, self._last_run.take(args))
 
 
 class SplitLauncher:
     """`SplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
     launchers of the kernel as compiled and of PARTIAL and FINISH per (G, S) (the workspace's
-    shape)."""
+    shape), the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it
+    has the kernel as compiled's fused launch for that grid (`fused_on_grid`), so unsplit
+    launches keep the runtime's quick path; split ones (two launches and a workspace) do not."""
 
-    def __init__(self, kernel: SplitKernel) -> None:
+    def __init__(self, kernel: SplitKernel, args: Sequence[Any], ran: tuple[Grid, None] | None) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
+        self._splits = ChosenPerGrid(lambda grid, args: kernel.splits(grid, args, False))
+        self._fused = None if ran is None else fused_on_grid(self._launchers.remember_main(kernel.main, args), ran[0])
+
+    def fused_launch(self) -> FusedLaunch | None:
+        """The kernel as compiled's launch on the grid the launch before this launcher ran, for
+        the runtime's quick path; None where there is none."""
+        return self._fused
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
-        splits = k.splits(grid, args, dependent)
+        splits = self._splits.get(grid, args, dependent)
         if splits is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
         partial, finish = k.parts()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from ..ir import ArrayType, BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
 from ..ir.builder import copied_fields
@@ -66,10 +67,19 @@ class SplitK:
     finish: Function
     acc: TileType
     slices: int = 1
+    walks: tuple[int, int] | None = None  # (parameter, axis) of an array the K loop walks, tile by tile
 
     def workspace_shape(self, blocks: int, splits: int) -> tuple[int, ...]:
         """The workspace's shape for `blocks` blocks along axis 0 split `splits` ways."""
         return (splits * blocks * self.acc.shape[0], *self.acc.shape[1:])
+
+    def k_extent(self, args: Sequence[Any]) -> int | None:
+        """How far the K loop of a launch with `args` reaches: the extent of the array axis it
+        walks (`walks`), None where that is not known."""
+        if self.walks is None:
+            return None
+        shape = getattr(args[self.walks[0]], "shape", None)
+        return None if shape is None else int(shape[self.walks[1]])
 
 
 def split_k(fn: Function) -> SplitK | None:
@@ -80,7 +90,21 @@ def split_k(fn: Function) -> SplitK | None:
     prologue, loop, epilogue = found
     acc = loop.init[0].tile
     slices = max(1, acc.shape[0] // FINISH_ROWS) if sliceable(prologue, loop, epilogue) else 1
-    return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue, slices), acc, slices)
+    return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue, slices), acc, slices,
+                  _walked(fn, loop))
+
+
+def _walked(fn: Function, loop: ops.For) -> tuple[int, int] | None:
+    """(parameter, axis) of an array the loop body loads from at the loop counter's tile index
+    along that axis (A's K axis in a matmul), for a launch to tell how long the loop runs."""
+    params = {p.id: i for i, p in enumerate(fn.params)}
+    counter = loop.body.args[0]
+    for op in loop.body.ops:
+        if isinstance(op, ops.Load) and op.array.id in params and op.shape:
+            axes = [k for k, v in enumerate(op.index) if v is counter]
+            if axes:
+                return params[op.array.id], op.order[axes[0]]
+    return None
 
 
 # ---- recognition -----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 from ..backends.arrays import as_torch
 from ..backends.base import BackendKind, wrapped_as
 from ..backends.resident_rows import ResidentRowsKernel
-from ..backends.splitting import SplitKernel
+from ..backends.splitting import MIN_SPLIT_K, SplitKernel
 from ..backends.tile_splitting import GridVariantKernel
 from ..backends.triton import TritonBackend  # says which of Triton and torch is missing, if one is
 from ..backends.triton.compile import TritonKernel
@@ -81,9 +81,10 @@ class Inspection:
         for step, why in self.fallbacks:
             text += f"\nfitted to the GPU: {step} ({why})"
         if self.split_k:
-            text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs runs as PARTIAL on "
-                     "(G, S, 1) then FINISH on (G, R, 1), S = min(8, SMs // G), R row slices per tile; the stages "
-                     "shown are the unsplit kernel's")
+            text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs, with a K loop "
+                     "reaching K, runs as PARTIAL on (G, S, 1) then FINISH on (G, R, 1), S = min(SMs // G, "
+                     f"K // {MIN_SPLIT_K}) where that is 2 or more, R row slices per tile; the stages shown are the unsplit "
+                     "kernel's")
         if self.warp_specialized == "shown variant":
             text += ("\nwarp-specialized variant shown: grids of 256 blocks or more that fill the SMs' last round "
                      "well run as this persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the "
@@ -229,8 +230,14 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
     `compiled` on `whole` runs on a GPU of `sms` SMs: the variant its launch picks for the grid,
     or the kernel as compiled."""
     variants = wrapped_as(compiled, GridVariantKernel)
+    split_k = wrapped_as(compiled, SplitKernel)
     with assumed_sms(sms):
-        count = None if variants is None else variants.count(whole, args, False)
+        splits = None if split_k is None else split_k.splits(whole, args, False)
+        count = None if variants is None or splits is not None else variants.count(whole, args, False)
+    if splits is not None:
+        return ir, compiled, (f"grid {whole} on {sms} SMs: launches split the K loop {splits} ways, PARTIAL on "
+                              f"({whole[0]}, {splits}, 1) then FINISH (backends/splitting.py); the unsplit kernel "
+                              "is shown"), whole
     if count is None:
         return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)", whole
     launched = variants.variant_grid(whole, count)

@@ -120,11 +120,12 @@ class InterpreterBackend:
         if rows is not None:
             return ResidentRowsKernel(kernel, rows.variant, lambda variant, size: InterpretedKernel(variant),
                                       RowLengths(rows))
+        wrapped = self._stream_k_kernel(self._tile_split_kernel(kernel, fn), fn)
         split = find_split(fn) if self._split_k is not None else None
         if split is None:
-            return self._stream_k_kernel(self._tile_split_kernel(kernel, fn), fn)
+            return wrapped
         forced = self._split_k
-        return SplitKernel(kernel, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
+        return SplitKernel(wrapped, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
                            lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
 
     def _tile_split_kernel(self, kernel: InterpretedKernel,

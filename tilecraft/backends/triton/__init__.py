@@ -7,7 +7,7 @@
 
 Arrays are torch tensors (CUDA for TRITON, CPU for TRITON_INTERPRET); scalars Python numbers.
 A matmul-like kernel on a grid that leaves SMs idle runs each output tile as several smaller
-blocks (`tile_split`, on by default) or splits its K loop (`split_k`, opt-in); one whose MMA
+blocks (`tile_split`) or, where its K loop is long, splits that loop (`split_k`); one whose MMA
 operands need rounding to tf32 or 16-byte aligned rows can get them copied so in a prologue
 (`stage_operands`).
 """
@@ -67,15 +67,14 @@ class TritonBackend:
     `grid_loop` and `flatten` choose how matmul-like kernels are scheduled (see `Target`);
     `capability` names the NVIDIA GPU to compile for when it is not the current device.
     `split_k`: True splits the K loop of kernels `passes.split_k` qualifies when a launch's 1-D
-    grid fills at most half the GPU's SMs, where TILECRAFT_SPLIT_K=1 asks for it (opt-in: its
-    FINISH kernel, when it ran one block per output tile summing the splits one load at a time,
-    made every split launch on the H200 slower than the unsplit one; it now runs on 16-row
-    slices with its loads pipelined, not yet measured; never under the interpreter); False
-    never; a count N splits every 1-D launch N ways (tests).
+    grid fills at most half the GPU's SMs and its K loop is long enough for 2 splits of
+    `splitting.MIN_SPLIT_K` or more (on a GPU, unless TILECRAFT_SPLIT_K=0; launches it does not
+    split run tile-split and the rest); False never; a count N splits every 1-D launch N ways
+    (tests).
     `tile_split`: True runs a matmul-like kernel that `passes.tile_split` qualifies, on a launch
     whose grid leaves SMs idle (too few blocks, or a last wave mostly empty), with each output
     tile cut into pieces of one block each (backends/tile_splitting.py; on a GPU, unless
-    TILECRAFT_TILE_SPLIT=0; split-K, where asked for, comes first); False never; a count N
+    TILECRAFT_TILE_SPLIT=0; split-K, where it splits a launch, comes first); False never; a count N
     splits every launch's tiles N ways (tests).
     `block_merge`: True runs a tf32 matmul-like kernel of small tiles that `passes.block_merge`
     qualifies with rectangles of its blocks merged into larger ones: as many as leave one wave,
@@ -215,22 +214,23 @@ class TritonBackend:
         return not self.interpret and (knob.get() == "1" if opt_in else knob.get() != "0")
 
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
-        """The kernel as compiled, wrapped with its split-K variants where `split_k` asks, else
-        as `_wrapped` wraps it (tile-split, stream-K)."""
+        """The kernel as `_wrapped` wraps it (tile-split, stream-K), wrapped in turn with its
+        split-K variants where `split_k` asks (launches it does not split run the former)."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
+        wrapped = self._wrapped(kernel, fn, facts, target)
         automatic = self._split_k is True
-        if not self._considers(self._split_k, knobs.SPLIT_K, opt_in=True):
-            return self._wrapped(kernel, fn, facts, target)
+        if not self._considers(self._split_k, knobs.SPLIT_K, opt_in=False):
+            return wrapped
         split = find_split(fn)
         if split is None:
-            return self._wrapped(kernel, fn, facts, target)
+            return wrapped
         # the parts run only on grids the GPU holds at once: no grid loop
         parts = replace(target, grid_loop=False)
         forced = None if automatic else self._split_k
         return SplitKernel(
-            kernel, split,
+            wrapped, split,
             lambda part: TritonKernel(lambda t: lower(part, part_facts(fn, facts, split), t), parts, self.interpret),
-            lambda grid, args: split_launch.choose(grid, args, forced),
+            lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args)),
             lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))
 
     def _wrapped(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],

@@ -55,12 +55,13 @@ def launch_sms(args: Sequence[Any]) -> int | None:
     return sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def choose(grid: Grid, args: Sequence[Any], forced: int | None) -> int | None:
-    """A launch's split count: `forced` on any 1-D grid, else `auto_splits` on a CUDA device."""
+def choose(grid: Grid, args: Sequence[Any], forced: int | None, k_extent: int | None) -> int | None:
+    """A launch's split count: `forced` on any 1-D grid, else `auto_splits` (for a K loop
+    reaching `k_extent`) on a CUDA device."""
     if forced is not None:
         return forced_splits(grid, forced)
     sms = launch_sms(args)
-    return None if sms is None else auto_splits(grid, sms)
+    return None if sms is None else auto_splits(grid, sms, k_extent)
 
 
 def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int],
