@@ -254,10 +254,14 @@ def gluon_variant_launches(kernel: Any) -> int:
 
 def fast_launchers(kernel: Any, name: str) -> list:
     """The launchers the runtime's fast path keeps for backend `name` (on sm_90, for a kernel
-    with a Gluon variant, the Triton kernel's inside the launcher choosing between the two)."""
+    with a Gluon variant, the Triton kernel's inside the launcher choosing between the two; for
+    one with split-K variants, the launcher of the kernel it wraps where an unsplit launch made
+    one)."""
     from tilecraft.backends.gluon.kernel import WarpSpecializedLauncher
+    from tilecraft.backends.splitting import SplitLauncher
     found = [hit[0] for key, hit in kernel.fast.items() if key[1] == name]
-    return [f.main if isinstance(f, WarpSpecializedLauncher) else f for f in found]
+    found = [f.main if isinstance(f, WarpSpecializedLauncher) else f for f in found]
+    return [f.main if isinstance(f, SplitLauncher) and f.main is not None else f for f in found]
 
 
 def run_matmul(dev: Any, backend: str, grid: tuple[int, int, int], kernel: Any, a: np.ndarray, b: np.ndarray,

@@ -258,14 +258,15 @@ def test_split_launcher_after_an_unsplit_launch():
     kernel.launch((5, 1, 1), args)
     launcher = kernel.specialize(args)
     fused = launcher.fused_launch()
-    assert made == ["main"] and fused.grid == (5, 1, 1)
+    assert made == ["main"] and fused.grid == (5, 1, 1) and launcher.main is inner
     launcher.launch((5, 1, 1), args)
     launcher.launch((5, 1, 1), args)
     launcher.launch((2, 1, 1), args)
     assert made[1:] == [(5, 1, 1), (5, 1, 1), ("part", (2, 3, 1)), ("part", (2, 2, 1))]
     assert chosen == [(5, 1, 1), (5, 1, 1), (2, 1, 1)]  # the kernel's launch, then once per grid
-    kernel.launch((2, 1, 1), args)  # split: no fused launch
-    assert kernel.specialize(args).fused_launch() is None
+    kernel.launch((2, 1, 1), args)  # split: no fused launch, nor the wrapped kernel's launcher yet
+    after_split = kernel.specialize(args)
+    assert after_split.fused_launch() is None and after_split.main is None
     kernel.launch((5, 1, 1), args)
     assert kernel.specialize([object(), object()]).fused_launch() is None  # other arguments
 

@@ -213,7 +213,7 @@ def test_split_matmul_sample(dev, tiles_backend, count, persistent):
     np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
     assert _split_taken(kernel, name, count)
-    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == name] == [GridVariantLauncher]
+    assert [type(f) for f in fast_launchers(kernel, name)] == [GridVariantLauncher]
 
 
 def test_split_epilogue_with_bias_and_relu(dev, tiles_backend):

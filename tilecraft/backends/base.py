@@ -311,6 +311,10 @@ class SpecializedLaunchers:
         kernel.launch(grid, args, stream)
         self.remember(key, kernel, args)
 
+    def made(self, key: Any) -> Any:
+        """The launcher of `key`, None where none is made."""
+        return self._fast.get(key)
+
     def remember(self, key: Any, kernel: CompiledKernel, args: Sequence[Any]) -> Any:
         """The launcher of `key`, made now from `kernel`, which has just launched `args`."""
         if len(self._fast) >= self.LIMIT:

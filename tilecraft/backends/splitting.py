@@ -140,6 +140,12 @@ class SplitLauncher:
         the runtime's quick path; None where there is none."""
         return self._fused
 
+    @property
+    def main(self) -> Any:
+        """The specialized launcher of the kernel this one wraps, once an unsplit launch made it
+        (None before)."""
+        return self._launchers.made(SpecializedLaunchers.MAIN)
+
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
         splits = self._splits.get(grid, args, dependent)
