@@ -61,7 +61,8 @@ def part_facts(fn: Function, facts: Sequence[ArrayFacts | None], split: SplitK) 
 
 class SplitKernel(WrappedKernel):
     """A compiled kernel with split-K variants (see the module docstring). Every attribute but
-    launch and specialize is the kernel's as compiled (`main`): source, lowered, compile_for...
+    launch and specialize is the wrapped kernel's (`main`; in turn the kernel as compiled's):
+    source, lowered, compile_for...
 
     `compile_part(fn)` compiles PARTIAL or FINISH (at the first split launch); `choose(grid,
     args)` gives a launch's split count or None; `workspace(shape, args, stream)` a fresh array
@@ -76,7 +77,7 @@ class SplitKernel(WrappedKernel):
         self._choose = choose
         self._workspace = workspace
         self._parts: tuple[CompiledKernel, CompiledKernel] | None = None
-        self._last_run = LastLaunch()  # launches of the kernel as compiled, for `specialize`
+        self._last_run = LastLaunch()  # unsplit launches, for `specialize`
 
     @property
     def compiled_variants(self) -> tuple[CompiledKernel, ...]:
@@ -89,7 +90,7 @@ class SplitKernel(WrappedKernel):
         return self._parts
 
     def splits(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
-        """The split count of a launch, or None to run the kernel as compiled (also for a
+        """The split count of a launch, or None to run the wrapped kernel (also for a
         programmatic dependent launch, and a workspace too large for 32-bit offsets)."""
         if dependent:
             return None
@@ -118,16 +119,16 @@ class SplitKernel(WrappedKernel):
     def specialize(self, args: Sequence[Any]) -> "SplitLauncher":
         """A launcher choosing the split per grid; where this kernel's last `launch` ran these
         very arguments unsplit (the runtime specializes after a launch), it starts with the
-        launcher of the kernel as compiled and its fused launch for that grid."""
+        wrapped kernel's launcher and its fused launch for that grid."""
         return SplitLauncher(self, args, self._last_run.take(args))
 
 
 class SplitLauncher:
     """`SplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
-    launchers of the kernel as compiled and of PARTIAL and FINISH per (G, S) (the workspace's
-    shape), the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it
-    has the kernel as compiled's fused launch for that grid (`fused_on_grid`), so unsplit
-    launches keep the runtime's quick path; split ones (two launches and a workspace) do not."""
+    launchers of the wrapped kernel and of PARTIAL and FINISH per (G, S) (the workspace's shape),
+    the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it has the
+    wrapped kernel's fused launch for that grid (`fused_on_grid`), so unsplit launches keep the
+    runtime's quick path; split ones (two launches and a workspace) do not."""
 
     def __init__(self, kernel: SplitKernel, args: Sequence[Any], ran: tuple[Grid, None] | None) -> None:
         self._kernel = kernel
@@ -136,8 +137,8 @@ class SplitLauncher:
         self._fused = None if ran is None else fused_on_grid(self._launchers.remember_main(kernel.main, args), ran[0])
 
     def fused_launch(self) -> FusedLaunch | None:
-        """The kernel as compiled's launch on the grid the launch before this launcher ran, for
-        the runtime's quick path; None where there is none."""
+        """The wrapped kernel's launch on the grid the launch before this launcher ran, for the
+        runtime's quick path; None where there is none."""
         return self._fused
 
     @property
