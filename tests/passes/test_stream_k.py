@@ -18,7 +18,7 @@ from tilecraft.backends.stream_k import StreamKKernel, StreamKLauncher, auto_pro
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.stream_k import SUM_ROWS, stream_k
-from conftest import kernel_ir, run_matmul
+from conftest import fast_launchers, kernel_ir, run_matmul
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
@@ -112,7 +112,7 @@ def test_stream_k_matmul_sample(dev, stream_backend, programs):
     np.testing.assert_allclose(first, unsplit, atol=1e-5, rtol=1e-6)
     np.testing.assert_array_equal(first.view(np.uint32), again.view(np.uint32))
     assert _stream_taken(kernel, name)
-    assert [type(hit[0]) for key, hit in kernel.fast.items() if key[1] == name] == [StreamKLauncher]
+    assert [type(f) for f in fast_launchers(kernel, name)] == [StreamKLauncher]
 
 
 @pytest.mark.parametrize("k_tiles", [0, 1, 5])
