@@ -17,7 +17,7 @@ from tilecraft.backends.base import wrapped_as
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import at_least, value_ranges
-from tilecraft.passes.split_k import FINISH_LATENCY, FINISH_ROWS, split_k
+from tilecraft.passes.split_k import FINISH_LATENCY, split_k
 
 ConstInt = ct.Constant[int]
 RNG = np.random.default_rng(11)
@@ -201,7 +201,7 @@ def scaled_matmul_bias(A, B, C, bias, alpha: float, t: ConstInt):
 @pytest.mark.parametrize("t", [16, 32])
 def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
     """The epilogue scales by a scalar argument and adds a bias loaded before the loop (t = 32:
-    FINISH on 16-row slices, the bias row broadcast to the slice)."""
+    FINISH on 8-row slices (rows of 128 bytes), the bias row broadcast to the slice)."""
     m, n, k = 40, 24, 70
     a, b = _mats(m, n, k, np.float16)
     bias = RNG.standard_normal(n).astype(np.float32)
@@ -315,12 +315,12 @@ def test_finish_runs_on_row_slices_where_the_epilogue_is_elementwise():
     a, b = _mats(64, 64, 64, np.float16)
     c = np.zeros((64, 64), np.float16)
     sample = split_k(kernel_ir(matmul_kernel, a, b, c, 128, 256, 64))
-    assert sample.slices == 128 // FINISH_ROWS and _finish_tiles(sample) == ((FINISH_ROWS, 256), (FINISH_ROWS, 256))
+    assert sample.slices == 128 and _finish_tiles(sample) == ((1, 256), (1, 256))  # rows of 1 KiB
     load = next(op for op in sample.finish.walk() if isinstance(op, ops.Load))
     assert load.latency == FINISH_LATENCY and hinted_loops(sample.finish)  # its loads overlap on the GPU
     bias = np.zeros(64, np.float32)
     scaled = split_k(kernel_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 64))  # a row of bias broadcast: sliced
-    assert scaled.slices == 4 and _finish_tiles(scaled) == ((16, 64), (16, 64))
+    assert scaled.slices == 16 and _finish_tiles(scaled) == ((4, 64), (4, 64))  # 4 rows of 256 bytes
     assert split_k(kernel_ir(scaled_matmul_bias, a, b, c, bias, 2.0, 16)).slices == 1  # one slice of 16 rows
     c32 = np.zeros((64, 64), np.float32)
     for kernel, args in ((row_centered, (a, b, c32, 64)), (first_rows_only, (a, b, c32, 64)),

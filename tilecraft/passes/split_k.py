@@ -9,8 +9,8 @@ kernels from such a kernel, for a launch layer that runs them one after the othe
       empty), and stores its accumulator to tile (s * G + b, 0, ...) of the workspace W.
   FINISH, on grid (G, R, 1): block (b, r) runs the prologue, sums row slice r (the tile cut
       into R slices along axis 0) of the S workspace tiles of b in the order s = 0, 1, ..., S - 1
-      onto a zero tile, then runs the original epilogue on that slice (see `FINISH_ROWS`; R = 1,
-      the whole tile, for an epilogue that is not element-wise then one store).
+      onto a zero tile, then runs the original epilogue on that slice (see `FINISH_SLICE_BYTES`;
+      R = 1, the whole tile, for an epilogue that is not element-wise then one store).
 
 FINISH's loop reads a tile per iteration and computes little: its loads carry a latency hint,
 so that a backend that pipelines (Triton's `tl.range(num_stages=)`) keeps several in flight.
@@ -30,6 +30,7 @@ but 0 (the split uses axis 1) and has no grid-dependency control.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -43,12 +44,22 @@ from .squares import splat_constant
 ACCUMULATORS = (dt.float32, dt.float64, dt.int32)
 """Accumulator dtypes whose partial sums the workspace holds without loss."""
 
-FINISH_ROWS = 16
-"""FINISH cuts an accumulator tile of TM rows into R = TM // FINISH_ROWS row slices, one block
-each, when the epilogue allows (element-wise ops on the accumulator, then one tile store of the
-result): summing S tiles is memory bound, and the G blocks of a grid the split is for (at most
-half the SMs) would read them through a few SMs only; 16 rows of fp32 per block still load whole
-rows (1 KiB at 256 columns)."""
+FINISH_SLICE_BYTES = 1024
+"""FINISH cuts an accumulator tile of TM rows into R row slices, one block each, when the epilogue
+allows (element-wise ops on the accumulator, then one tile store of the result): summing S tiles
+is memory bound, and the G blocks of a grid the split is for (at most half the SMs) would read
+them through a few SMs only. A slice has as few rows as hold this many bytes of the accumulator
+(`finish_slices`), one row of a 256-column fp32 tile: the thinner the slices, the wider the
+reads spread. H200, fp16 with 128x256x64 tiles, against torch, slices of 16 / 4 / 1 rows:
+256x256x16384 (16 splits) 0.58 / 0.64 / 0.66x, 256x512x65536 (33 splits) 0.77 / 0.84 / 0.86x,
+512x512x16384 0.76 / 0.78 / 0.82x (`finish-rows-h200-2026-12-03.json`)."""
+
+
+def finish_slices(acc: TileType) -> int:
+    """R for accumulator tile `acc`: slices of the fewest rows that hold FINISH_SLICE_BYTES."""
+    row = math.prod(acc.shape[1:]) * acc.dtype.bitwidth // 8
+    rows = min(acc.shape[0], max(1, FINISH_SLICE_BYTES // row))
+    return acc.shape[0] // rows
 
 FINISH_LATENCY = 4
 """The latency hint on FINISH's workspace loads (the loop's pipeline depth, see the module
@@ -89,7 +100,7 @@ def split_k(fn: Function) -> SplitK | None:
         return None
     prologue, loop, epilogue = found
     acc = loop.init[0].tile
-    slices = max(1, acc.shape[0] // FINISH_ROWS) if sliceable(prologue, loop, epilogue) else 1
+    slices = finish_slices(acc) if sliceable(prologue, loop, epilogue) else 1
     return SplitK(_partial(fn, prologue, loop), _finish(fn, prologue, loop, epilogue, slices), acc, slices,
                   _walked(fn, loop))
 
