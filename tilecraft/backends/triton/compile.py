@@ -521,15 +521,14 @@ class TritonKernel:
         with self._building:
             compiled = self._fn.run(*looped, grid=(1, 1, 1), warmup=True, **self._options)
         expanded = expanded_launch(compiled, self.lowered, args, flat)
+        fused_args = baked_exprs(self.lowered, args, flat, address="p{}")
         if not self.lowered.grid_loop:
-            return DirectLauncher(compiled, baked, self._descriptors,
-                                  fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
+            return DirectLauncher(compiled, baked, self._descriptors, fused_args=fused_args, expanded=expanded,
                                   shared=occupancy.shared_request(self.lowered.reread, args, compiled))
         host = (lambda: self.host_descriptor_kernel().specialize(args)) if self._may_take_host_descriptors(args) else None
         return DirectLauncher(compiled, baked, self._descriptors, self._programs(looped),
                               lambda: self.small_grid_kernel().specialize(args), host_variant=host,
-                              fused_args=baked_exprs(self.lowered, args, flat, address="p{}"), expanded=expanded,
-                              grid=None if ran is None else ran[0])
+                              fused_args=fused_args, expanded=expanded, grid=None if ran is None else ran[0])
 
     def compile_for(self, capability: int = 90, args: Sequence[Any] | None = None) -> Any:
         """Compile the GPU variant for an NVIDIA target (e.g. 90 = Hopper) without a GPU or a
