@@ -21,18 +21,20 @@ ms: above 1, faster than torch.
 
 --split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
 split may pay: its grid of 128x256 tiles fills at most a few waves), fp16 shapes of few output
-tiles and long K loops (256x256x16384 to 1024x1024x16384, 256x512x65536) and the small fp32 cases
+tiles and long K loops (128x256x16384 to 1024x1024x16384, 256x512x65536) and the small fp32 cases
 (TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
 step), unsplit and with its K loop
 split (passes/split_k.py) next to torch, interleaved: one implementation `tilecraft-s<N>` per
-count N of COUNTS, where `auto` is the count `backends.splitting.auto_splits` gives the grid on
-this GPU (none where it declines: a grid over half the SMs), forced on a backend of its own.
+count N of COUNTS (whole tiles), forced on a backend of its own, where `auto` is the split
+`backends.splitting.auto_split` gives the grid on this GPU, `tilecraft-p<P>s<N>` where it cuts the
+tiles into P pieces (none where it declines: a grid over half the SMs).
 
 --tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
 how the same kernel fares with the tiles a compiler could choose for it.
 
 --tile-split COUNTS adds the sample with its tiles split N ways on every launch, as
-`tilecraft-t<N>` per count N (backends/tile_splitting.py, forced): how the pieces fare where the
+`tilecraft-t<N>` per count N (backends/tile_splitting.py, forced; their K loops split where a
+launch of so many blocks would split them, backends/splitting.py): how the pieces fare where the
 launch's own model chose another count or none.
 
 --unsplit adds the sample launched with tile splitting, split-K and stream-K off
@@ -64,7 +66,9 @@ from _results import claim
 from matmul import (DTYPE_NAMES, Case, CudaTimer, default_out, measure_case, meta, print_table, recorded_failure,
                     start_run, tiles_for, variant_backend)
 from tilecraft import cdiv
-from tilecraft.backends.splitting import auto_splits
+from tilecraft.backends.splitting import Split, auto_split
+from tilecraft.backends.tile_splitting import MIN_AUTO_DIM
+from tilecraft.passes.tile_split import piece_counts
 
 IMPLS = ("tilecraft", "torch")
 HALF = (torch.float16, torch.bfloat16)
@@ -76,7 +80,8 @@ ROWS = 8192
 ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 
 SPLIT_SQUARE = (512, 1024, 1536, 2048)
-SPLIT_LONG_K = ((256, 256, 16384), (512, 512, 16384), (1024, 1024, 16384), (256, 512, 65536))
+SPLIT_LONG_K = ((128, 256, 16384), (256, 256, 16384), (384, 512, 16384), (512, 512, 16384), (1024, 1024, 16384),
+                (256, 512, 65536))
 SPLIT_TF32 = ((512, 512, 768), (1000, 500, 700), (1024, 1024, 1024))
 SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
 SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
@@ -108,14 +113,19 @@ def rowwise_cases(smoke: bool) -> list[tuple[str, int, int]]:
     return [(kind, rows, cols) for kind in rowwise.KINDS for cols in lengths]
 
 
-def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[int | None, dict[str, str]]:
-    """(the automatic split count of `case`'s grid, or None; split implementation -> its backend)
-    for the --split-k `counts` ("auto" or a number)."""
+def split_impls(case: Case, sms: int, counts: list[str]) -> tuple[Split | None, dict[str, Split]]:
+    """(how launches on `case`'s grid split on their own (pieces, splits), or None; each split
+    implementation's (pieces, splits)) for the --split-k `counts` ("auto" or a number: whole tiles)."""
     tm, tn, _ = tiles_for(case.dtype)
-    auto = auto_splits((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms, case.K)
-    chosen = [auto if c == "auto" else int(c) for c in counts]
-    return auto, {f"tilecraft-s{n}": variant_backend(f"split{n}", split_k=n)
-                  for n in dict.fromkeys(chosen) if n is not None}
+    auto = auto_split((cdiv(case.M, tm) * cdiv(case.N, tn), 1, 1), sms, case.K,
+                      (1, *piece_counts((tm, tn), MIN_AUTO_DIM)), tm * tn)
+    chosen = [auto if c == "auto" else (1, int(c)) for c in counts]
+    return auto, {split_name(*s): s for s in chosen if s is not None}
+
+
+def split_name(pieces: int, splits: int) -> str:
+    """The implementation of the K loop split `splits` ways, of tiles cut into `pieces`."""
+    return f"tilecraft-s{splits}" if pieces == 1 else f"tilecraft-p{pieces}s{splits}"
 
 
 def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms: int,
@@ -124,7 +134,9 @@ def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms:
     """The records of matmul.measure_case for tilecraft and torch (and split-K variants, see
     --split-k), with the FLOPs and whether the shape is one of the odd ones (plot_sweep.py draws
     those apart from the squares' line)."""
-    auto, backends = split_impls(case, sms, counts) if counts else (None, {})
+    auto, splits = split_impls(case, sms, counts) if counts else (None, {})
+    backends = {name: variant_backend(name.removeprefix("tilecraft-"), split_k=s, tile_split=p if p > 1 else True)
+                for name, (p, s) in splits.items()}
     if unsplit:
         backends["tilecraft-unsplit"] = variant_backend("unsplit", tile_split=False, stream_k=False, split_k=False)
     for n in tile_counts:
@@ -135,8 +147,7 @@ def sweep_matmul(case: Case, timer: CudaTimer | None, device: torch.device, sms:
     for rec in records:
         rec.update(flops=case.flops, odd_shape=odd)
         if counts:
-            split = rec["impl"].startswith("tilecraft-s")
-            rec.update(auto_splits=auto, splits=int(rec["impl"].removeprefix("tilecraft-s")) if split else None)
+            rec.update(auto_split=auto, split=splits.get(rec["impl"]))
     print_table(records, header=False)
     return records
 

@@ -11,7 +11,7 @@ import pytest
 
 import tilecraft as ct
 from conftest import fast_launchers, kernel_ir
-from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_splits
+from tilecraft.backends.splitting import SplitKernel, SplitLauncher, auto_split
 from tilecraft.backends.triton.heuristics import hinted_loops
 from tilecraft.backends.base import wrapped_as
 from tilecraft.ir import ops, verify
@@ -109,17 +109,61 @@ def test_matmul_sample_splits_into_two_verified_kernels():
 
 def test_automatic_split_count():
     """Splits for grids that leave most SMs idle, as many as fit the SMs and keep each split's
-    share of K at least MIN_SPLIT_K (1024)."""
-    assert auto_splits((2, 1, 1), 132, 16384) == 16    # 256x256x16384 with 128x256 tiles: 16 of 1024
-    assert auto_splits((4, 1, 1), 132, 65536) == 33    # 256x512x65536: as many as fit the SMs
-    assert auto_splits((32, 1, 1), 132, 16384) == 4    # 1024x1024x16384
-    assert auto_splits((32, 1, 1), 132, 1024) is None  # 1024^3: K too short for two splits
-    assert auto_splits((8, 1, 1), 132, 2047) is None
-    assert auto_splits((8, 1, 1), 132, 2048) == 2
-    assert auto_splits((66, 1, 1), 132, 65536) == 2
-    assert auto_splits((67, 1, 1), 132, 65536) is None  # more than half the SMs busy already
-    assert auto_splits((4, 2, 1), 132, 65536) is None   # 2-D grids keep their kernel
-    assert auto_splits((4, 1, 1), 132, None) is None    # K's extent not known
+    share of K at least MIN_SPLIT_K (1024), of whole tiles where they may not be cut."""
+    assert auto_split((2, 1, 1), 132, 16384) == (1, 16)    # 256x256x16384 with 128x256 tiles: 16 of 1024
+    assert auto_split((4, 1, 1), 132, 65536) == (1, 33)    # 256x512x65536: as many as fit the SMs
+    assert auto_split((32, 1, 1), 132, 16384) == (1, 4)    # 1024x1024x16384
+    assert auto_split((32, 1, 1), 132, 1024) is None  # 1024^3: K too short for two splits
+    assert auto_split((8, 1, 1), 132, 2047) is None
+    assert auto_split((8, 1, 1), 132, 2048) == (1, 2)
+    assert auto_split((66, 1, 1), 132, 65536) == (1, 2)
+    assert auto_split((67, 1, 1), 132, 65536) is None  # more than half the SMs busy already
+    assert auto_split((4, 2, 1), 132, 65536) is None   # 2-D grids keep their kernel
+    assert auto_split((4, 1, 1), 132, None) is None    # K's extent not known
+
+
+def test_automatic_split_of_cut_tiles():
+    """Where whole tiles split as far as K allows still leave SMs idle, the tiles are cut into the
+    pieces whose blocks finish first by the model P * S * piece_speed (128x256 tiles: 128x128
+    pieces 0.95, 64x128 0.70, 64x64 0.52 of a whole tile's speed), the fewest on a tie."""
+    cuts, whole = (1, 2, 4, 8), 128 * 256
+    assert auto_split((2, 1, 1), 132, 16384, cuts, whole) == (4, 16)   # 128 blocks of 64x128, 16 splits
+    assert auto_split((2, 1, 1), 132, 8192, cuts, whole) == (8, 8)     # K allows 8 splits: 64x64 pieces
+    assert auto_split((4, 1, 1), 132, 65536, cuts, whole) == (1, 33)   # whole tiles fill the SMs already
+    assert auto_split((8, 1, 1), 132, 16384, cuts, whole) == (1, 16)
+    assert auto_split((6, 1, 1), 132, 16384, cuts, whole) == (2, 11)   # 132 blocks of 128x128
+    assert auto_split((2, 1, 1), 132, 16384, (1,), whole) == (1, 16)   # tiles that may not be cut
+    assert auto_split((2, 1, 1), 132, 16384, (4,), whole) == (4, 16)   # a count forced for the tiles
+    assert auto_split((64, 1, 1), 132, 2048, cuts, whole) == (1, 2)
+
+
+def test_split_from_the_gpus_sm_count(monkeypatch):
+    """The Triton backend's split of a CUDA launch: `auto_split` on the device's SM count, of
+    whole tiles or the tiles cut as the kernel allows (a CUDA device faked on the CPU); none off
+    CUDA; forced counts on any 1-D grid, of the tiles cut as forced."""
+    import torch
+
+    from tilecraft.backends.tile_splitting import TilePieces
+    from tilecraft.backends.triton import split_launch
+    from tilecraft.passes.tile_split import tile_splits
+
+    class Properties:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: Properties)
+    monkeypatch.setattr(split_launch, "_sms", {})
+    a, b = _mats(256, 256, 64, np.float16)
+    splits = tile_splits(kernel_ir(matmul_kernel, a, b, np.zeros((256, 256), np.float16), 128, 256, 64))
+    whole, cut, forced = TilePieces(None, ()), TilePieces(splits, (2, 4, 8)), TilePieces(splits, (2,), 2)
+    args = [torch.empty(1)]
+    assert split_launch.choose((2, 1, 1), args, None, 16384, cut) is None
+    assert split_launch.choose((2, 1, 1), args, 5, 16384, forced) == (2, 5)
+    assert split_launch.choose((2, 3, 1), args, 5, 16384, whole) is None
+    monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
+    assert split_launch.choose((2, 1, 1), args, None, 16384, whole) == (1, 16)
+    assert split_launch.choose((2, 1, 1), args, None, 16384, cut) == (4, 16)
+    assert split_launch.choose((2, 1, 1), args, None, 16384, forced) == (2, 16)
+    assert split_launch.choose((2, 1, 1), args, 3, 16384, cut) == (1, 3)
 
 
 @ct.kernel
@@ -157,7 +201,7 @@ def _split_taken(kernel, name: str) -> bool:
     kernel comes wrapped in a tf32 StagedKernel, which runs the split kernel when not staging)."""
     compiled = [v.compiled for key, v in kernel.variants.items() if key.backend == name]
     compiled = [wrapped_as(c, SplitKernel) for c in compiled]
-    return bool(compiled) and all(c is not None and c._parts is not None for c in compiled)
+    return bool(compiled) and all(c is not None and c.compiled_variants for c in compiled)
 
 
 @pytest.mark.parametrize("dtype,splits", [("float32", 3), ("float16", 13)])
@@ -181,6 +225,25 @@ def test_split_matmul_sample(dev, split_backend, dtype, splits):
     assert [type(f) for f in fast_launchers(kernel, name)] == [SplitLauncher]  # ran the second time
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
+
+
+@pytest.mark.parametrize("dtype,pieces,splits,piece", [("float32", 4, 3, (32, 32)), ("float16", 2, 5, (32, 64))])
+def test_split_of_cut_tiles(dev, backend_variant, dtype, pieces, splits, piece):
+    """100x72x300 with 64x64x32 tiles (4 blocks, the last row and column of tiles straddling the
+    ends), each tile cut into `pieces` (of shape `piece`) and its K loop split `splits` ways:
+    PARTIAL on (4 * pieces, splits, 1), within the tolerance of float64 on a poisoned output."""
+    m, n, k, t = 100, 72, 300, 64
+    a, b = _mats(m, n, k, np.dtype(dtype))
+    name = backend_variant(f"cut{pieces}-split{splits}", split_k=splits, tile_split=pieces, stream_k=False)
+    kernel = ct.kernel(matmul_kernel.fn)
+    c = dev.poison((m, n), dtype)
+    dev.launch((4, 1, 1), kernel, (dev.put(a), dev.put(b), c, t, t, 32), backend=name)
+    tol = 2e-2 * np.sqrt(k) if dtype == "float32" else 1e-2 * np.sqrt(k)  # tf32 operands / fp16 output
+    np.testing.assert_allclose(dev.get(c).astype(np.float64), a.astype(np.float64) @ b.astype(np.float64),
+                               atol=tol, rtol=0)
+    split = [wrapped_as(v.compiled, SplitKernel) for key, v in kernel.variants.items() if key.backend == name]
+    assert split and all(s._parts.keys() == {pieces} for s in split)
+    assert split[0].split_of(pieces).acc.shape == piece
 
 
 @ct.kernel
@@ -217,8 +280,9 @@ def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
 @pytest.mark.only_backends("triton")
 def test_automatic_split_on_the_gpu(dev):
     """256x256x8192 fp16 with the sample's 128x256x64 tiles: 2 blocks and a long K loop, so 8
-    splits of 1024 (automatic); within fp32-accumulation tolerance of float64, and bit-identical
-    on reruns (the second makes the fast path's specialized launchers, the third uses them)."""
+    splits of 1024, of the tiles cut into 8 64x64 pieces (automatic: 128 blocks on the H200's 132
+    SMs); within fp32-accumulation tolerance of float64, and bit-identical on reruns (the second
+    makes the fast path's specialized launchers, the third uses them)."""
     m, n, k = 256, 256, 8192
     a, b = _mats(m, n, k, np.float16)
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -230,6 +294,8 @@ def test_automatic_split_on_the_gpu(dev):
         results.append(dev.get(c))
         np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=0.05 + 2e-3 * np.abs(ref).max(), rtol=2e-3)
     assert _split_taken(kernel, "triton")
+    split = [wrapped_as(v.compiled, SplitKernel) for v in kernel.variants.values()]
+    assert [s._parts.keys() for s in split] == [{8}]
     assert [type(f) for f in fast_launchers(kernel, "triton")] == [SplitLauncher]
     for later in results[1:]:
         np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
@@ -251,8 +317,8 @@ def test_split_launcher_after_an_unsplit_launch():
                            specialize=lambda args: part)
     split = SimpleNamespace(partial="P", finish="F", slices=2, acc=SimpleNamespace(shape=(4, 4)),
                             workspace_shape=lambda blocks, splits: (splits * blocks * 4, 4))
-    kernel = SplitKernel(main, split, lambda fn: part,
-                         lambda grid, args: chosen.append(grid) or (3 if grid[0] == 2 else None),
+    kernel = SplitKernel(main, split, lambda fn, of, pieces: part,
+                         lambda grid, args: chosen.append(grid) or ((1, 3) if grid[0] == 2 else None),
                          lambda shape, args, stream: np.empty(shape))
     args = [object(), object()]
     kernel.launch((5, 1, 1), args)

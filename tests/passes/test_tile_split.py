@@ -11,7 +11,7 @@ import pytest
 
 import tilecraft as ct
 from tilecraft.backends.base import wrapped_as
-from tilecraft.backends.tile_splitting import TileSplitKernel, GridVariantLauncher, auto_count
+from tilecraft.backends.tile_splitting import TilePieces, TileSplitKernel, GridVariantLauncher, auto_count
 from tilecraft.ir import ops, verify
 from tilecraft.library.matmul import matmul_kernel, persistent_matmul_kernel
 from tilecraft.passes.ranges import nonnegative
@@ -261,11 +261,14 @@ def test_launch_count_from_the_gpus_sm_count(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: asked.append(index) or Properties)
     monkeypatch.setattr(split_launch, "_sms", {})
     cpu = [torch.empty(1)]
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) is None
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, 4, [2, 4, 8], 128 * 256) == 4
+    a, b, c = np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16), np.zeros((256, 256), np.float16)
+    splits = tile_splits(kernel_ir(matmul_kernel, a, b, c, 128, 256, 64))
+    pieces, forced = TilePieces(splits, (2, 4, 8)), TilePieces(splits, (4,), 4)
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, pieces) is None
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, forced) == 4
     monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
-    assert split_launch.choose_tile_split((8, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 8
-    assert split_launch.choose_tile_split((40, 1, 1), cpu, None, [2, 4, 8], 128 * 256) == 2
+    assert split_launch.choose_tile_split((8, 1, 1), cpu, pieces) == 8
+    assert split_launch.choose_tile_split((40, 1, 1), cpu, pieces) == 2
     assert asked == [0]
 
 

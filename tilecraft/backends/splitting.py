@@ -2,8 +2,10 @@
 grid that leaves most of the GPU idle with a long K loop, as its PARTIAL kernel on (G, S, 1) then
 its FINISH kernel on (G, R, 1) (R row slices per tile: `SplitK.slices`), on the launch's stream,
 with a fresh workspace between them; any other launch runs the kernel it wraps (as compiled, or
-tile-split...). What a backend supplies: how to compile the two kernels, how many splits a
-launch gets (`auto_splits` from the GPU's SM count and the K loop's extent, or a count forced
+tile-split...). Where G blocks times the splits a K loop's length allows still leave SMs idle,
+the split runs on each output tile cut into P pieces (`passes.tile_split`): PARTIAL and FINISH
+of that variant, on G * P blocks. What a backend supplies: how to compile the two kernels, how
+a launch splits (`auto_split` from the GPU's SM count and the K loop's extent, or counts forced
 for tests) and how to allocate the workspace on the launch's device and stream.
 """
 
@@ -16,6 +18,7 @@ from ..ir import Function
 from ..passes.split_k import SplitK
 from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, FusedLaunch, LastLaunch,
                    SpecializedLaunchers, WrappedKernel, array_facts, fused_on_grid)
+from .tile_splitting import piece_speed
 
 MIN_SPLIT_K = 1024
 """Each split walks at least this much of the K loop's extent: every split costs a workspace tile
@@ -27,21 +30,37 @@ every count (`size-sweep-h200-2026-12-01-e.json`)."""
 Grid = tuple[int, int, int]
 
 
-def auto_splits(grid: Grid, sms: int, k_extent: int | None) -> int | None:
-    """The split count for `grid` on a GPU of `sms` SMs when the K loop reaches `k_extent`
-    (None: not known): a 1-D grid of G blocks that fills at most half of them gets as many
-    splits as keep G * S within the SMs and each split's share of K at least MIN_SPLIT_K, where
-    that is 2 or more; None otherwise."""
+Split = tuple[int, int]
+"""How a launch splits: (P, S), each output tile cut into P pieces (1: whole), the K loop of
+each split S ways."""
+
+
+def auto_split(grid: Grid, sms: int, k_extent: int | None, pieces: Sequence[int] = (1,),
+               tile_elements: int = 0) -> Split | None:
+    """How a launch on `grid` splits on a GPU of `sms` SMs when the K loop reaches `k_extent`
+    (None: not known), its tiles of `tile_elements` cut into one of `pieces` (1: whole): a 1-D
+    grid of G blocks that fills at most half of them. For P pieces, S is as many splits as keep
+    G * P * S within the SMs and each split's share of K at least MIN_SPLIT_K, where that is 2 or
+    more; of those, the P whose blocks get through their work fastest by the model P * S *
+    `piece_speed` (each block's work shrinks P * S times, at the speed of its piece), the fewest
+    pieces on a tie. None where no P gets two splits."""
     blocks, y, z = grid
     if y != 1 or z != 1 or blocks * 2 > sms or k_extent is None:
         return None
-    splits = min(sms // blocks, k_extent // MIN_SPLIT_K)
-    return splits if splits >= 2 else None
+
+    def splits(count: int) -> int:
+        return min(sms // (blocks * count), k_extent // MIN_SPLIT_K)
+
+    found = [(p, splits(p)) for p in pieces if splits(p) >= 2]
+    if not found:
+        return None
+    return max(found, key=lambda f: (f[0] * f[1] * piece_speed(tile_elements // f[0]), -f[0]))
 
 
-def forced_splits(grid: Grid, splits: int) -> int | None:
-    """`splits` for any 1-D grid (tests force the split where no SMs are counted)."""
-    return splits if grid[1] == grid[2] == 1 else None
+def forced_split(grid: Grid, splits: int, pieces: int = 1) -> Split | None:
+    """`splits` of tiles cut into `pieces` for any 1-D grid (tests force the split where no SMs
+    are counted)."""
+    return (pieces, splits) if grid[1] == grid[2] == 1 else None
 
 
 def check_split_option(split_k: bool | int) -> None:
@@ -64,57 +83,84 @@ class SplitKernel(WrappedKernel):
     launch and specialize is the wrapped kernel's (`main`; in turn the kernel as compiled's):
     source, lowered, compile_for...
 
-    `compile_part(fn)` compiles PARTIAL or FINISH (at the first split launch); `choose(grid,
-    args)` gives a launch's split count or None; `workspace(shape, args, stream)` a fresh array
-    of the accumulator's dtype for the launch."""
+    `split` is the split of the kernel's whole tiles, `pieces(P)` that of its variant with each
+    output tile cut into P pieces (None where there is none); `compile_part(fn, split, P)`
+    compiles PARTIAL or FINISH of one (at the first launch that runs it); `choose(grid, args)`
+    gives a launch's `Split` or None; `workspace(shape, args, stream)` a fresh array of the
+    accumulator's dtype for the launch."""
 
-    def __init__(self, main: CompiledKernel, split: SplitK, compile_part: Callable[[Function], CompiledKernel],
-                 choose: Callable[[Grid, Sequence[Any]], int | None],
-                 workspace: Callable[[tuple[int, ...], Sequence[Any], Any], Any]) -> None:
+    def __init__(self, main: CompiledKernel, split: SplitK,
+                 compile_part: Callable[[Function, SplitK, int], CompiledKernel],
+                 choose: Callable[[Grid, Sequence[Any]], Split | None],
+                 workspace: Callable[[tuple[int, ...], Sequence[Any], Any], Any],
+                 pieces: Callable[[int], SplitK | None] = lambda count: None) -> None:
         self.main = main
         self.split = split
         self._compile_part = compile_part
         self._choose = choose
         self._workspace = workspace
-        self._parts: tuple[CompiledKernel, CompiledKernel] | None = None
+        self._pieces = pieces
+        self._splits_of: dict[int, SplitK | None] = {1: split}
+        self._parts: dict[int, tuple[CompiledKernel, CompiledKernel]] = {}
         self._last_run = LastLaunch()  # unsplit launches, for `specialize`
 
     @property
     def compiled_variants(self) -> tuple[CompiledKernel, ...]:
-        return self._parts or ()
+        return tuple(kernel for parts in self._parts.values() for kernel in parts)
 
-    def parts(self) -> tuple[CompiledKernel, CompiledKernel]:
-        """PARTIAL and FINISH, compiled on first use."""
-        if self._parts is None:
-            self._parts = (self._compile_part(self.split.partial), self._compile_part(self.split.finish))
-        return self._parts
+    def split_of(self, pieces: int) -> SplitK | None:
+        """The split of the kernel with each output tile cut into `pieces` (1: whole)."""
+        if pieces not in self._splits_of:
+            self._splits_of[pieces] = self._pieces(pieces)
+        return self._splits_of[pieces]
 
-    def splits(self, grid: Grid, args: Sequence[Any], dependent: bool) -> int | None:
-        """The split count of a launch, or None to run the wrapped kernel (also for a
-        programmatic dependent launch, and a workspace too large for 32-bit offsets)."""
+    def parts(self, pieces: int = 1) -> tuple[CompiledKernel, CompiledKernel]:
+        """PARTIAL and FINISH of the tiles cut into `pieces`, compiled on first use."""
+        if pieces not in self._parts:
+            split = self.split_of(pieces)
+            assert split is not None, pieces
+            self._parts[pieces] = (self._compile_part(split.partial, split, pieces),
+                                   self._compile_part(split.finish, split, pieces))
+        return self._parts[pieces]
+
+    def splits(self, grid: Grid, args: Sequence[Any], dependent: bool) -> Split | None:
+        """How a launch splits, or None to run the wrapped kernel (also for a programmatic
+        dependent launch, tiles that cannot be cut so, and a workspace too large for 32-bit
+        offsets)."""
         if dependent:
             return None
-        count = self._choose(grid, args)
-        if count is None or count * grid[0] * math.prod(self.split.acc.shape) >= INDEX32_LIMIT:
+        chosen = self._choose(grid, args)
+        if chosen is None:
             return None
-        return count
+        pieces, count = chosen
+        split = self.split_of(pieces)
+        if split is None or count * grid[0] * pieces * math.prod(split.acc.shape) >= INDEX32_LIMIT:
+            return None
+        return chosen
 
-    def split_args(self, grid: Grid, splits: int, args: Sequence[Any], stream: Any) -> list[Any]:
-        """`args` followed by PARTIAL's and FINISH's S and a fresh workspace."""
-        return [*args, splits, self._workspace(self.split.workspace_shape(grid[0], splits), args, stream)]
+    def split_launches(self, grid: Grid, chosen: Split, args: Sequence[Any],
+                       stream: Any) -> tuple[list[Any], tuple[tuple[CompiledKernel, Grid], ...]]:
+        """The arguments of a launch on `grid` split as `chosen` (`args` followed by S and a
+        fresh workspace), and its two launches: PARTIAL and FINISH, each with its grid."""
+        pieces, count = chosen
+        split = self.split_of(pieces)
+        assert split is not None, pieces
+        blocks = grid[0] * pieces
+        partial, finish = self.parts(pieces)
+        full = [*args, count, self._workspace(split.workspace_shape(blocks, count), args, stream)]
+        return full, ((partial, (blocks, count, 1)), (finish, (blocks, split.slices, 1)))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         self._last_run.forget()
-        splits = self.splits(grid, args, dependent)
-        if splits is None:
+        chosen = self.splits(grid, args, dependent)
+        if chosen is None:
             self.main.launch(grid, args, stream, dependent=dependent)
             if not dependent:
                 self._last_run.record(grid, None, args)
             return
-        partial, finish = self.parts()
-        full = self.split_args(grid, splits, args, stream)
-        partial.launch((grid[0], splits, 1), full, stream)
-        finish.launch((grid[0], self.split.slices, 1), full, stream)
+        full, launches = self.split_launches(grid, chosen, args, stream)
+        for kernel, on in launches:
+            kernel.launch(on, full, stream)
 
     def specialize(self, args: Sequence[Any]) -> "SplitLauncher":
         """A launcher choosing the split per grid; where this kernel's last `launch` ran these
@@ -125,8 +171,8 @@ class SplitKernel(WrappedKernel):
 
 class SplitLauncher:
     """`SplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
-    launchers of the wrapped kernel and of PARTIAL and FINISH per (G, S) (the workspace's shape),
-    the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it has the
+    launchers of the wrapped kernel and of PARTIAL and FINISH per (G, P, S) (the workspace's
+    shape), the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it has the
     wrapped kernel's fused launch for that grid (`fused_on_grid`), so unsplit launches keep the
     runtime's quick path; split ones (two launches and a workspace) do not."""
 
@@ -149,10 +195,9 @@ class SplitLauncher:
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         k = self._kernel
-        splits = self._splits.get(grid, args, dependent)
-        if splits is None:
+        chosen = self._splits.get(grid, args, dependent)
+        if chosen is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
-        partial, finish = k.parts()
-        full = k.split_args(grid, splits, args, stream)
-        self._launchers.run(("partial", grid[0], splits), partial, (grid[0], splits, 1), full, stream)
-        self._launchers.run(("finish", grid[0], splits), finish, (grid[0], k.split.slices, 1), full, stream)
+        full, launches = k.split_launches(grid, chosen, args, stream)
+        for part, (kernel, on) in enumerate(launches):
+            self._launchers.run((part, chosen, grid[0]), kernel, on, full, stream)

@@ -19,7 +19,7 @@ grids) on 128x128 ones (passes/block_merge.py; `auto_shapes`, `auto_merge`, `Mer
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
@@ -43,7 +43,9 @@ the sample at 4096^3 with 128x256, 128x128, 64x128 and 64x64 tiles ran at 0.99, 
 0.52x torch (size-sweep-h200-2026-12-01-i.json). Larger blocks count as 1.0, smaller as 0.52."""
 
 
-def _piece_speed(elements: int) -> float:
+def piece_speed(elements: int) -> float:
+    """A full GPU's speed in blocks of `elements` output elements, relative to 128x256 ones
+    (`PIECE_SPEED`)."""
     return next((speed for size, speed in PIECE_SPEED if elements >= size), PIECE_SPEED[-1][1])
 
 
@@ -63,7 +65,7 @@ def auto_count(grid: Grid, sms: int, counts: Sequence[int], tile_elements: int) 
     blocks = math.prod(grid)
 
     def rate(count: int) -> float:
-        return _wave_use(blocks * count, sms) * _piece_speed(tile_elements // count)
+        return _wave_use(blocks * count, sms) * piece_speed(tile_elements // count)
 
     best = max([1, *counts], key=lambda c: (rate(c), -c))
     return None if best == 1 else best
@@ -366,6 +368,21 @@ class MergeFinder:
             v0 = at[:, :1, :1]
             ok &= (at == v0 + (0 if axis is None else (i, j)[axis])) & (v0 % factor == 0)
         return ok.all(axis=(1, 2))
+
+
+@dataclass(frozen=True)
+class TilePieces:
+    """How a kernel's output tiles may be cut for a launch (`splits`; None: not at all): into any
+    of `counts` pieces, or (`forced`, tests) into that many on every launch."""
+
+    splits: TileSplits | None
+    counts: tuple[int, ...]
+    forced: int | None = None
+
+    @property
+    def elements(self) -> int:
+        """The elements of a whole output tile (0 where tiles are not cut)."""
+        return 0 if self.splits is None else math.prod(self.splits.shape)
 
 
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:

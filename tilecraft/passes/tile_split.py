@@ -79,14 +79,8 @@ class TileSplits:
                 for op, tile, k, a in _cut_axes(self.fn, self.labels, factors)]
 
     def counts(self, min_dim: int = MIN_SPLIT_DIM) -> list[int]:
-        """The split counts whose pieces are at least `min_dim` long on every axis (the axes a
-        split leaves whole too: a tile already thinner than `min_dim` is not split at all)."""
-        found, count = [], 2
-        while (factors := split_factors(self.shape, count)) and all(
-                d // f >= min_dim for d, f in zip(self.shape, factors)):
-            found.append(count)
-            count *= 2
-        return found
+        """The split counts of its output tiles (`piece_counts`)."""
+        return piece_counts(self.shape, min_dim)
 
     def split(self, count: int) -> Function:
         """The kernel with each output tile split `count` ways (see the module docstring)."""
@@ -94,6 +88,17 @@ class TileSplits:
         if factors is None:
             raise ValueError(f"cannot split a {self.shape} tile {count} ways")
         return Rebuild(self.fn, self.labels, factors).function(count)
+
+
+def piece_counts(shape: tuple[int, ...], min_dim: int = MIN_SPLIT_DIM) -> list[int]:
+    """The split counts of a tile of `shape` whose pieces are at least `min_dim` long on every
+    axis (the axes a split leaves whole too: a tile already thinner than `min_dim` is not split
+    at all)."""
+    found, count = [], 2
+    while (factors := split_factors(shape, count)) and all(d // f >= min_dim for d, f in zip(shape, factors)):
+        found.append(count)
+        count *= 2
+    return found
 
 
 def split_factors(shape: tuple[int, ...], count: int) -> tuple[int, ...] | None:

@@ -82,8 +82,10 @@ class Inspection:
             text += f"\nfitted to the GPU: {step} ({why})"
         if self.split_k:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs, with a K loop "
-                     "reaching K, runs as PARTIAL on (G, S, 1) then FINISH on (G, R, 1), S = min(SMs // G, "
-                     f"K // {MIN_SPLIT_K}) where that is 2 or more, R row slices per tile; the stages shown are the unsplit "
+                     "reaching K, runs as PARTIAL on (G * P, S, 1) then FINISH on (G * P, R, 1): each output tile "
+                     "cut into P pieces (1: whole), the K loop into S = min(SMs // (G * P), "
+                     f"K // {MIN_SPLIT_K}) splits where that is 2 or more, P the count whose blocks finish first "
+                     "(backends/splitting.py `auto_split`), R row slices per tile; the stages shown are the unsplit "
                      "kernel's")
         if self.warp_specialized == "shown variant":
             text += ("\nwarp-specialized variant shown: grids of 256 blocks or more that fill the SMs' last round "
@@ -235,9 +237,11 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
         splits = None if split_k is None else split_k.splits(whole, args, False)
         count = None if variants is None or splits is not None else variants.count(whole, args, False)
     if splits is not None:
-        return ir, compiled, (f"grid {whole} on {sms} SMs: launches split the K loop {splits} ways, PARTIAL on "
-                              f"({whole[0]}, {splits}, 1) then FINISH (backends/splitting.py); the unsplit kernel "
-                              "is shown"), whole
+        pieces, count = splits
+        cut = f"each output tile cut into {pieces} pieces, " if pieces > 1 else ""
+        return ir, compiled, (f"grid {whole} on {sms} SMs: launches split the K loop {count} ways, {cut}PARTIAL on "
+                              f"({whole[0] * pieces}, {count}, 1) then FINISH (backends/splitting.py); the unsplit "
+                              "kernel is shown"), whole
     if count is None:
         return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)", whole
     launched = variants.variant_grid(whole, count)

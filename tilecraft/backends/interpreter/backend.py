@@ -19,9 +19,10 @@ from ...passes.stream_k import stream_k as find_stream_k
 from ...passes.tile_split import tile_splits
 from ..base import ArrayFacts, BackendKind
 from ..resident_rows import ResidentRowsKernel, RowLengths
-from ..splitting import SplitKernel, check_split_option, forced_splits
+from ..splitting import SplitKernel, check_split_option, forced_split
 from ..stream_k import StreamKKernel
-from ..tile_splitting import BlockMergeKernel, MergeFinder, TileSplitKernel, check_merge_option, forced_shape
+from ..tile_splitting import (BlockMergeKernel, MergeFinder, TilePieces, TileSplitKernel, check_merge_option,
+                              forced_shape)
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
 from .scalars import bind
@@ -120,23 +121,32 @@ class InterpreterBackend:
         if rows is not None:
             return ResidentRowsKernel(kernel, rows.variant, lambda variant, size: InterpretedKernel(variant),
                                       RowLengths(rows))
-        wrapped = self._stream_k_kernel(self._tile_split_kernel(kernel, fn), fn)
+        pieces = self._tile_pieces(fn)
+        wrapped = self._stream_k_kernel(self._tiles_kernel(kernel, fn, pieces), fn)
         split = find_split(fn) if self._split_k is not None else None
         if split is None:
             return wrapped
-        forced = self._split_k
-        return SplitKernel(wrapped, split, InterpretedKernel, lambda grid, args: forced_splits(grid, forced),
-                           lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype))
+        forced, cut = self._split_k, pieces.forced or 1
+        return SplitKernel(wrapped, split, lambda part, of, count: InterpretedKernel(part),
+                           lambda grid, args: forced_split(grid, forced, cut),
+                           lambda dims, args, stream: np.empty(dims, split.acc.dtype.np_dtype),
+                           lambda count: find_split(pieces.splits.split(count)))
 
-    def _tile_split_kernel(self, kernel: InterpretedKernel,
-                           fn: Function) -> InterpretedKernel | TileSplitKernel | BlockMergeKernel:
-        """`kernel` with its tiles split `tile_split` ways on every launch, where `fn` allows;
-        else with `block_merge` of its blocks merged, where `fn` allows."""
+    def _tile_pieces(self, fn: Function) -> TilePieces:
+        """The forced `tile_split`, where `fn` allows it."""
         forced = self._tile_split
         splits = tile_splits(fn) if forced is not None else None
-        if splits is not None and forced in splits.counts():
-            return TileSplitKernel(kernel, splits.split, lambda variant, count: InterpretedKernel(variant),
-                                   lambda grid, args: forced)
+        if splits is None or forced not in splits.counts():
+            return TilePieces(None, ())
+        return TilePieces(splits, (forced,), forced)
+
+    def _tiles_kernel(self, kernel: InterpretedKernel, fn: Function,
+                      pieces: TilePieces) -> InterpretedKernel | TileSplitKernel | BlockMergeKernel:
+        """`kernel` with its tiles split as `pieces` forces on every launch, where `fn` allows;
+        else with `block_merge` of its blocks merged, where `fn` allows."""
+        if pieces.splits is not None:
+            return TileSplitKernel(kernel, pieces.splits.split, lambda variant, count: InterpretedKernel(variant),
+                                   lambda grid, args: pieces.forced)
         merge_shape = None if self._block_merge is None else forced_shape(self._block_merge)
         merges = block_merges(fn) if merge_shape is not None else None
         if merges is None or merge_shape not in merges.shapes():

@@ -28,7 +28,7 @@ from triton.runtime import driver  # noqa: E402
 from ... import knobs  # noqa: E402
 from ...knobs import Knob  # noqa: E402
 from ...ir import Function, ops  # noqa: E402
-from ...passes.split_k import split_k as find_split  # noqa: E402
+from ...passes.split_k import SplitK, split_k as find_split  # noqa: E402
 from ...passes.operand_staging import Staged, stage_operands  # noqa: E402
 from ...passes.stream_k import stream_k as find_stream_k  # noqa: E402
 from ...passes.block_merge import block_merges  # noqa: E402
@@ -40,7 +40,7 @@ from ..resident_rows import ResidentRowsKernel, RowLengths  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
 from ..tile_splitting import (MIN_AUTO_DIM, BlockMergeKernel, MergeFinder, TileSplitKernel, auto_shapes,  # noqa: E402
-                              check_merge_option, forced_shape, piece_facts)
+                              TilePieces, check_merge_option, forced_shape, piece_facts)
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -215,9 +215,11 @@ class TritonBackend:
 
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
         """The kernel as `_wrapped` wraps it (tile-split, stream-K), wrapped in turn with its
-        split-K variants where `split_k` asks (launches it does not split run the former)."""
+        split-K variants where `split_k` asks (launches it does not split run the former), of
+        whole tiles or of tiles cut into pieces where `tile_split` allows."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
-        wrapped = self._wrapped(kernel, fn, facts, target)
+        pieces = self._tile_pieces(fn)
+        wrapped = self._wrapped(kernel, fn, facts, target, pieces)
         automatic = self._split_k is True
         if not self._considers(self._split_k, knobs.SPLIT_K, opt_in=False):
             return wrapped
@@ -227,22 +229,26 @@ class TritonBackend:
         # the parts run only on grids the GPU holds at once: no grid loop
         parts = replace(target, grid_loop=False)
         forced = None if automatic else self._split_k
+
+        def compile_part(part: Function, of: SplitK, count: int) -> TritonKernel:
+            cut = facts if count == 1 else piece_facts(pieces.splits, count, facts)
+            return TritonKernel(lambda t: lower(part, part_facts(fn, cut, of), t), parts, self.interpret)
         return SplitKernel(
-            wrapped, split,
-            lambda part: TritonKernel(lambda t: lower(part, part_facts(fn, facts, split), t), parts, self.interpret),
-            lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args)),
-            lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream))
+            wrapped, split, compile_part,
+            lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args), pieces),
+            lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream),
+            lambda count: find_split(pieces.splits.split(count)))
 
     def _wrapped(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                 target: Target) -> Compiled:
+                 target: Target, pieces: TilePieces) -> Compiled:
         """`kernel` with its resident-row variants where `resident_rows` asks and `fn` qualifies;
-        else wrapped with its tile-split variants where `tile_split` asks and `fn` qualifies,
-        then with its stream-K variant where `stream_k` asks and `fn` qualifies (only kernels
-        with MMAs qualify for those, only kernels without for resident rows)."""
+        else wrapped with its tile-split variants (`pieces`), then with its stream-K variant
+        where `stream_k` asks and `fn` qualifies (only kernels with MMAs qualify for those, only
+        kernels without for resident rows)."""
         rows = self._resident_rows_kernel(kernel, fn, facts, target)
         if rows is not kernel:
             return rows
-        return self._stream_k_kernel(self._tiles_kernel(kernel, fn, facts, target), fn, facts, target)
+        return self._stream_k_kernel(self._tiles_kernel(kernel, fn, facts, target, pieces), fn, facts, target)
 
     def _resident_rows_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                               target: Target) -> TritonKernel | ResidentRowsKernel:
@@ -284,29 +290,28 @@ class TritonBackend:
                                                                                stream))
 
     def _tiles_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                      target: Target) -> TritonKernel | TileSplitKernel | BlockMergeKernel:
-        """`kernel` wrapped with its tile-split variants where `tile_split` asks and `fn`
-        qualifies, else with its block-merged variants where `block_merge` asks and `fn` qualifies."""
-        split = self._tile_split_kernel(kernel, fn, facts, target)
-        return split if split is not kernel else self._block_merge_kernel(kernel, fn, facts, target)
-
-    def _tile_split_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
-                           target: Target) -> TritonKernel | TileSplitKernel:
-        automatic = self._tile_split is True
-        if not self._considers(self._tile_split, knobs.TILE_SPLIT, opt_in=False):
-            return kernel
-        splits = tile_splits(fn)
-        counts = ([] if splits is None else splits.counts(MIN_AUTO_DIM) if automatic
-                  else [c for c in splits.counts() if c == self._tile_split])
-        if not counts:
-            return kernel
-        forced = None if automatic else self._tile_split
-        elements = math.prod(splits.shape)
+                      target: Target, pieces: TilePieces) -> TritonKernel | TileSplitKernel | BlockMergeKernel:
+        """`kernel` wrapped with its tile-split variants (`pieces`) where there are any, else with
+        its block-merged variants where `block_merge` asks and `fn` qualifies."""
+        if pieces.splits is None:
+            return self._block_merge_kernel(kernel, fn, facts, target)
+        splits = pieces.splits
         return TileSplitKernel(
             kernel, splits.split,
             lambda variant, count: TritonKernel(lambda t: lower(variant, piece_facts(splits, count, facts), t),
                                                 replace(target, deep_pipeline=True), self.interpret),
-            lambda grid, args: split_launch.choose_tile_split(grid, args, forced, counts, elements))
+            lambda grid, args: split_launch.choose_tile_split(grid, args, pieces))
+
+    def _tile_pieces(self, fn: Function) -> TilePieces:
+        """How `fn`'s output tiles may be cut, where `tile_split` asks and `fn` qualifies: into
+        any count of pieces at least MIN_AUTO_DIM long (automatic) or the one forced."""
+        if not self._considers(self._tile_split, knobs.TILE_SPLIT, opt_in=False):
+            return TilePieces(None, ())
+        splits = tile_splits(fn)
+        forced = None if self._tile_split is True else self._tile_split
+        counts = [] if splits is None else splits.counts(MIN_AUTO_DIM) if forced is None else [
+            c for c in splits.counts() if c == forced]
+        return TilePieces(splits, tuple(counts), forced) if counts else TilePieces(None, ())
 
     def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                             target: Target, staged: bool = False) -> TritonKernel | BlockMergeKernel:

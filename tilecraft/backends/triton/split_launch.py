@@ -13,9 +13,9 @@ import torch
 
 from ...language.dtypes import DType
 from ...passes.block_merge import Merge
-from ..splitting import Grid, auto_splits, forced_splits
+from ..splitting import Grid, Split, auto_split, forced_split
 from ..stream_k import auto_programs
-from ..tile_splitting import MergeFinder, auto_count
+from ..tile_splitting import MergeFinder, TilePieces, auto_count
 from .launching import stream_context
 
 _sms: dict[int, int] = {}
@@ -55,22 +55,27 @@ def launch_sms(args: Sequence[Any]) -> int | None:
     return sm_count(device.index if device.index is not None else torch.cuda.current_device())
 
 
-def choose(grid: Grid, args: Sequence[Any], forced: int | None, k_extent: int | None) -> int | None:
-    """A launch's split count: `forced` on any 1-D grid, else `auto_splits` (for a K loop
-    reaching `k_extent`) on a CUDA device."""
+def choose(grid: Grid, args: Sequence[Any], forced: int | None, k_extent: int | None,
+           pieces: TilePieces) -> Split | None:
+    """A launch's split: `forced` splits on any 1-D grid, of tiles cut as `pieces` forces (else
+    whole), else `auto_split` (for a K loop reaching `k_extent`; tiles whole or cut into one of
+    `pieces`' counts) on a CUDA device."""
     if forced is not None:
-        return forced_splits(grid, forced)
+        return forced_split(grid, forced, pieces.forced or 1)
     sms = launch_sms(args)
-    return None if sms is None else auto_splits(grid, sms, k_extent)
+    if sms is None:
+        return None
+    counts = (pieces.forced,) if pieces.forced else (1, *pieces.counts)
+    return auto_split(grid, sms, k_extent, counts, pieces.elements)
 
 
-def choose_tile_split(grid: Grid, args: Sequence[Any], forced: int | None, counts: Sequence[int],
-                      tile_elements: int) -> int | None:
-    """A launch's tile-split count: `forced` on any grid, else `auto_count` on a CUDA device."""
-    if forced is not None:
-        return forced
+def choose_tile_split(grid: Grid, args: Sequence[Any], pieces: TilePieces) -> int | None:
+    """A launch's tile-split count: `pieces`' forced one on any grid, else `auto_count` of
+    `pieces`' counts on a CUDA device."""
+    if pieces.forced is not None:
+        return pieces.forced
     sms = launch_sms(args)
-    return None if sms is None else auto_count(grid, sms, counts, tile_elements)
+    return None if sms is None else auto_count(grid, sms, pieces.counts, pieces.elements)
 
 
 def choose_block_merge(grid: Grid, args: Sequence[Any], finder: MergeFinder, shapes: Sequence[tuple[int, int]],
