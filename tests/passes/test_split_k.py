@@ -281,24 +281,39 @@ def test_split_epilogue_reads_prologue_values(dev, split_backend, t):
 def test_automatic_split_on_the_gpu(dev):
     """256x256x8192 fp16 with the sample's 128x256x64 tiles: 2 blocks and a long K loop, so 8
     splits of 1024, of the tiles cut into 8 64x64 pieces (automatic: 128 blocks on the H200's 132
-    SMs); within fp32-accumulation tolerance of float64, and bit-identical on reruns (the second
-    makes the fast path's specialized launchers, the third uses them)."""
+    SMs); within fp32-accumulation tolerance of float64 on poisoned outputs, and bit-identical on
+    reruns, which take the runtime's quick path (`SplitLauncher`); on a stream other than the
+    current one the quick path declines and the launch runs the normal way, as right."""
+    torch = pytest.importorskip("torch")
     m, n, k = 256, 256, 8192
-    a, b = _mats(m, n, k, np.float16)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    want = (a.double() @ b.double()).cpu().numpy()
     kernel = ct.kernel(matmul_kernel.fn)
+    stream, side = torch.cuda.current_stream(), torch.cuda.Stream()
     results = []
-    for _ in range(3):
-        c = dev.poison((m, n), "float16")
-        dev.launch((2, 1, 1), kernel, (dev.put(a), dev.put(b), c, 128, 256, 64))
-        results.append(dev.get(c))
-        np.testing.assert_allclose(results[-1].astype(np.float64), ref, atol=0.05 + 2e-3 * np.abs(ref).max(), rtol=2e-3)
+    for i in range(4):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+        args = (a, b, c, 128, 256, 64)
+        if i == 0:
+            ct.launch(stream, (2, 1, 1), kernel, args)  # compiles; the fast-path entry and its quick launcher
+        elif i < 3:
+            assert kernel.quick(stream, (2, 1, 1), args) is True
+        else:
+            assert kernel.quick(side, (2, 1, 1), args) is False
+            side.wait_stream(stream)
+            ct.launch(side, (2, 1, 1), kernel, args)
+            side.synchronize()
+        results.append(c.cpu().numpy())
+        np.testing.assert_allclose(results[-1].astype(np.float64), want, atol=0.05 + 2e-3 * np.abs(want).max(),
+                                   rtol=2e-3)
+    assert kernel.quick(stream, (3, 1, 1), args) is False  # another grid: declined
     assert _split_taken(kernel, "triton")
     split = [wrapped_as(v.compiled, SplitKernel) for v in kernel.variants.values()]
     assert [s._parts.keys() for s in split] == [{8}]
-    assert [type(f) for f in fast_launchers(kernel, "triton")] == [SplitLauncher]
     for later in results[1:]:
-        np.testing.assert_array_equal(results[0].view(np.uint8), later.view(np.uint8))
+        np.testing.assert_array_equal(results[0].view(np.uint16), later.view(np.uint16))
 
 
 def test_split_launcher_after_an_unsplit_launch():
@@ -330,11 +345,43 @@ def test_split_launcher_after_an_unsplit_launch():
     launcher.launch((2, 1, 1), args)
     assert made[1:] == [(5, 1, 1), (5, 1, 1), ("part", (2, 3, 1)), ("part", (2, 2, 1))]
     assert chosen == [(5, 1, 1), (5, 1, 1), (2, 1, 1)]  # the kernel's launch, then once per grid
-    kernel.launch((2, 1, 1), args)  # split: no fused launch, nor the wrapped kernel's launcher yet
+    kernel.launch((2, 1, 1), args)  # split, with no quick workspace: no fused launch, nor the wrapped kernel's launcher
     after_split = kernel.specialize(args)
     assert after_split.fused_launch() is None and after_split.main is None
     kernel.launch((5, 1, 1), args)
     assert kernel.specialize([object(), object()]).fused_launch() is None  # other arguments
+
+
+def test_split_launcher_quick_path_after_a_split_launch():
+    """Specialized after a split launch, with the backend's quick workspace, the launcher's fused
+    launch runs that grid's PARTIAL and FINISH on a workspace from it; it declines, launching
+    nothing, on other grids and where the quick workspace declines (not the current stream)."""
+    from types import SimpleNamespace
+    made, works = [], []
+    part = SimpleNamespace(launch=lambda grid, args, stream: made.append((grid, args[-2], args[-1].shape)),
+                           specialize=lambda args: part)
+    main = SimpleNamespace(launch=lambda *a, **k: made.append("main"), specialize=lambda args: main)
+    split = SimpleNamespace(partial="P", finish="F", slices=2, acc=SimpleNamespace(shape=(4, 4)),
+                            workspace_shape=lambda blocks, splits: (splits * blocks * 4, 4))
+
+    def quick(shape, args, stream):
+        return np.empty(shape) if stream == "current" else None
+    kernel = SplitKernel(main, split, lambda fn, of, pieces: part, lambda grid, args: (1, 3) if grid[0] == 2 else None,
+                         lambda shape, args, stream: works.append(shape) or np.empty(shape),
+                         quick_workspace=quick)
+    args = [object(), object()]
+    kernel.launch((2, 1, 1), args)
+    assert made == [((2, 3, 1), 3, (24, 4)), ((2, 2, 1), 3, (24, 4))] and works == [(24, 4)]
+    fused = kernel.specialize(args).fused_launch()
+    assert fused.grid == (2, 1, 1)
+
+    def run(grid, stream):
+        return eval(fused.expr, dict(fused.env), dict(zip(("gx", "gy", "gz"), grid), a0=args[0], a1=args[1],
+                                                       stream=stream))
+    made.clear()
+    assert run((2, 1, 1), "current") and made == [((2, 3, 1), 3, (24, 4)), ((2, 2, 1), 3, (24, 4))]
+    assert not run((2, 1, 1), "other") and not run((5, 1, 1), "current")
+    assert len(made) == 2 and works == [(24, 4)]  # nothing more launched, no workspace the normal way
 
 
 # ---- FINISH on row slices -------------------------------------------------------------------------

@@ -87,22 +87,26 @@ class SplitKernel(WrappedKernel):
     output tile cut into P pieces (None where there is none); `compile_part(fn, split, P)`
     compiles PARTIAL or FINISH of one (at the first launch that runs it); `choose(grid, args)`
     gives a launch's `Split` or None; `workspace(shape, args, stream)` a fresh array of the
-    accumulator's dtype for the launch."""
+    accumulator's dtype for the launch; `quick_workspace`, where the backend has one, the same
+    for the runtime's quick path, or None, having allocated nothing, where the launch must take
+    the normal way (see `SplitLauncher`)."""
 
     def __init__(self, main: CompiledKernel, split: SplitK,
                  compile_part: Callable[[Function, SplitK, int], CompiledKernel],
                  choose: Callable[[Grid, Sequence[Any]], Split | None],
                  workspace: Callable[[tuple[int, ...], Sequence[Any], Any], Any],
-                 pieces: Callable[[int], SplitK | None] = lambda count: None) -> None:
+                 pieces: Callable[[int], SplitK | None] = lambda count: None,
+                 quick_workspace: Callable[[tuple[int, ...], Sequence[Any], Any], Any] | None = None) -> None:
         self.main = main
         self.split = split
         self._compile_part = compile_part
         self._choose = choose
         self._workspace = workspace
+        self.quick_workspace = quick_workspace
         self._pieces = pieces
         self._splits_of: dict[int, SplitK | None] = {1: split}
         self._parts: dict[int, tuple[CompiledKernel, CompiledKernel]] = {}
-        self._last_run = LastLaunch()  # unsplit launches, for `specialize`
+        self._last_run = LastLaunch()  # for `specialize`: the grid and its split (None: unsplit)
 
     @property
     def compiled_variants(self) -> tuple[CompiledKernel, ...]:
@@ -138,53 +142,69 @@ class SplitKernel(WrappedKernel):
             return None
         return chosen
 
-    def split_launches(self, grid: Grid, chosen: Split, args: Sequence[Any],
-                       stream: Any) -> tuple[list[Any], tuple[tuple[CompiledKernel, Grid], ...]]:
-        """The arguments of a launch on `grid` split as `chosen` (`args` followed by S and a
-        fresh workspace), and its two launches: PARTIAL and FINISH, each with its grid."""
+    def split_args(self, grid: Grid, chosen: Split, args: Sequence[Any], stream: Any,
+                   quick: bool = False) -> list[Any] | None:
+        """The arguments of PARTIAL and FINISH for a launch on `grid` split as `chosen`: `args`
+        followed by S and a fresh workspace (`quick`: from `quick_workspace`, None where it
+        declines)."""
         pieces, count = chosen
         split = self.split_of(pieces)
         assert split is not None, pieces
-        blocks = grid[0] * pieces
+        make = self.quick_workspace if quick else self._workspace
+        work = make(split.workspace_shape(grid[0] * pieces, count), args, stream)
+        return None if work is None else [*args, count, work]
+
+    def part_launches(self, grid: Grid, chosen: Split) -> tuple[tuple[CompiledKernel, Grid], ...]:
+        """PARTIAL and FINISH of a launch on `grid` split as `chosen`, each with its grid."""
+        pieces, count = chosen
+        blocks, slices = grid[0] * pieces, self.split_of(pieces).slices
         partial, finish = self.parts(pieces)
-        full = [*args, count, self._workspace(split.workspace_shape(blocks, count), args, stream)]
-        return full, ((partial, (blocks, count, 1)), (finish, (blocks, split.slices, 1)))
+        return (partial, (blocks, count, 1)), (finish, (blocks, slices, 1))
 
     def launch(self, grid: Grid, args: Sequence[Any], stream: Any = None, *, dependent: bool = False) -> None:
         self._last_run.forget()
         chosen = self.splits(grid, args, dependent)
         if chosen is None:
             self.main.launch(grid, args, stream, dependent=dependent)
-            if not dependent:
-                self._last_run.record(grid, None, args)
-            return
-        full, launches = self.split_launches(grid, chosen, args, stream)
-        for kernel, on in launches:
-            kernel.launch(on, full, stream)
+        else:
+            full = self.split_args(grid, chosen, args, stream)
+            for kernel, on in self.part_launches(grid, chosen):
+                kernel.launch(on, full, stream)
+        if not dependent:
+            self._last_run.record(grid, chosen, args)
 
     def specialize(self, args: Sequence[Any]) -> "SplitLauncher":
         """A launcher choosing the split per grid; where this kernel's last `launch` ran these
-        very arguments unsplit (the runtime specializes after a launch), it starts with the
-        wrapped kernel's launcher and its fused launch for that grid."""
+        very arguments (the runtime specializes after a launch), it has a fused launch for that
+        grid (see `SplitLauncher`)."""
         return SplitLauncher(self, args, self._last_run.take(args))
 
 
 class SplitLauncher:
     """`SplitKernel.specialize`'s launcher: launches as the kernel does, through specialized
     launchers of the wrapped kernel and of PARTIAL and FINISH per (G, P, S) (the workspace's
-    shape), the split chosen once per grid. Made after an unsplit launch (`ran`: its grid), it has the
-    wrapped kernel's fused launch for that grid (`fused_on_grid`), so unsplit launches keep the
-    runtime's quick path; split ones (two launches and a workspace) do not."""
+    shape), the split chosen once per grid. Made after a launch (`ran`: its grid and split), it
+    has a fused launch for that grid, for the runtime's quick path: unsplit, the wrapped kernel's
+    (`fused_on_grid`); split, this launcher's two launches on a workspace from the kernel's
+    `quick_workspace` (where it has one). Without it a split launch took 80-90 us of host time
+    on the H200, against 24 us unsplit, 6-10 us more than its kernels' GPU time
+    (benchmarks/results/split-k-probe-h200-2026-12-03.json)."""
 
-    def __init__(self, kernel: SplitKernel, args: Sequence[Any], ran: tuple[Grid, None] | None) -> None:
+    def __init__(self, kernel: SplitKernel, args: Sequence[Any], ran: tuple[Grid, Split | None] | None) -> None:
         self._kernel = kernel
         self._launchers = SpecializedLaunchers()
         self._splits = ChosenPerGrid(lambda grid, args: kernel.splits(grid, args, False))
-        self._fused = None if ran is None else fused_on_grid(self._launchers.remember_main(kernel.main, args), ran[0])
+        self._fused: FusedLaunch | None = None
+        if ran is not None and ran[1] is None:
+            self._fused = fused_on_grid(self._launchers.remember_main(kernel.main, args), ran[0])
+        elif ran is not None and kernel.quick_workspace is not None:
+            grid, names = ran[0], "".join(f"a{j}, " for j in range(len(args)))
+            self._fused = FusedLaunch(f"(gx, gy, gz) == {grid} and _split({grid}, ({names}), stream)",
+                                      {"_split": self._quick}, None, grid)
 
     def fused_launch(self) -> FusedLaunch | None:
-        """The wrapped kernel's launch on the grid the launch before this launcher ran, for the
-        runtime's quick path; None where there is none."""
+        """The launch on the grid the launch before this launcher ran, for the runtime's quick
+        path; None where there is none."""
         return self._fused
 
     @property
@@ -198,6 +218,18 @@ class SplitLauncher:
         chosen = self._splits.get(grid, args, dependent)
         if chosen is None:
             return self._launchers.run_main(k.main, grid, args, stream, dependent)
-        full, launches = k.split_launches(grid, chosen, args, stream)
-        for part, (kernel, on) in enumerate(launches):
+        self._run_parts(grid, chosen, k.split_args(grid, chosen, args, stream), stream)
+
+    def _quick(self, grid: Grid, args: Sequence[Any], stream: Any) -> bool:
+        """The split launch on `grid` with a workspace from `quick_workspace`; False, having
+        launched nothing, where the grid is not split or that declines."""
+        chosen = self._splits.get(grid, args, False)
+        full = None if chosen is None else self._kernel.split_args(grid, chosen, args, stream, quick=True)
+        if full is None:
+            return False
+        self._run_parts(grid, chosen, full, stream)
+        return True
+
+    def _run_parts(self, grid: Grid, chosen: Split, full: list[Any], stream: Any) -> None:
+        for part, (kernel, on) in enumerate(self._kernel.part_launches(grid, chosen)):
             self._launchers.run((part, chosen, grid[0]), kernel, on, full, stream)

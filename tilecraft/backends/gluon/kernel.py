@@ -82,11 +82,8 @@ class GluonKernel:
         head, tail, grid = self._arguments(grid, args)
         flat = (*head, *self.descriptors(args), *tail)
         options = self._options()
-        with TRITON_LANGUAGE:
-            if stream is None or stream_handle(stream) == current_stream():
-                return self._fn[grid](*flat, **options)
-            with stream_context(stream):
-                return self._fn[grid](*flat, **options)
+        with TRITON_LANGUAGE, stream_context(stream):
+            return self._fn[grid](*flat, **options)
 
     def expanded(self, compiled: Any) -> ExpandedLauncher | None:
         """The launcher of `compiled` (what `launch` returned) encoding each descriptor once per

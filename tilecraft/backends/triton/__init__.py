@@ -237,7 +237,8 @@ class TritonBackend:
             wrapped, split, compile_part,
             lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args), pieces),
             lambda shape, args, stream: split_launch.workspace(shape, split.acc.dtype, args, stream),
-            lambda count: find_split(pieces.splits.split(count)))
+            lambda count: find_split(pieces.splits.split(count)),
+            lambda shape, args, stream: split_launch.quick_workspace(shape, split.acc.dtype, args, stream))
 
     def _wrapped(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                  target: Target, pieces: TilePieces) -> Compiled:

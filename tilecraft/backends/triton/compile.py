@@ -45,9 +45,8 @@ from ..base import LastLaunch
 from . import fitting, occupancy
 from . import interpret_workarounds as workarounds
 from . import printing
-from .launching import (DirectLauncher, baked_exprs, baked_flatten, current_stream, ensure_allocator, expanded_launch,
-                        grid_loop_launch, host_descriptors_allowed, launch_lambda, sm_slots,
-                        stream_context, stream_handle)
+from .launching import (DirectLauncher, baked_exprs, baked_flatten, ensure_allocator, expanded_launch,
+                        grid_loop_launch, host_descriptors_allowed, launch_lambda, sm_slots, stream_context)
 from .emitter import Target
 from .lower import LoweredKernel
 
@@ -408,7 +407,7 @@ class TritonKernel:
         too (on the GPU a failed kernel leaves nothing readable). Nothing may wait while a
         stream is captured into a CUDA graph, so such kernels cannot be captured."""
         gpu = not self.interpret
-        with stream_context(stream) if gpu and stream is not None else contextlib.nullcontext():
+        with stream_context(stream) if gpu else contextlib.nullcontext():
             if gpu and torch.cuda.is_current_stream_capturing():
                 raise RuntimeError(f"Kernel `{self.lowered.name}` prints, which cannot be captured into a CUDA graph "
                                    f"(tilecraft prints on the host after the kernel has run)")
@@ -442,12 +441,8 @@ class TritonKernel:
         options = dict(self._options, launch_pdl=True) if dependent else self._options
         if self.lowered.asserts:
             return self._launch_checked(grid, flat, stream, options)
-        with self._building:
-            if stream is None or stream_handle(stream) == current_stream():
-                self._fn.run(*flat, grid=grid, warmup=False, **options)
-            else:
-                with stream_context(stream):
-                    self._fn.run(*flat, grid=grid, warmup=False, **options)
+        with self._building, stream_context(stream):
+            self._fn.run(*flat, grid=grid, warmup=False, **options)
 
     def _launch_checked(self, grid: tuple[int, int, int], flat: tuple, stream: Any, options: dict[str, Any]) -> None:
         """A GPU launch of a kernel with `ct.assert_`: its stream is synchronized before the launch
@@ -461,7 +456,7 @@ class TritonKernel:
         fails; NVIDIA: the process must be terminated and relaunched). No API restores it in the
         process, so the error says so; blocks that finished before the trap may have stored
         their results, but the memory can no longer be read (see docs/testing.md)."""
-        with contextlib.nullcontext() if stream is None else stream_context(stream):
+        with stream_context(stream):
             current = torch.cuda.current_stream()
             capturing = torch.cuda.is_current_stream_capturing()
             if not capturing:

@@ -391,8 +391,7 @@ def stage_copy(x: torch.Tensor, copy: Copy, stream: Any, interpret: bool) -> tor
     """`x` copied as `copy` says (rounded to nearest even tfloat32 or not, transposed or not)
     into fresh scratch, on `stream`."""
     shape, strides = scratch_layout(x.shape, copy.transposed, x.element_size())
-    on_stream = stream is not None and x.is_cuda
-    with stream_context(stream) if on_stream else contextlib.nullcontext():
+    with stream_context(stream) if x.is_cuda else contextlib.nullcontext():
         out = torch.empty_strided(shape, strides, dtype=x.dtype, device=x.device)
         if x.numel():
             grid = (triton.cdiv(x.shape[0], TILE), triton.cdiv(x.shape[1], TILE))

@@ -16,7 +16,7 @@ from ...passes.block_merge import Merge
 from ..splitting import Grid, Split, auto_split, forced_split
 from ..stream_k import auto_programs
 from ..tile_splitting import MergeFinder, TilePieces, auto_count
-from .launching import stream_context
+from .launching import current_stream, stream_context, stream_handle
 
 _sms: dict[int, int] = {}
 _assumed: list[int] = []  # `assumed_sms`'s count, innermost last
@@ -113,8 +113,19 @@ def workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream:
         return torch.empty(shape, dtype=getattr(torch, dtype.name), device=_device(args))
 
 
+def quick_workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], stream: Any) -> torch.Tensor | None:
+    """`workspace` for the runtime's quick path: None, having allocated nothing, unless the
+    launch's tensors are on the current CUDA device and `stream` is its current stream (where
+    the allocation needs no stream made current, and the specialized launchers' device is the
+    one they were made on: the quick path compares neither)."""
+    device = _device(args)
+    if (device is None or device.type != "cuda" or device.index != torch._C._cuda_getDevice()
+            or stream_handle(stream) != current_stream()):
+        return None
+    return torch.empty(shape, dtype=getattr(torch, dtype.name), device=device)
+
+
 def _on_stream(args: Sequence[Any], stream: Any) -> Any:
     """A context making `stream` current where the launch's tensors are on a CUDA device."""
     device = _device(args)
-    on_cuda = stream is not None and device is not None and device.type == "cuda"
-    return stream_context(stream) if on_cuda else contextlib.nullcontext()
+    return stream_context(stream) if device is not None and device.type == "cuda" else contextlib.nullcontext()

@@ -1,0 +1,134 @@
+"""Where a split-K launch's time goes (GPU only): per long-K fp16 case of the size sweep and per
+split implementation (as launched, and forced ones as in size_sweep.py), the host time of one
+cached `ct.launch`, the GPU time of each kernel it runs (torch.profiler's CUDA kernel records:
+PARTIAL, FINISH, the unsplit kernel) and the time per launch of back-to-back launches (the
+slower of host and GPU), next to torch's; a cProfile of the host time of one case as launched.
+Writes JSON (a new file per run).
+
+    PYTHONPATH=$PWD python benchmarks/split_k_probe.py --out $OUT/split-k-probe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _results import claim  # noqa: E402
+from matmul import variant_backend  # noqa: E402
+
+import tilecraft as ct  # noqa: E402
+from tilecraft.library.matmul import matmul_kernel  # noqa: E402
+
+CASES = ((128, 256, 16384), (256, 256, 16384), (512, 512, 16384), (256, 512, 65536))
+TILES = (128, 256, 64)
+IMPLS = {"tilecraft": {}, "tilecraft-s16": {"split_k": 16}, "tilecraft-p4s16": {"split_k": 16, "tile_split": 4},
+         "tilecraft-unsplit": {"split_k": False, "tile_split": False, "stream_k": False}}
+
+
+def host_us(launch: Callable[[], Any], count: int = 200) -> float:
+    """The median host time of one call of `launch`, the GPU kept from backing up (synchronized
+    every 20 calls)."""
+    times = []
+    for i in range(count):
+        if i % 20 == 0:
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        launch()
+        times.append(time.perf_counter() - start)
+    torch.cuda.synchronize()
+    return statistics.median(times) * 1e6
+
+
+def back_to_back_us(launch: Callable[[], Any], count: int = 200) -> float:
+    """Wall time per launch of `count` launches in a row, synchronized at the end."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(count):
+        launch()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / count * 1e6
+
+
+def kernel_us(launch: Callable[[], Any], count: int = 20) -> dict[str, float]:
+    """Per CUDA kernel name, the mean GPU time of one launch's runs of it (torch.profiler)."""
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(count):
+            launch()
+        torch.cuda.synchronize()
+    totals: dict[str, float] = defaultdict(float)
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[event.name[:60]] += event.device_time / count
+    return {name: round(us, 2) for name, us in totals.items()}
+
+
+def profile_host(launch: Callable[[], Any]) -> None:
+    """Print where 200 launches spend their host time (cProfile, by own time)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(200):
+        launch()
+    profiler.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(16)
+
+
+def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
+    """The records of one case, per implementation and torch."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    ref = (a.double() @ b.double())
+    stream = torch.cuda.current_stream()
+    grid = (ct.cdiv(m, TILES[0]) * ct.cdiv(n, TILES[1]), 1, 1)
+    runs: dict[str, Callable[[], Any]] = {"torch": lambda: torch.matmul(a, b, out=c)}
+    for impl, options in IMPLS.items():
+        kernel = ct.kernel(matmul_kernel.fn)
+        extra = {} if not options else {"backend": variant_backend(impl.removeprefix("tilecraft-"), **options)}
+        runs[impl] = (lambda kernel=kernel, extra=extra:
+                      ct.launch(stream, grid, kernel, (a, b, c, *TILES), **extra))
+    records = []
+    for impl, launch in runs.items():
+        c.fill_(float("nan"))
+        for _ in range(3):
+            launch()
+        torch.cuda.synchronize()
+        err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+        rec = {"case": f"{m}x{n}x{k} float16", "impl": impl, "relerr": err, "host_us": host_us(launch),
+               "back_to_back_us": back_to_back_us(launch), "kernels_us": kernel_us(launch)}
+        records.append(rec)
+        if impl == "tilecraft" and (m, n) == (256, 256):
+            profile_host(launch)
+        print(f"{rec['case']:22s} {impl:18s} host {rec['host_us']:6.1f} us  back-to-back "
+              f"{rec['back_to_back_us']:6.1f} us  relerr {err:.1e}  {rec['kernels_us']}", flush=True)
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="JSON output (a new file)")
+    out = claim(p.parse_args(argv).out)
+    if not torch.cuda.is_available():
+        raise SystemExit("split_k_probe.py needs a CUDA GPU")
+    doc: dict[str, Any] = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                           "command": " ".join([sys.executable, *sys.argv]), "records": []}
+    for case in CASES:
+        doc["records"] += measure(*case)
+        out.write_json(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
