@@ -3,9 +3,10 @@ split implementation (as launched, and forced ones as in size_sweep.py), the hos
 cached `ct.launch`, the GPU time of each kernel it runs (torch.profiler's CUDA kernel records:
 PARTIAL, FINISH, the unsplit kernel) and the time per launch of back-to-back launches (the
 slower of host and GPU), next to torch's; a cProfile of the host time of one case as launched.
-Writes JSON (a new file per run).
+Writes JSON (a new file per run). `--search`: instead, only the GPU time of every split of more
+long-K cases within two waves (tiles cut into 1 to 8 pieces, 2 to 32 splits).
 
-    PYTHONPATH=$PWD python benchmarks/split_k_probe.py --out $OUT/split-k-probe.json
+    PYTHONPATH=$PWD python benchmarks/split_k_probe.py [--search] --out $OUT/split-k-probe.json
 """
 
 from __future__ import annotations
@@ -116,16 +117,51 @@ def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
     return records
 
 
+SEARCH_CASES = ((128, 256, 16384), (256, 256, 16384), (256, 256, 4096), (384, 512, 16384), (512, 512, 16384),
+                (512, 512, 4096), (1024, 1024, 16384), (256, 512, 65536))
+
+
+def search(m: int, n: int, k: int) -> list[dict[str, Any]]:
+    """GPU time (kernels only, torch.profiler) of the sample split every way within two waves:
+    tiles cut into P of 1, 2, 4, 8 pieces, the K loop into S of 2 to 32 splits of at least 512,
+    next to torch's kernels."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    stream = torch.cuda.current_stream()
+    blocks = ct.cdiv(m, TILES[0]) * ct.cdiv(n, TILES[1])
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    found = [{"case": f"{m}x{n}x{k} float16", "impl": "torch", "gpu_us": sum(kernel_us(
+        lambda: torch.matmul(a, b, out=c)).values())}]
+    for pieces in (1, 2, 4, 8):
+        for splits in (2, 4, 8, 16, 32):
+            if k // splits < 512 or blocks * pieces * splits > 2 * sms:
+                continue
+            name = variant_backend(f"p{pieces}s{splits}", split_k=splits, tile_split=pieces if pieces > 1 else True)
+            kernel = ct.kernel(matmul_kernel.fn)
+            launch = (lambda kernel=kernel, name=name:
+                      ct.launch(stream, (blocks, 1, 1), kernel, (a, b, c, *TILES), backend=name))
+            launch()
+            found.append({"case": f"{m}x{n}x{k} float16", "impl": f"p{pieces}s{splits}", "pieces": pieces,
+                          "splits": splits, "gpu_us": round(sum(kernel_us(launch).values()), 2)})
+    best = sorted(found, key=lambda r: r["gpu_us"])
+    print(f"{m}x{n}x{k}: " + ", ".join(f"{r['impl']} {r['gpu_us']:.1f}" for r in best), flush=True)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="JSON output (a new file)")
-    out = claim(p.parse_args(argv).out)
+    p.add_argument("--search", action="store_true", help="only the GPU time of every split (`search`)")
+    args = p.parse_args(argv)
+    out = claim(args.out)
     if not torch.cuda.is_available():
         raise SystemExit("split_k_probe.py needs a CUDA GPU")
     doc: dict[str, Any] = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                            "command": " ".join([sys.executable, *sys.argv]), "records": []}
-    for case in CASES:
-        doc["records"] += measure(*case)
+    for case in SEARCH_CASES if args.search else CASES:
+        doc["records"] += search(*case) if args.search else measure(*case)
         out.write_json(doc)
     return 0
 

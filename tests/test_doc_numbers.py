@@ -186,7 +186,7 @@ def test_every_benchmark_writing_results_claims_its_file():
     assert {p.name for p in WRITERS} == {"attention_probe.py", "compile_time.py", "cutile_samples.py", "gluon_attention_probe.py",
                                         "gluon_matmul_probe.py", "attention_lengths.py", "launch_side_by_side.py",
                                         "matmul.py", "matmul_probe.py", "merge_probe.py", "merge_side_by_side.py", "power_probe.py", "row_l2_probe.py",
-                                        "row_probe.py", "fresh_output_probe.py",
+                                        "row_probe.py", "fresh_output_probe.py", "split_k_probe.py",
                                         "rowwise.py", "schedule_sweep.py", "timing_modes.py",
                                         "side_by_side.py", "size_sweep.py", "staging_probe.py", "tail_split_probe.py", "tc3_probe.py",
                                         "tf32_probe.py"}

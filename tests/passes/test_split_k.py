@@ -108,14 +108,15 @@ def test_matmul_sample_splits_into_two_verified_kernels():
 
 
 def test_automatic_split_count():
-    """Splits for grids that leave most SMs idle, as many as fit the SMs and keep each split's
-    share of K at least MIN_SPLIT_K (1024), of whole tiles where they may not be cut."""
-    assert auto_split((2, 1, 1), 132, 16384) == (1, 16)    # 256x256x16384 with 128x256 tiles: 16 of 1024
+    """Whole tiles (tiles that may not be cut): splits of grids that fill at most half the SMs, of
+    at least MIN_SPLIT_K (512) each, within the SMs, as many as the model finds worth their
+    workspace and FINISH (WORKSPACE_K, FINISH_K); none where one split is rated fastest."""
+    assert auto_split((2, 1, 1), 132, 16384) == (1, 32)    # 256x256x16384 with 128x256 tiles
     assert auto_split((4, 1, 1), 132, 65536) == (1, 33)    # 256x512x65536: as many as fit the SMs
     assert auto_split((32, 1, 1), 132, 16384) == (1, 4)    # 1024x1024x16384
-    assert auto_split((32, 1, 1), 132, 1024) is None  # 1024^3: K too short for two splits
-    assert auto_split((8, 1, 1), 132, 2047) is None
-    assert auto_split((8, 1, 1), 132, 2048) == (1, 2)
+    assert auto_split((32, 1, 1), 132, 1024) is None  # 1024^3: two splits would not pay their FINISH
+    assert auto_split((8, 1, 1), 132, 1023) is None   # K too short for two splits
+    assert auto_split((8, 1, 1), 132, 1024) == (1, 2)
     assert auto_split((66, 1, 1), 132, 65536) == (1, 2)
     assert auto_split((67, 1, 1), 132, 65536) is None  # more than half the SMs busy already
     assert auto_split((4, 2, 1), 132, 65536) is None   # 2-D grids keep their kernel
@@ -123,18 +124,21 @@ def test_automatic_split_count():
 
 
 def test_automatic_split_of_cut_tiles():
-    """Where whole tiles split as far as K allows still leave SMs idle, the tiles are cut into the
-    pieces whose blocks finish first by the model P * S * piece_speed (128x256 tiles: 128x128
-    pieces 0.95, 64x128 0.70, 64x64 0.52 of a whole tile's speed), the fewest on a tie."""
+    """Tiles that may be cut: the pieces and splits the model K / (P * S * speed) + WORKSPACE_K
+    * G * S + FINISH_K rates fastest, the fastest of every case measured on the H200
+    (split-k-search-h200-2026-12-03.json; 128x256 tiles: 128x128 pieces 0.95, 64x128 0.70, 64x64
+    0.52 of a whole tile's speed); none where cutting the tiles alone beats every split."""
     cuts, whole = (1, 2, 4, 8), 128 * 256
-    assert auto_split((2, 1, 1), 132, 16384, cuts, whole) == (4, 16)   # 128 blocks of 64x128, 16 splits
-    assert auto_split((2, 1, 1), 132, 8192, cuts, whole) == (8, 8)     # K allows 8 splits: 64x64 pieces
-    assert auto_split((4, 1, 1), 132, 65536, cuts, whole) == (1, 33)   # whole tiles fill the SMs already
-    assert auto_split((8, 1, 1), 132, 16384, cuts, whole) == (1, 16)
-    assert auto_split((6, 1, 1), 132, 16384, cuts, whole) == (2, 11)   # 132 blocks of 128x128
-    assert auto_split((2, 1, 1), 132, 16384, (1,), whole) == (1, 16)   # tiles that may not be cut
+    assert auto_split((1, 1, 1), 132, 16384, cuts, whole) == (8, 16)   # 128x256x16384
+    assert auto_split((2, 1, 1), 132, 16384, cuts, whole) == (4, 16)   # 256x256x16384
+    assert auto_split((2, 1, 1), 132, 4096, cuts, whole) == (8, 8)
+    assert auto_split((8, 1, 1), 132, 16384, cuts, whole) == (2, 8)    # 512x512x16384
+    assert auto_split((8, 1, 1), 132, 4096, cuts, whole) == (4, 4)
+    assert auto_split((32, 1, 1), 132, 16384, cuts, whole) == (2, 2)   # 1024x1024x16384
+    assert auto_split((4, 1, 1), 132, 65536, cuts, whole) == (2, 16)   # 256x512x65536
+    assert auto_split((8, 1, 1), 132, 2048, cuts, whole) is None       # 8 pieces, unsplit
+    assert auto_split((2, 1, 1), 132, 16384, (1,), whole) == (1, 32)   # tiles that may not be cut
     assert auto_split((2, 1, 1), 132, 16384, (4,), whole) == (4, 16)   # a count forced for the tiles
-    assert auto_split((64, 1, 1), 132, 2048, cuts, whole) == (1, 2)
 
 
 def test_split_from_the_gpus_sm_count(monkeypatch):
@@ -160,9 +164,9 @@ def test_split_from_the_gpus_sm_count(monkeypatch):
     assert split_launch.choose((2, 1, 1), args, 5, 16384, forced) == (2, 5)
     assert split_launch.choose((2, 3, 1), args, 5, 16384, whole) is None
     monkeypatch.setattr(split_launch, "_device", lambda args: torch.device("cuda", 0))
-    assert split_launch.choose((2, 1, 1), args, None, 16384, whole) == (1, 16)
+    assert split_launch.choose((2, 1, 1), args, None, 16384, whole) == (1, 32)
     assert split_launch.choose((2, 1, 1), args, None, 16384, cut) == (4, 16)
-    assert split_launch.choose((2, 1, 1), args, None, 16384, forced) == (2, 16)
+    assert split_launch.choose((2, 1, 1), args, None, 16384, forced) == (2, 29)
     assert split_launch.choose((2, 1, 1), args, 3, 16384, cut) == (1, 3)
 
 

@@ -139,8 +139,8 @@ def test_what_a_grid_runs(capsys):
     # 2 blocks, K of 16 times 1024: tiles cut in 4 (64x128 pieces) fill 128 of the 132 SMs
     assert "split the K loop 16 ways, each output tile cut into 4 pieces, PARTIAL on (8, 16, 1)" in inspect_kernel(
         matmul_kernel, long_k, grid=(2,)).summary()
-    assert "split the K loop 16 ways, PARTIAL on (8, 16, 1)" in inspect_kernel(
-        matmul_kernel, long_k, grid=(8,)).summary()  # 8 blocks: 16 splits fill 128 SMs with whole tiles
+    assert "split the K loop 8 ways, each output tile cut into 2 pieces, PARTIAL on (16, 8, 1)" in inspect_kernel(
+        matmul_kernel, long_k, grid=(8,)).summary()  # 8 blocks: half the splits of whole tiles, half the workspace
     assert cli(["inspect", f"{LIBRARY}:matmul_kernel", "float32[1000,700]", "float32[700,500]", "float32[1000,500]",
                 "32", "32", "32", "--grid", "512,1,1"]) == 0
     assert "merged 2 x 2" in capsys.readouterr().out

@@ -20,15 +20,29 @@ from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, Fus
                    SpecializedLaunchers, WrappedKernel, array_facts, fused_on_grid)
 from .tile_splitting import piece_speed
 
-MIN_SPLIT_K = 1024
-"""Each split walks at least this much of the K loop's extent: every split costs a workspace tile
-written and read once, which shorter chunks do not pay back. H200, fp16 with 128x256x64 tiles
-(`size-sweep-h200-2026-12-03-b.json`): 256x256x16384 0.33x torch as launched (tile-split), 0.57x
-in 16 splits of 1024, 0.42x in 64 of 256; cubic sizes, whose K is short, ran slower split at
-every count (`size-sweep-h200-2026-12-01-e.json`)."""
+MIN_SPLIT_K = 512
+"""Each split walks at least this much of the K loop's extent: the shortest splits measured
+(`WORKSPACE_K`); 256x256x4096 ran fastest in 8 of 512."""
+
+WORKSPACE_K = 5
+"""What a split's workspace tile costs (PARTIAL writes it, FINISH reads it back: 8 bytes per
+output element in fp32, through the shared memory bandwidth), in steps of K of one block's MMA
+loop: about 4 x an SM's MMA rate / the GPU's memory bandwidth, ~5.8 for fp16 on the H200.
+`auto_split`'s model with this value picked the fastest split of every fp16 case measured
+(GPU time of PARTIAL and FINISH, 128x256x64 tiles cut into 1 to 8 pieces, 2 to 32 splits:
+benchmarks/results/split-k-search-h200-2026-12-03.json): 128x256x16384 8 pieces x 16 splits
+(7.3 us, torch 8.2), 256x256x16384 4 x 16 (9.1, torch 9.3), 256x256x4096 8 x 8 (5.5, 6.1),
+512x512x16384 2 x 8 (18.2 against 23.2 for whole tiles x 16; torch 16.9), 512x512x4096 4 x 4
+(8.7, 8.7), 1024x1024x16384 2 x 2 (54.0, 51.1); 256x512x65536 2 x 16 (37.0 against the best
+36.9; torch 32.9). Values from 4 to 6 pick the same; 2 or 8 pick splits up to 24% slower."""
+
+FINISH_K = 256
+"""What FINISH costs besides the workspace, in the same steps: its launch and pass, 2.5-2.8 us on
+the H200 for 128x256 and 256x256 outputs (split-k-probe-h200-2026-12-03-b.json), about 270 steps
+of a 128x256x64 block's loop (151 us for 16384 unsplit). It keeps short K loops unsplit where
+cutting the tiles alone fills the GPU (512x512x2048: 8 pieces, no split)."""
 
 Grid = tuple[int, int, int]
-
 
 Split = tuple[int, int]
 """How a launch splits: (P, S), each output tile cut into P pieces (1: whole), the K loop of
@@ -39,22 +53,25 @@ def auto_split(grid: Grid, sms: int, k_extent: int | None, pieces: Sequence[int]
                tile_elements: int = 0) -> Split | None:
     """How a launch on `grid` splits on a GPU of `sms` SMs when the K loop reaches `k_extent`
     (None: not known), its tiles of `tile_elements` cut into one of `pieces` (1: whole): a 1-D
-    grid of G blocks that fills at most half of them. For P pieces, S is as many splits as keep
-    G * P * S within the SMs and each split's share of K at least MIN_SPLIT_K, where that is 2 or
-    more; of those, the P whose blocks get through their work fastest by the model P * S *
-    `piece_speed` (each block's work shrinks P * S times, at the speed of its piece), the fewest
-    pieces on a tie. None where no P gets two splits."""
+    grid of G blocks that fills at most half of them. Of the splits into P pieces and S splits
+    of at least MIN_SPLIT_K that run in one wave (G * P * S blocks at most the SMs), the one the
+    model K / (P * S * speed(P)) + WORKSPACE_K * G * S + FINISH_K rates fastest (each block's MMA
+    loop shortened P * S times, at its piece's speed relative to the whole tile's: `piece_speed`;
+    plus the workspace's traffic and FINISH), where it beats S = 1 (no split-K, no FINISH: the
+    kernel wrapped, tile split on its own); None otherwise."""
     blocks, y, z = grid
     if y != 1 or z != 1 or blocks * 2 > sms or k_extent is None:
         return None
+    whole = piece_speed(tile_elements)
 
-    def splits(count: int) -> int:
-        return min(sms // (blocks * count), k_extent // MIN_SPLIT_K)
+    def cost(split: Split) -> float:
+        p, s = split
+        speed = 1.0 if p == 1 else piece_speed(tile_elements // p) / whole
+        return k_extent / (p * s * speed) + (WORKSPACE_K * blocks * s + FINISH_K if s > 1 else 0)
 
-    found = [(p, splits(p)) for p in pieces if splits(p) >= 2]
-    if not found:
-        return None
-    return max(found, key=lambda f: (f[0] * f[1] * piece_speed(tile_elements // f[0]), -f[0]))
+    found = [(p, s) for p in pieces for s in range(1, min(sms // (blocks * p), k_extent // MIN_SPLIT_K) + 1)]
+    best = min(found, key=lambda f: (cost(f), f), default=None)
+    return None if best is None or best[1] < 2 else best
 
 
 def forced_split(grid: Grid, splits: int, pieces: int = 1) -> Split | None:

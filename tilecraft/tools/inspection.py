@@ -82,11 +82,10 @@ class Inspection:
             text += f"\nfitted to the GPU: {step} ({why})"
         if self.split_k:
             text += ("\nsplit-K variants: a 1-D grid of G blocks filling at most half the SMs, with a K loop "
-                     "reaching K, runs as PARTIAL on (G * P, S, 1) then FINISH on (G * P, R, 1): each output tile "
-                     "cut into P pieces (1: whole), the K loop into S = min(SMs // (G * P), "
-                     f"K // {MIN_SPLIT_K}) splits where that is 2 or more, P the count whose blocks finish first "
-                     "(backends/splitting.py `auto_split`), R row slices per tile; the stages shown are the unsplit "
-                     "kernel's")
+                     "reaching K, may run as PARTIAL on (G * P, S, 1) then FINISH on (G * P, R, 1): each output "
+                     f"tile cut into P pieces (1: whole), the K loop into S splits of at least {MIN_SPLIT_K}, G * P * S "
+                     "within the SMs, P and S those a cost model rates fastest (backends/splitting.py `auto_split`), "
+                     "R row slices per tile; the stages shown are the unsplit kernel's")
         if self.warp_specialized == "shown variant":
             text += ("\nwarp-specialized variant shown: grids of 256 blocks or more that fill the SMs' last round "
                      "well run as this persistent Gluon kernel (backends/gluon/lower.py `deals_evenly`); the "
