@@ -14,15 +14,13 @@ Prints only (no result file): paste what matters into a results row.
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import statistics
 
 import torch
 
 import cuda.tile as ct  # tilecraft through the conformance shim, or cuTile
 import MatMul  # the sample, from .conformance/samples
-from probing import host_rounds
+from probing import host_rounds, print_host_profile
 
 
 def main() -> None:
@@ -60,13 +58,7 @@ def main() -> None:
     print(f"{m}x{n}x{k} {args.dtype} {args.tiles}: host {host_us:.1f} us per launch (median of {len(rounds)} rounds "
           f"of 10, min {min(rounds):.1f}), "
           f"back to back {gpu_us:.1f} us per launch", flush=True)
-    profile = cProfile.Profile()
-    profile.enable()
-    for _ in range(20):
-        launch()
-    profile.disable()
-    torch.cuda.synchronize()
-    pstats.Stats(profile).sort_stats("cumtime").print_stats(16)
+    print_host_profile(launch, 20, "cumtime")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ benchmark.
 
 from __future__ import annotations
 
+import cProfile
+import pstats
 import re
 import time
 from dataclasses import dataclass
@@ -200,3 +202,15 @@ def host_rounds(launch: Callable[[], None], rounds: int = 20, per_round: int = 1
         times.append((time.perf_counter() - start) / per_round * 1e6)
     torch.cuda.synchronize()
     return times
+
+
+def print_host_profile(launch: Callable[[], None], launches: int, sort: str) -> None:
+    """Print where `launches` calls of `launch` spend their host time (cProfile, sorted by `sort`:
+    "tottime" or "cumtime"), the top 16."""
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(launches):
+        launch()
+    profile.disable()
+    torch.cuda.synchronize()
+    pstats.Stats(profile).sort_stats(sort).print_stats(16)

@@ -1,8 +1,9 @@
 """Where a split-K launch's time goes (GPU only): per long-K fp16 case of the size sweep and per
-split implementation (as launched, and forced ones as in size_sweep.py), the host time of one
-cached `ct.launch`, the GPU time of each kernel it runs (torch.profiler's CUDA kernel records:
-PARTIAL, FINISH, the unsplit kernel) and the time per launch of back-to-back launches (the
-slower of host and GPU), next to torch's; a cProfile of the host time of one case as launched.
+split implementation (as launched, and forced ones as in size_sweep.py), the host time per
+cached `ct.launch` (`probing.host_rounds`' median), the GPU time of each kernel it runs
+(torch.profiler's CUDA kernel records: PARTIAL, FINISH, the unsplit kernel) and the time per
+launch of back-to-back launches (the slower of host and GPU), next to torch's; a cProfile of the
+host time of one case as launched.
 Writes JSON (a new file per run). `--search`: instead, only the GPU time of every split of more
 long-K cases within two waves (tiles cut into 1 to 8 pieces, 2 to 32 splits).
 
@@ -12,8 +13,6 @@ long-K cases within two waves (tiles cut into 1 to 8 pieces, 2 to 32 splits).
 from __future__ import annotations
 
 import argparse
-import cProfile
-import pstats
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import claim  # noqa: E402
 from matmul import variant_backend  # noqa: E402
+from probing import host_rounds, print_host_profile  # noqa: E402
 
 import tilecraft as ct  # noqa: E402
 from tilecraft.library.matmul import matmul_kernel  # noqa: E402
@@ -34,20 +34,6 @@ CASES = ((128, 256, 16384), (256, 256, 16384), (512, 512, 16384), (256, 512, 655
 TILES = (128, 256, 64)
 IMPLS = {"tilecraft": {}, "tilecraft-s16": {"split_k": 16}, "tilecraft-p4s16": {"split_k": 16, "tile_split": 4},
          "tilecraft-unsplit": {"split_k": False, "tile_split": False, "stream_k": False}}
-
-
-def host_us(launch: Callable[[], Any], count: int = 200) -> float:
-    """The median host time of one call of `launch`, the GPU kept from backing up (synchronized
-    every 20 calls)."""
-    times = []
-    for i in range(count):
-        if i % 20 == 0:
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        launch()
-        times.append(time.perf_counter() - start)
-    torch.cuda.synchronize()
-    return statistics.median(times) * 1e6
 
 
 def back_to_back_us(launch: Callable[[], Any], count: int = 200) -> float:
@@ -74,17 +60,6 @@ def kernel_us(launch: Callable[[], Any], count: int = 20) -> dict[str, float]:
     return {name: round(us, 2) for name, us in totals.items()}
 
 
-def profile_host(launch: Callable[[], Any]) -> None:
-    """Print where 200 launches spend their host time (cProfile, by own time)."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(200):
-        launch()
-    profiler.disable()
-    torch.cuda.synchronize()
-    pstats.Stats(profiler).sort_stats("tottime").print_stats(16)
-
-
 def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
     """The records of one case, per implementation and torch."""
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -107,11 +82,12 @@ def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
             launch()
         torch.cuda.synchronize()
         err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-        rec = {"case": f"{m}x{n}x{k} float16", "impl": impl, "relerr": err, "host_us": host_us(launch),
+        rec = {"case": f"{m}x{n}x{k} float16", "impl": impl, "relerr": err,
+               "host_us": statistics.median(host_rounds(launch)),
                "back_to_back_us": back_to_back_us(launch), "kernels_us": kernel_us(launch)}
         records.append(rec)
         if impl == "tilecraft" and (m, n) == (256, 256):
-            profile_host(launch)
+            print_host_profile(launch, 200, "tottime")
         print(f"{rec['case']:22s} {impl:18s} host {rec['host_us']:6.1f} us  back-to-back "
               f"{rec['back_to_back_us']:6.1f} us  relerr {err:.1e}  {rec['kernels_us']}", flush=True)
     return records
