@@ -21,9 +21,9 @@ ms: above 1, faster than torch.
 
 --split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
 split may pay: its grid of 128x256 tiles fills at most a few waves), fp16 shapes of few output
-tiles and long K loops (128x256x16384 to 1024x1024x16384, 256x512x65536) and the small fp32 cases
+tiles and long K loops (128x256x16384 to 1024x1024x16384, 256x512x65536), the small fp32 cases
 (TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
-step), unsplit and with its K loop
+step) and two fp32 ones of long K loops (256x256x16384, 512x512x16384: staged, then split), unsplit and with its K loop
 split (passes/split_k.py) next to torch, interleaved: one implementation `tilecraft-s<N>` per
 count N of COUNTS (whole tiles), forced on a backend of its own, where `auto` is the split
 `backends.splitting.auto_split` gives the grid on this GPU, `tilecraft-p<P>s<N>` where it cuts the
@@ -82,7 +82,7 @@ ROW_LENGTHS = (256, 512, 1000, 1024, 2048, 4096, 5000, 8192, 16384, 32768)
 SPLIT_SQUARE = (512, 1024, 1536, 2048)
 SPLIT_LONG_K = ((128, 256, 16384), (256, 256, 16384), (384, 512, 16384), (512, 512, 16384), (1024, 1024, 16384),
                 (256, 512, 65536))
-SPLIT_TF32 = ((512, 512, 768), (1000, 500, 700), (1024, 1024, 1024))
+SPLIT_TF32 = ((512, 512, 768), (1000, 500, 700), (1024, 1024, 1024), (256, 256, 16384), (512, 512, 16384))
 SMOKE_MATMUL = ((64, 64, 64, torch.float16), (37, 29, 45, torch.float16), (40, 24, 56, torch.float32))
 SMOKE_ROWS, SMOKE_ROW_LENGTHS = 3, (100, 256)
 
