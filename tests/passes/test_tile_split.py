@@ -640,6 +640,28 @@ def test_specialized_launcher_chooses_once_per_grid():
     assert asked == [(4, 1, 1), (2, 1, 1)] and list(wrapped._variants) == [2]
 
 
+def test_variant_launcher_fused_launch_needs_a_grid_taking_one():
+    """Made after a variant's launch, the launcher has the variant's fused launch where the
+    variant's launcher makes one for a given grid (the user's, and the one the variant runs);
+    one whose fused launch takes no grid (a warp-specialized launcher's, made for the grid it
+    ran) gives none: it would be handed the user's grid. It raised a TypeError before, in the GPU
+    suite with a staged kernel wrapped once more (gpu-tests-h200-2026-12-03-r.xml.gz)."""
+    from types import SimpleNamespace
+
+    made = []
+    with_grid = SimpleNamespace(launch=lambda *a, **k: None,
+                                fused_launch=lambda grid: made.append(grid) or "fused")
+    without = SimpleNamespace(launch=lambda *a, **k: None, fused_launch=lambda: "made for another grid")
+    for inner, want in ((with_grid, "fused"), (without, None)):
+        variant = SimpleNamespace(launch=lambda *a, **k: None, specialize=lambda args, inner=inner: inner)
+        kernel = TileSplitKernel(SimpleNamespace(launch=lambda *a, **k: None), lambda count: "fn",
+                                 lambda fn, count, variant=variant: variant, lambda grid, args: 4)
+        args = [object()]
+        kernel.launch((3, 1, 1), args)
+        assert kernel.specialize(args).fused_launch() == want
+    assert made == [((3, 1, 1), (12, 1, 1))]
+
+
 def _split_sources(n: int, k: int, **options) -> tuple[str, str]:
     """The Triton sources of the sample (fp16 n x n x k, 64x128x64 tiles, kernel `options`) as
     compiled and as its variant split 2 ways (a Triton backend's choices)."""

@@ -346,7 +346,7 @@ def fused_on_grid(launcher: Any, grid: tuple[int, int, int]) -> FusedLaunch | No
     restricted here. None where there is none (a wrapped kernel has none of its own: its
     attributes are its main's)."""
     fused = None if isinstance(launcher, WrappedKernel) else getattr(launcher, "fused_launch", None)
-    if fused is not None and "grid" in inspect.signature(fused).parameters:
+    if _takes_grid(fused):
         return fused(grid=(grid, grid))
     made = None if fused is None else fused()
     if made is None or made.grid == grid:
@@ -354,3 +354,18 @@ def fused_on_grid(launcher: Any, grid: tuple[int, int, int]) -> FusedLaunch | No
     if made.grid is None and made.native is None:
         return FusedLaunch(f"(gx, gy, gz) == {grid} and ({made.expr})", made.env, None, grid)
     return None
+
+
+def fused_on_variant_grid(launcher: Any, grid: tuple[int, int, int],
+                          launched: tuple[int, int, int]) -> FusedLaunch | None:
+    """The fused launch of a variant's specialized launcher `launcher` for the user's `grid`,
+    which the variant launches on `launched` (merged blocks, split tiles): made for that pair
+    where its `fused_launch` takes a grid; None otherwise (one made for the grid it ran would be
+    handed the user's grid: a warp-specialized launcher's)."""
+    fused = getattr(launcher, "fused_launch", None)
+    return fused(grid=(grid, launched)) if _takes_grid(fused) else None
+
+
+def _takes_grid(fused: Any) -> bool:
+    """Whether `fused` is a `fused_launch` that makes its launch for a grid it is given."""
+    return fused is not None and "grid" in inspect.signature(fused).parameters

@@ -28,7 +28,7 @@ from ..ir import Function
 from ..passes.block_merge import MERGED_GROUP, BlockMerges, Merge
 from ..passes.tile_split import TileSplits
 from .base import (INDEX32_LIMIT, ArrayFacts, ChosenPerGrid, CompiledKernel, LastLaunch, SpecializedLaunchers,
-                   WrappedKernel, fused_on_grid)
+                   WrappedKernel, fused_on_grid, fused_on_variant_grid)
 
 Grid = tuple[int, int, int]
 
@@ -507,8 +507,7 @@ class GridVariantLauncher:
         elif ran is not None:
             grid, count = ran
             inner = self._launchers.remember(count, kernel.variant(count), args)
-            fused = getattr(inner, "fused_launch", None)
-            self._fused = None if fused is None else fused(grid=(grid, kernel.variant_grid(grid, count)))
+            self._fused = fused_on_variant_grid(inner, grid, kernel.variant_grid(grid, count))
 
     def fused_launch(self) -> Any:
         """The variant's launch on the grid the launch before this launcher ran, for the
