@@ -26,8 +26,9 @@ MIN_SPLIT_K = 512
 
 WORKSPACE_K = 5
 """What a split's workspace tile costs (PARTIAL writes it, FINISH reads it back: 8 bytes per
-output element in fp32, through the shared memory bandwidth), in steps of K of one block's MMA
-loop: about 4 x an SM's MMA rate / the GPU's memory bandwidth, ~5.8 for fp16 on the H200.
+output element in fp32, through the memory bandwidth all blocks share), in steps of K of one
+block's MMA loop: about 4 x an SM's MMA rate / the GPU's memory bandwidth, ~5.8 for fp16 on the
+H200.
 `auto_split`'s model with this value picked the fastest split of every fp16 case measured
 (GPU time of PARTIAL and FINISH, 128x256x64 tiles cut into 1 to 8 pieces, 2 to 32 splits:
 benchmarks/results/split-k-search-h200-2026-12-03.json): 128x256x16384 8 pieces x 16 splits
