@@ -14,7 +14,6 @@ that native call as one expression, for the runtime's quick path, which with it 
 from __future__ import annotations
 
 import contextlib
-
 import functools
 import re
 import threading
@@ -74,10 +73,15 @@ def current_stream() -> int:
     return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
 
 
+def is_current(stream: Any) -> bool:
+    """Whether launching on `stream` is launching on the current stream (None stands for it)."""
+    return stream is None or stream_handle(stream) == current_stream()
+
+
 def stream_context(stream: Any) -> Any:
-    """Make `stream` current for the duration of a `with`: nothing to do where it is None or
-    current already (making a stream current costs tens of microseconds of host time)."""
-    if stream is None or stream_handle(stream) == current_stream():
+    """Make `stream` current for the duration of a `with`: nothing to do where it is
+    (`is_current`; making a stream current costs tens of microseconds of host time)."""
+    if is_current(stream):
         return contextlib.nullcontext()
     if not isinstance(stream, torch.cuda.Stream):
         stream = torch.cuda.ExternalStream(stream_handle(stream))

@@ -16,7 +16,7 @@ from ...passes.block_merge import Merge
 from ..splitting import Grid, Split, auto_split, forced_split
 from ..stream_k import auto_programs
 from ..tile_splitting import MergeFinder, TilePieces, auto_count
-from .launching import current_stream, stream_context, stream_handle
+from .launching import is_current, stream_context
 
 _sms: dict[int, int] = {}
 _assumed: list[int] = []  # `assumed_sms`'s count, innermost last
@@ -119,8 +119,7 @@ def quick_workspace(shape: tuple[int, ...], dtype: DType, args: Sequence[Any], s
     the allocation needs no stream made current, and the specialized launchers' device is the
     one they were made on: the quick path compares neither)."""
     device = _device(args)
-    if (device is None or device.type != "cuda" or device.index != torch._C._cuda_getDevice()
-            or stream_handle(stream) != current_stream()):
+    if device is None or device.type != "cuda" or device.index != torch._C._cuda_getDevice() or not is_current(stream):
         return None
     return torch.empty(shape, dtype=getattr(torch, dtype.name), device=device)
 
