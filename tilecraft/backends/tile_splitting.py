@@ -385,6 +385,15 @@ class TilePieces:
         return 0 if self.splits is None else math.prod(self.splits.shape)
 
 
+def tile_pieces(splits: TileSplits | None, forced: int | None) -> TilePieces:
+    """How tiles that `splits` can cut (None: none) may be cut: into any count of pieces at
+    least MIN_AUTO_DIM long, or into `forced` on every launch where that is a count they allow;
+    not at all where no count is left."""
+    counts = [] if splits is None else splits.counts(MIN_AUTO_DIM) if forced is None else [
+        c for c in splits.counts() if c == forced]
+    return TilePieces(splits, tuple(counts), forced) if counts else TilePieces(None, ())
+
+
 def piece_facts(splits: TileSplits, count: int, facts: Sequence[ArrayFacts | None]) -> list[ArrayFacts | None]:
     """The parameters' facts for the variant split `count` ways. Along an array axis that the
     user's tiles do not divide, a tile straddles the end and a piece of it may lie wholly past

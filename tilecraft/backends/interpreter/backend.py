@@ -22,7 +22,7 @@ from ..resident_rows import ResidentRowsKernel, RowLengths
 from ..splitting import SplitKernel, check_split_option, forced_split
 from ..stream_k import StreamKKernel
 from ..tile_splitting import (BlockMergeKernel, MergeFinder, TilePieces, TileSplitKernel, check_merge_option,
-                              forced_shape)
+                              forced_shape, tile_pieces)
 from . import atomic, control, elementwise, memory, mma, reduce, shape  # noqa: F401  (rules)
 from .registry import BID_SLOT, NUM_BLOCKS_SLOT, Compiler, Runner, missing_rules
 from .scalars import bind
@@ -135,10 +135,7 @@ class InterpreterBackend:
     def _tile_pieces(self, fn: Function) -> TilePieces:
         """The forced `tile_split`, where `fn` allows it."""
         forced = self._tile_split
-        splits = tile_splits(fn) if forced is not None else None
-        if splits is None or forced not in splits.counts():
-            return TilePieces(None, ())
-        return TilePieces(splits, (forced,), forced)
+        return tile_pieces(tile_splits(fn), forced) if forced is not None else TilePieces(None, ())
 
     def _tiles_kernel(self, kernel: InterpretedKernel, fn: Function,
                       pieces: TilePieces) -> InterpretedKernel | TileSplitKernel | BlockMergeKernel:

@@ -39,8 +39,8 @@ from ..base import ArrayFacts, BackendKind  # noqa: E402
 from ..resident_rows import ResidentRowsKernel, RowLengths  # noqa: E402
 from ..splitting import SplitKernel, check_split_option, part_facts  # noqa: E402
 from ..stream_k import StreamKKernel, stream_k_facts  # noqa: E402
-from ..tile_splitting import (MIN_AUTO_DIM, BlockMergeKernel, MergeFinder, TileSplitKernel, auto_shapes,  # noqa: E402
-                              TilePieces, check_merge_option, forced_shape, piece_facts)
+from ..tile_splitting import (BlockMergeKernel, MergeFinder, TileSplitKernel, TilePieces, auto_shapes,  # noqa: E402
+                              check_merge_option, forced_shape, piece_facts, tile_pieces)
 from . import interpret_workarounds, split_launch  # noqa: E402
 from .operand_staging import StagedKernel  # noqa: E402
 from .compile import TritonKernel  # noqa: E402
@@ -308,11 +308,7 @@ class TritonBackend:
         any count of pieces at least MIN_AUTO_DIM long (automatic) or the one forced."""
         if not self._considers(self._tile_split, knobs.TILE_SPLIT, opt_in=False):
             return TilePieces(None, ())
-        splits = tile_splits(fn)
-        forced = None if self._tile_split is True else self._tile_split
-        counts = [] if splits is None else splits.counts(MIN_AUTO_DIM) if forced is None else [
-            c for c in splits.counts() if c == forced]
-        return TilePieces(splits, tuple(counts), forced) if counts else TilePieces(None, ())
+        return tile_pieces(tile_splits(fn), None if self._tile_split is True else self._tile_split)
 
     def _block_merge_kernel(self, kernel: TritonKernel, fn: Function, facts: Sequence[ArrayFacts | None],
                             target: Target, staged: bool = False) -> TritonKernel | BlockMergeKernel:
