@@ -23,8 +23,8 @@ ms: above 1, faster than torch.
 split may pay: its grid of 128x256 tiles fills at most a few waves), fp16 shapes of few output
 tiles and long K loops (128x256x16384 to 1024x1024x16384, 256x512x65536), the small fp32 cases
 (TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
-step) and two fp32 ones of long K loops (256x256x16384, 512x512x16384: a launch that stages its
-operands does not split), unsplit and with its K loop split (passes/split_k.py) next to torch,
+step) and two fp32 ones of long K loops (256x256x16384, 512x512x16384: their launches stage
+the operands and split the staged kernel), unsplit and with its K loop split (passes/split_k.py) next to torch,
 interleaved: one implementation `tilecraft-s<N>` per count N of COUNTS (whole tiles), forced on
 a backend of its own, where `auto` is the split `backends.splitting.auto_split` gives the grid
 on this GPU, `tilecraft-p<P>s<N>` where it cuts the tiles into P pieces (none where it declines:

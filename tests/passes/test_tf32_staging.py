@@ -173,6 +173,45 @@ def test_forced_staging_is_bit_identical(dev, staged_backend, loads):
         assert all("make_tensor_descriptor" in k.source for c in compiled for k in c.compiled_variants)
 
 
+def _staged_splits(compiled: list) -> list:
+    """The split-K wrapper of each compiled variant's staged kernel (None where it has none)."""
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.splitting import SplitKernel
+    return [wrapped_as(v, SplitKernel) for c in compiled for v in c.compiled_variants]
+
+
+@pytest.mark.only_backends("triton-interpret", "triton")
+def test_staged_launches_split(dev, backend_variant):
+    """100x72x302 with 32x32x32 tiles, staged and split 3 ways on every launch: PARTIAL and FINISH
+    of the staged kernel run on the copies, within tf32 error of float64 (of the rounded inputs)
+    on a poisoned output."""
+    name = backend_variant("staged-split3", stage_operands=True, split_k=3, stream_k=False)
+    a, b = _mats(100, 72, 302)
+    got, compiled = _matmul(dev, name, a, b, (32, 32, 32))
+    assert _staged_ran(compiled)
+    splits = _staged_splits(compiled)
+    assert splits and all(s is not None and s.compiled_variants for s in splits)
+    ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+    np.testing.assert_allclose(got, ref, atol=1e-5 * np.sqrt(302), rtol=1e-5)
+
+
+@pytest.mark.only_backends("triton")
+def test_automatic_staged_split_on_the_gpu(dev):
+    """256x256x16384 float32 with 128x256x32 tiles: 4M-element operands, so the launch stages,
+    and 2 blocks walking a long K loop, so it splits the staged kernel (its tiles cut into
+    pieces); within tf32 error of float64 (of the rounded inputs) on a poisoned output."""
+    import torch
+    if torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("tf32 staging needs sm_90+")
+    a, b = _mats(256, 256, 16384)
+    got, compiled = _matmul(dev, "triton", a, b, (128, 256, 32))
+    assert _staged_ran(compiled)
+    splits = _staged_splits(compiled)
+    assert splits and all(s is not None and s.compiled_variants for s in splits)
+    ref = _rn_tf32(a).astype(np.float64) @ _rn_tf32(b).astype(np.float64)
+    np.testing.assert_allclose(got, ref, atol=1e-5 * np.sqrt(16384), rtol=1e-5)
+
+
 def _special(shape: tuple[int, int]) -> np.ndarray:
     """Random values with NaNs, infinities, the largest finite (rounds to infinity), a value
     rounding up into the next binade, exact ties both ways, subnormals and signed zeros."""

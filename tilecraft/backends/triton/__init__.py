@@ -93,7 +93,8 @@ class TritonBackend:
     operands of tf32 MMAs rounded (B transposed) unless TILECRAFT_TF32_STAGING=0, operands
     whose layout rules out tensor descriptors (`ArrayFacts.tma_by_copy`) into aligned rows
     unless TILECRAFT_ALIGN_STAGING=0; True stages both on every launch, on any target (tests);
-    False never. Staging wins over split-K: a launch that stages never splits.
+    False never. A launch that stages may split too: the staged kernel has its own split-K
+    variants, run on the copies.
     `resident_rows`: None runs a kernel whose blocks walk an array's row in several passes
     (passes/resident_rows.py) as its variant for the row length launched, unrolled with each
     tile loaded once, on a GPU unless TILECRAFT_RESIDENT_ROWS=0; True on every backend (tests);
@@ -157,7 +158,7 @@ class TritonBackend:
         kernel with split-K variants comes wrapped in a SplitKernel (see `split_k`), one with
         tile-split variants in a TileSplitKernel (see `tile_split`), that or the kernel with a
         stream-K variant in a StreamKKernel (see `stream_k`), any of them with a staged variant
-        in a StagedKernel (see `stage_operands`)."""
+        in a StagedKernel (see `stage_operands`; the staged kernel split-K'd too)."""
         target = Target(interpret=self.interpret, descriptors=self._use_descriptors(),
                         force_descriptors=self._forced is True, cvt_tf32=self._descriptors_available(),
                         **self._schedule)  # both: sm_90+
@@ -165,16 +166,19 @@ class TritonBackend:
         staged = self._staged(fn, facts)
         if staged is None:
             return self._warp_specialized(kernel, fn, facts)
-        return StagedKernel(kernel, staged, facts,
-                            # the staged kernel's descriptors are made in the kernel: its operands are
-                            # fresh copies at every launch (3001^3 fp16 on the H200: 0.20 -> 0.31 ms with
-                            # host descriptors); a tf32 matmul's copies may run the Gluon variant
-                            # (merged where the staged kernel's blocks may be: tf32 of small tiles)
-                            lambda f: self._warp_specialized(self._block_merge_kernel(
-                                TritonKernel(lambda t: lower(staged.fn, f, t), target, self.interpret,
-                                             host_variants=False), staged.fn, f, target, staged=True),
-                                staged.fn, f),
+        return StagedKernel(kernel, staged, facts, lambda f: self._staged_kernel(staged.fn, f, target),
                             self.interpret, self._stage is True)
+
+    def _staged_kernel(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
+        """The staged kernel `fn` compiled for its copies' `facts`: its descriptors made in the
+        kernel, as its operands are fresh copies at every launch (3001^3 fp16 on the H200: 0.20 ->
+        0.31 ms with host descriptors); its blocks merged where they may be (tf32 of small tiles);
+        its K loop split where a launch's few blocks walk a long one; a tf32 matmul's copies may
+        run the Gluon variant."""
+        kernel = TritonKernel(lambda t: lower(fn, facts, t), target, self.interpret, host_variants=False)
+        merged = self._block_merge_kernel(kernel, fn, facts, target, staged=True)
+        split = self._split_k_kernel(merged, fn, facts, target, self._tile_pieces(fn), staged=True)
+        return self._warp_specialized(split, fn, facts)
 
     def _warp_specialized(self, kernel: Compiled, fn: Function, facts: Sequence[ArrayFacts | None]) -> Compiled:
         """`kernel` with its warp-specialized Gluon variant (backends/gluon) where `fn` has a
@@ -215,11 +219,17 @@ class TritonBackend:
 
     def _compile_split(self, fn: Function, facts: Sequence[ArrayFacts | None], target: Target) -> Compiled:
         """The kernel as `_wrapped` wraps it (tile-split, stream-K), wrapped in turn with its
-        split-K variants where `split_k` asks (launches it does not split run the former), of
-        whole tiles or of tiles cut into pieces where `tile_split` allows."""
+        split-K variants (`_split_k_kernel`)."""
         kernel = TritonKernel(lambda t: lower(fn, list(facts), t), target, self.interpret)
         pieces = self._tile_pieces(fn)
-        wrapped = self._wrapped(kernel, fn, facts, target, pieces)
+        return self._split_k_kernel(self._wrapped(kernel, fn, facts, target, pieces), fn, facts, target, pieces)
+
+    def _split_k_kernel(self, wrapped: Compiled, fn: Function, facts: Sequence[ArrayFacts | None],
+                        target: Target, pieces: TilePieces, staged: bool = False) -> Compiled:
+        """`wrapped` (`fn` compiled, maybe wrapped) with its split-K variants where `split_k`
+        asks and `fn` qualifies (launches it does not split run `wrapped`), of whole tiles or of
+        tiles cut into `pieces`; `staged`: `fn` is a staged kernel, whose operands are fresh
+        copies at every launch (its parts make their descriptors in the kernel)."""
         automatic = self._split_k is True
         if not self._considers(self._split_k, knobs.SPLIT_K, opt_in=False):
             return wrapped
@@ -232,7 +242,8 @@ class TritonBackend:
 
         def compile_part(part: Function, of: SplitK, count: int) -> TritonKernel:
             cut = facts if count == 1 else piece_facts(pieces.splits, count, facts)
-            return TritonKernel(lambda t: lower(part, part_facts(fn, cut, of), t), parts, self.interpret)
+            return TritonKernel(lambda t: lower(part, part_facts(fn, cut, of), t), parts, self.interpret,
+                                host_variants=not staged)
         return SplitKernel(
             wrapped, split, compile_part,
             lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args), pieces),

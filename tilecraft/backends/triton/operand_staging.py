@@ -17,7 +17,8 @@ MMAs run mma.sync, ALIGN_MIN_ELEMENTS when the array is
 misaligned); tests force it on any launch (`TritonBackend(stage_operands=True)`). A kernel of
 narrow MMAs whose launch merges its blocks into tiles wide enough for wgmma
 (backends/tile_splitting.py) stages from STAGE_MIN_ELEMENTS: whether a launch stages then
-depends on its grid too. Split-K only applies to launches that do not stage.
+depends on its grid too. A staged kernel has its own split-K variants (a launch that stages
+and splits runs PARTIAL and FINISH on the copies).
 """
 
 from __future__ import annotations
