@@ -448,6 +448,34 @@ def test_finish_runs_on_row_slices_where_the_epilogue_is_elementwise():
         verify(split.finish)
 
 
+def test_finish_is_a_dependent_launch_of_partial():
+    """PARTIAL lets its dependents launch after its store; FINISH waits for PARTIAL's grid before
+    it reads the workspace. Compiled for sm_90 (no GPU needed), FINISH's kernel asks for a
+    programmatic dependent launch (Triton's launch_pdl) and waits in its PTX; PARTIAL's launches
+    plainly and lets its dependents go. Launched plainly (the interpreters), neither control
+    does anything: every other test of the split runs through them."""
+    pytest.importorskip("triton")
+    from tilecraft.backends.base import BackendKind
+    from tilecraft.backends.triton import TritonBackend
+    from tilecraft.ir.kinds import GridDependency
+    a, b = _mats(256, 256, 4096, np.float16)
+    fn = kernel_ir(matmul_kernel, a, b, np.zeros((256, 256), np.float16), 128, 256, 64)
+    split = split_k(fn)
+    store, last = split.partial.body.ops[-2:]
+    assert isinstance(store, ops.Store) and isinstance(last, ops.GridDependencyControl)
+    assert last.action is GridDependency.LAUNCH_DEPENDENTS
+    body = split.finish.body.ops
+    wait = next(i for i, op in enumerate(body) if isinstance(op, ops.GridDependencyControl))
+    assert body[wait].action is GridDependency.WAIT
+    total = next(i for i, op in enumerate(body) if isinstance(op, ops.For))  # the sum of the workspace tiles
+    assert wait < total and not any(isinstance(op, ops.Load) for op in body[:wait])
+    compiled = wrapped_as(TritonBackend(BackendKind.TRITON, capability=90, split_k=4).compile(fn, [None] * 3),
+                          SplitKernel)
+    partial, finish = (kernel.compile_for(90) for kernel in compiled.parts(1))
+    assert finish.metadata.launch_pdl and "griddepcontrol.wait" in finish.asm["ptx"]
+    assert not partial.metadata.launch_pdl and "griddepcontrol.launch_dependents" in partial.asm["ptx"]
+
+
 @pytest.mark.parametrize("m,n,k,tm,tn,tk,splits", [
     (200, 72, 40, 64, 32, 16, 5),     # 3 K iterations for 5 splits; M, N not multiples of the tile
     (130, 100, 300, 64, 64, 32, 3),   # K not a multiple of tk; the last tile's last slices outside C

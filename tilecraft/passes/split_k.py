@@ -15,6 +15,12 @@ kernels from such a kernel, for a launch layer that runs them one after the othe
 FINISH's loop reads a tile per iteration and computes little: its loads carry a latency hint,
 so that a backend that pipelines (Triton's `tl.range(num_stages=)`) keeps several in flight.
 
+FINISH is made for a programmatic dependent launch after PARTIAL (a GPU backend's choice: its
+blocks are then dispatched as PARTIAL's last blocks end, not only once its grid has completed):
+each PARTIAL block lets its dependents launch after its store, and FINISH waits for PARTIAL's
+grid, its writes included, after its prologue and before it reads the workspace. Launched
+plainly, both controls do nothing.
+
 Both take two parameters after the kernel's own: the int32 split count S and the workspace W
 (the accumulator's dtype and rank; S * G accumulator tiles stacked along axis 0). No atomics
 and a fixed summation order make the result the same on every run; it differs from the
@@ -37,6 +43,7 @@ from typing import Any, Sequence
 
 from ..ir import ArrayType, BinaryFn, Block, Builder, Function, Op, TileType, Value, ops, scalar
 from ..ir.builder import copied_fields
+from ..ir.kinds import GridDependency
 from ..language import dtypes as dt
 from .dce import eliminate_dead_code, has_effects
 from .squares import splat_constant
@@ -293,6 +300,7 @@ def _partial(fn: Function, prologue: list[Op], loop: ops.For) -> Function:
         part = b.value(ops.For, lower=lower, upper=upper, step=loop.step, init=loop.init, body=_copy_block(loop.body))
         index = _workspace_index(b, work, b.value(ops.Bid, axis=1), _grid_row(b))
         b.emit(ops.Store, array=work, index=index, tile=part, order=tuple(range(work.type.ndim)))
+        b.emit(ops.GridDependencyControl, action=GridDependency.LAUNCH_DEPENDENTS)
     return _function(fn, "partial", splits, work, body)
 
 
@@ -304,6 +312,7 @@ def _finish(fn: Function, prologue: list[Op], loop: ops.For, epilogue: list[Op],
     part = TileType(acc.dtype, (acc.shape[0] // slices, *acc.shape[1:]))
     with b.inside(body):
         body.ops.extend(_copy_op(op) for op in prologue)
+        b.emit(ops.GridDependencyControl, action=GridDependency.WAIT)
         zero, one = (b.value(ops.Const, value=v, dtype=dt.int32) for v in (0, 1))
         grid_row = _grid_row(b)
         row = b.value(ops.Bid, axis=1) if slices > 1 else None

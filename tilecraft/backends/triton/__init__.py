@@ -243,7 +243,7 @@ class TritonBackend:
         def compile_part(part: Function, of: SplitK, count: int) -> TritonKernel:
             cut = facts if count == 1 else piece_facts(pieces.splits, count, facts)
             return TritonKernel(lambda t: lower(part, part_facts(fn, cut, of), t), parts, self.interpret,
-                                host_variants=not staged)
+                                host_variants=not staged, dependent=part is of.finish)
         return SplitKernel(
             wrapped, split, compile_part,
             lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args), pieces),

@@ -245,14 +245,17 @@ class TritonKernel:
     retries, before anything has run. `fallbacks` lists what was given up, and why, in order.
     A kernel that makes tensor descriptors runs some launches in its host-descriptor variant
     (`host_descriptor_kernel`) unless `host_variants` is False (staged kernels: their launches
-    take the full path every time, where host descriptors cost more than they save).
+    take the full path every time, where host descriptors cost more than they save). A
+    `dependent` kernel launches as a programmatic dependent launch every time (Triton's
+    `launch_pdl`: split-K's FINISH, which waits for PARTIAL's grid itself, passes/split_k.py).
     """
 
     def __init__(self, lower_for: Callable[[Target], LoweredKernel], target: Target, interpret: bool,
-                 host_variants: bool = True) -> None:
+                 host_variants: bool = True, dependent: bool = False) -> None:
         self._lower_for = lower_for
         self.interpret = interpret
         self._host_variants = host_variants  # may launch its host-descriptor variant
+        self._dependent = dependent
         self.fallbacks: list[tuple[str, str]] = []  # (what was given up, why)
         self._slots: dict[int, int] = {}  # grid-loop kernels: device -> programs it runs at once
         self._small: TritonKernel | None = None  # grid-loop kernels: the variant for small grids
@@ -274,6 +277,8 @@ class TritonKernel:
         self._building = _WgmmaOff() if lowered.config.mma_sync else TRITON_LANGUAGE  # Triton's builds
         if lowered.has_assert:
             self._options["debug"] = True
+        if self._dependent:
+            self._options["launch_pdl"] = True
         self._descriptors = lowered.uses_descriptors and not self.interpret
         self._slots.clear()
 
@@ -315,7 +320,7 @@ class TritonKernel:
         (merge-probe-h200-2026-12-03-h.json)."""
         if self._small is None and self.lowered.grid_loop:
             self._small = TritonKernel(self._lower_for, replace(self._planned, grid_loop=False), self.interpret,
-                                       host_variants=self._host_variants)
+                                       host_variants=self._host_variants, dependent=self._dependent)
         return self._small
 
     def host_descriptor_kernel(self) -> "TritonKernel | None":
@@ -333,7 +338,8 @@ class TritonKernel:
         4000x3000x2000 bf16 (grid loop): 0.812 -> 0.833-0.839x torch
         (matmul-probe-h200-2026-12-01-c.json); all in benchmarks/results."""
         if self._host is None and self._may_take_host_descriptors(None):
-            self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret)
+            self._host = TritonKernel(self._lower_for, replace(self.target, host_descriptors=True), self.interpret,
+                                      dependent=self._dependent)
         return self._host
 
     def variant_for(self, args: Sequence[Any]) -> "TritonKernel":
