@@ -1,7 +1,8 @@
 """tilecraft's C launcher (backends/triton/native_launch.py) built on a machine without a GPU: its
 three CUDA driver calls are renamed at compile time to a stand-in library built here, which
-records what `cuLaunchKernel` was given (grid, threads, shared memory, stream, function and
-each packed parameter) instead of launching. Used by the CPU tests of the launcher's
+records what `cuLaunchKernel` or `cuLaunchKernelEx` was given (grid, threads, shared memory,
+stream, function, each packed parameter, and whether it was a programmatic dependent launch)
+instead of launching. Used by the CPU tests of the launcher's
 packing and of its quick path's refusals, and by benchmarks/quick_launch_cpu.py to time it.
 
 Renaming (not a library that is also called libcuda) keeps the stand-in apart from a real
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_CALLS = ("cuCtxGetCurrent", "cuLaunchKernel", "cuGetErrorString")
+_CALLS = ("cuCtxGetCurrent", "cuLaunchKernel", "cuLaunchKernelEx", "cuGetErrorString")
 
 _STUB = r"""
 #include "cuda.h"
@@ -30,7 +31,7 @@ _STUB = r"""
 
 #define MAX_RECORDED 64
 static uint64_t context = %(context)d;
-static int error = 0, launches = 0, recorded = 0;
+static int error = 0, launches = 0, recorded = 0, dependent = 0;
 static unsigned int grid[3], block[3], shared;
 static uint64_t stream, function, params[MAX_RECORDED];
 
@@ -44,7 +45,19 @@ CUresult tc_stub_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   grid[0] = gx; grid[1] = gy; grid[2] = gz; block[0] = bx; block[1] = by; block[2] = bz; shared = smem;
   stream = (uint64_t)(uintptr_t)s; function = (uint64_t)(uintptr_t)f;
   for (int i = 0; i < recorded && i < MAX_RECORDED; ++i) memcpy(&params[i], kernel_params[i], 8);
+  dependent = 0;
   return CUDA_SUCCESS;
+}
+
+/* A launch with attributes: recorded as cuLaunchKernel's, dependent where it asks for
+   programmatic stream serialization. */
+CUresult tc_stub_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** kernel_params, void** extra) {
+  CUresult r = tc_stub_cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                                      c->blockDimZ, c->sharedMemBytes, c->hStream, kernel_params, extra);
+  for (unsigned int i = 0; r == CUDA_SUCCESS && i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      dependent = c->attrs[i].value.programmaticStreamSerializationAllowed;
+  return r;
 }
 
 CUresult tc_stub_cuGetErrorString(CUresult e, const char** what) { *what = "stub error"; return CUDA_SUCCESS; }
@@ -54,7 +67,7 @@ void tc_stub_set(uint64_t current, int launch_error, int record) { context = cur
 int tc_stub_launches(void) { return launches; }
 void tc_stub_last(unsigned int* dims, uint64_t* handles, uint64_t* out) {
   for (int i = 0; i < 3; ++i) { dims[i] = grid[i]; dims[3 + i] = block[i]; }
-  dims[6] = shared; handles[0] = stream; handles[1] = function;
+  dims[6] = shared; dims[7] = dependent; handles[0] = stream; handles[1] = function;
   memcpy(out, params, sizeof(params));
 }
 """
@@ -69,8 +82,8 @@ _FORMATS = {"b": "b", "B": "B", "h": "h", "H": "H", "i": "i", "I": "I", "q": "q"
 
 @dataclass(frozen=True)
 class Launch:
-    """One recorded `cuLaunchKernel`; `values`: each parameter read as its letter says (the
-    two scratch pointers last)."""
+    """One recorded launch; `values`: each parameter read as its letter says (the two scratch
+    pointers last); `dependent`: a programmatic dependent launch (through `cuLaunchKernelEx`)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -78,6 +91,7 @@ class Launch:
     stream: int
     function: int
     values: tuple[Any, ...]
+    dependent: bool = False
 
 
 class StubDriver:
@@ -102,11 +116,12 @@ class StubDriver:
 
     def last(self) -> Launch:
         """The last launch."""
-        dims, handles, out = (ctypes.c_uint * 7)(), (ctypes.c_uint64 * 2)(), (ctypes.c_uint64 * 64)()
+        dims, handles, out = (ctypes.c_uint * 8)(), (ctypes.c_uint64 * 2)(), (ctypes.c_uint64 * 64)()
         self._lib.tc_stub_last(dims, handles, out)
         values = tuple(struct.unpack_from("<" + _FORMATS[letter], int(raw).to_bytes(8, "little"))[0]
                        for letter, raw in zip(self._letters, out))
-        return Launch(tuple(dims[:3]), tuple(dims[3:6]), dims[6], handles[0], handles[1], values)  # type: ignore[arg-type]
+        return Launch(tuple(dims[:3]), tuple(dims[3:6]), dims[6], handles[0], handles[1], values,  # type: ignore[arg-type]
+                      bool(dims[7]))
 
 
 def missing() -> str | None:
@@ -171,17 +186,19 @@ class CompiledStandIn:
     """What `native_launch.launcher_for` reads of a loaded Triton kernel, for a Triton
     `signature` (a generated kernel's is `LoweredKernel.signature`)."""
 
-    def __init__(self, signature: dict[str, str], function: int = 0x5EED) -> None:
+    def __init__(self, signature: dict[str, str], function: int = 0x5EED, dependent: bool = False) -> None:
         self.metadata = _Meta()
+        self.metadata.launch_pdl = dependent
         self.src = type("Src", (), {"signature": dict(signature)})()
         self.function = function
 
 
-def direct_launcher(kernel: Any, args: tuple, module: Any) -> Any:
+def direct_launcher(kernel: Any, args: tuple, module: Any, dependent: bool = False) -> Any:
     """A `DirectLauncher` of `kernel` specialized for `args` (torch CPU tensors), made on the CPU
     as `TritonKernel.specialize` makes it on a GPU, launching through `module`'s launcher
     (`build`): the generated kernel comes from a triton-interpret launch with `args` (which
-    checks it runs), and its loaded form is a `CompiledStandIn`."""
+    checks it runs), and its loaded form is a `CompiledStandIn` (`dependent`: compiled for a
+    programmatic dependent launch)."""
     import tilecraft as ct
     from tilecraft.backends.triton import launching, native_launch
     ct.launch(None, (1,), kernel, args, backend="triton-interpret")
@@ -194,7 +211,7 @@ def direct_launcher(kernel: Any, args: tuple, module: Any) -> Any:
     dl._slots = dl._grid = dl._small_grid = dl._small = dl._host = dl._host_variant = None
     dl._descriptors = False
     dl._expanded = None  # no host descriptors
-    dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature), module)
+    dl._launcher = native_launch.launcher_for(CompiledStandIn(compiled.lowered.signature, dependent=dependent), module)
     dl._native, dl._native_head = dl._launcher[:2]
     dl._call = dl._head = None  # Triton's launcher: none on the CPU
     return dl

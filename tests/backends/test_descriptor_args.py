@@ -163,7 +163,7 @@ def test_tilecraft_c_launcher_takes_the_maps(monkeypatch, tmp_path):
     assert got.values == (5, first[0], 64, 96, 96, 1, first[1], 96, 48, 48, 1, 9, 0, 0)
     assert got.grid == (3, 2, 1) and got.block == (128, 1, 1) and got.shared == 1024 and got.stream == 7
     with pytest.raises(TypeError, match="128 bytes"):
-        module.launch(1, 1, 1, 0, 0x5EED, 128, 0, b"m", native.head[4], b"short")
+        module.launch(1, 1, 1, 0, 0x5EED, 128, 0, b"m", native.head[4], False, b"short")
     with pytest.raises(TypeError, match="PyCUtensorMap"):
         module.map_bytes(b"\0" * 128)
 

@@ -10,6 +10,7 @@ tensor reader (tensor_reader.py; built once per machine, cached: ~11 s the first
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import os
@@ -117,6 +118,24 @@ def test_a_launch_packs_what_direct_launcher_packs(stub, driver):
     baked = [v for v, letter in zip(dl._flatten(x, y, -1.25, -3), dl._native_head[3].decode()) if letter != "x"]
     assert got.values == (*baked, 0, 0)  # no scratch memory
     assert {x.data_ptr(), y.data_ptr(), -1.25, -3} <= set(got.values)
+    assert not got.dependent
+
+
+def test_a_dependent_kernel_launches_as_a_programmatic_dependent_launch(stub, driver):
+    """A kernel compiled with Triton's `launch_pdl` (split-K's FINISH) launches through
+    `cuLaunchKernelEx` with programmatic stream serialization, from `DirectLauncher.launch` and
+    from its quick launcher alike, packing what a plain launch packs."""
+    args = _args()
+    plain = cuda_stub.direct_launcher(scale_shift, args, stub[0])
+    dl = cuda_stub.direct_launcher(scale_shift, args, stub[0], dependent=True)
+    _, native = _pair(dl, scale_shift, args)
+    driver.set(types=dl._native_head[3])
+    x, y = torch.randn(6, 40)[:, 3:35], torch.empty(6, 32)
+    plain.launch((6, 1, 1), (x, y, 1.5, 2), 7)
+    want = driver.last()
+    dl.launch((6, 1, 1), (x, y, 1.5, 2), 7)
+    assert driver.last() == dataclasses.replace(want, dependent=True)
+    assert native(7, (6,), (x, y, 1.5, 2, 32, 0.5)) is True and driver.last() == dataclasses.replace(want, dependent=True)
 
 
 def test_it_refuses_and_accepts_exactly_what_the_python_quick_path_does(stub, driver, monkeypatch):
@@ -225,7 +244,7 @@ def test_numpy_arrays_are_read_along_their_paths(stub, driver):
     """The checks are data (`QuickChecks`): a NumPy array's address and writable flag are read
     along attribute paths (`ctypes.data`, `flags.writeable`), as the generated Python reads them."""
     module = stub[0]
-    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi", cuda_stub.CONTEXT), module)
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"pxi", cuda_stub.CONTEXT, False), module)
     native = functools.partial(native_launch.quick, launcher, ("p0", "3", "a1"),
                                stream=(_Handle, "handle", launching.stream_handle))
     made = []
@@ -259,25 +278,25 @@ def test_the_launcher_packs_each_type_by_its_letter(stub, driver):
     launch, C = stub[0].launch, cuda_stub.CONTEXT
     driver.set(types=b"bBhHiIqQfdpx")
     values = (-5, 250, -300, 60000, -70000, 4_000_000_000, -2**40, 2**63 + 5, 1.5, 2.25, 0xDEAD0)
-    assert launch(2, 3, 4, 9, 0xF00, 128, 64, b"bBhHiIqQfdpx", C, *values, "not passed") is True
+    assert launch(2, 3, 4, 9, 0xF00, 128, 64, b"bBhHiIqQfdpx", C, False, *values, "not passed") is True
     got = driver.last()
     assert (got.grid, got.block, got.shared, got.stream, got.function) == ((2, 3, 4), (128, 1, 1), 64, 9, 0xF00)
     assert got.values == (*values, 0, 0)
     before = driver.launches
-    assert launch(0, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is True and driver.launches == before  # an empty grid
+    assert launch(0, 1, 1, 0, 0xF00, 128, 0, b"i", C, False, 1) is True and driver.launches == before  # an empty grid
     driver.set(context=False)
-    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is False and driver.launches == before
+    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, False, 1) is False and driver.launches == before
     driver.set(context=C + 0x100)  # another device's context is current: not the kernel's
-    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1) is False and driver.launches == before
+    assert launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, False, 1) is False and driver.launches == before
     driver.set(context=False)
     with pytest.raises(TypeError, match="2 kernel arguments for 1 types"):
-        launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, 1, 2)
+        launch(1, 1, 1, 0, 0xF00, 128, 0, b"i", C, False, 1, 2)
     driver.set()  # a context again: values are converted only then
     for letter, (low, high) in {"b": (-2**7, 2**7), "B": (0, 2**8), "h": (-2**15, 2**15), "H": (0, 2**16),
                                 "i": (-2**31, 2**31), "I": (0, 2**32), "q": (-2**63, 2**63), "Q": (0, 2**64)}.items():
         for value in (low - 1, high, high + 2**70):  # never truncated: Triton's launcher raises on them too
             with pytest.raises(OverflowError):
-                launch(1, 1, 1, 0, 0xF00, 128, 0, letter.encode(), C, value)
+                launch(1, 1, 1, 0, 0xF00, 128, 0, letter.encode(), C, False, value)
     assert driver.launches == before
 
 
@@ -285,7 +304,7 @@ def test_a_malformed_table_is_refused(stub):
     module = stub[0]
     base = dict(env={}, knob=b"K", raw=None, types=(int,), addresses=(None,), checks=(), grid_limit=LIMIT,
                 stream_type=int, stream_attr="real", stream_handle=int, function=1,
-                context=cuda_stub.CONTEXT, threads=32, shared=0, params=(("i", 0, 0, None),), encode=None, grid=None)
+                context=cuda_stub.CONTEXT, threads=32, shared=0, dependent=False, params=(("i", 0, 0, None),), encode=None, grid=None)
     assert type(module.quick(*base.values())).__name__ == "Quick"
     array = dict(base, types=(torch.Tensor,), addresses=((0, (("data_ptr", True),)),), encode=lambda d, a: b"\0" * 128)
     assert type(module.quick(*{**array, "params": (("m", 3, 0, 0),)}.values())).__name__ == "Quick"
@@ -449,7 +468,7 @@ def test_each_tensor_launches_only_specializations_of_its_own_key(stub, driver):
     refuses or raises as the Python quick path does, its own tensor included: what the reader
     reads equals the Python reads, item by item, for every kind of tensor it reads."""
     module = stub[0]
-    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p", cuda_stub.CONTEXT), module)
+    launcher = native_launch.Native(module.launch, (0x77, 128, 0, b"p", cuda_stub.CONTEXT, False), module)
     fused = FusedLaunch("_launch(gx, gy, gz, stream, *_head, p0)", {"_launch": module.launch, "_head": launcher.head},
                         functools.partial(native_launch.quick, launcher, ("p0",),
                                           stream=(_Handle, "handle", launching.stream_handle)))

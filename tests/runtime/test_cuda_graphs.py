@@ -71,6 +71,37 @@ def test_the_matmul_sample_replays():
     assert float((c.double() - ref).norm() / ref.norm()) < 1e-3
 
 
+def test_a_split_matmul_replays():
+    """A long-K matmul whose launch splits the K loop: PARTIAL, then FINISH as a programmatic
+    dependent launch, on a workspace allocated while capturing; replayed twice with new inputs,
+    within fp32-accumulation tolerance of float64 on a poisoned output each time."""
+    from tilecraft.backends.base import wrapped_as
+    from tilecraft.backends.splitting import SplitKernel
+    m, n, k = 256, 256, 8192  # 2 blocks of 128x256 walking K = 8192: split on the H200
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    kernel = ct.kernel(matmul_kernel.fn)
+    args = (a, b, c, 128, 256, 64)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        ct.launch(stream, (2, 1, 1), kernel, args)
+        stream.synchronize()
+        split = [wrapped_as(v.compiled, SplitKernel) for v in kernel.variants.values()]
+        assert split and all(s is not None and s.compiled_variants for s in split)  # it split
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            ct.launch(stream, (2, 1, 1), kernel, args)
+    for _ in range(2):
+        a.copy_(torch.randn(m, k, device="cuda", dtype=torch.float16))
+        c.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        assert not c.isnan().any()
+        assert float((c.double() - ref).abs().max()) < 0.05 + 2e-3 * float(ref.abs().max())
+
+
 @ct.kernel
 def copy_listed(xs, ys, T: ConstInt):
     for i in range(len(xs)):

@@ -6,8 +6,9 @@ unpacks its metadata tuple, makes the CUDA context current if none is, releases 
 launches through `cuLaunchKernelEx`: on the H200 host that is 4.0 us of a cached launch's 8.5
 (`benchmarks/results/launch-profile-h200-2026-12-01-b.txt`). This launcher takes the arguments
 as a vector call (no argument tuple) and packs each by one letter of `types`. It covers what the
-fast path launches: one CTA per program, no cooperative grid or dependent launch, no scratch
-memory, and scalar parameters of integer, float32 or float64 type, and (asked for:
+fast path launches: one CTA per program, no cooperative grid, no scratch memory, programmatic
+dependent launches (a kernel compiled with Triton's `launch_pdl`: split-K's FINISH, through
+`cuLaunchKernelEx` with that one attribute), and scalar parameters of integer, float32 or float64 type, and (asked for:
 `descriptors`) host tensor descriptors as Triton's launcher expands them; `launcher_for` returns
 None for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
 It launches only where the CUDA context its kernel was loaded in is current, and declines
@@ -112,16 +113,35 @@ static int pack(char type, PyObject* a, Slot* s) {
 }
 
 /* Launches `function` with the `n` parameters in `slots`/`params` and the two scratch pointers
-   (none; the arrays have room for them); True, or NULL with the CUDA error raised. */
+   (none; the arrays have room for them), `dependent`: as a programmatic dependent launch; True,
+   or NULL with the CUDA error raised. */
 static PyObject* run(CUfunction function, const unsigned int grid[3], unsigned int threads, unsigned int shared,
-                     CUstream stream, Slot* slots, void** params, int n) {
+                     int dependent, CUstream stream, Slot* slots, void** params, int n) {
   slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* global scratch: none */
   slots[n].u64 = 0; params[n] = &slots[n]; ++n;  /* profile scratch: none */
-  CUresult err = cuLaunchKernel(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params, NULL);
+  CUresult err;
+  const char* call;
+  if (dependent) {
+    CUlaunchAttribute attribute;
+    memset(&attribute, 0, sizeof(attribute));
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config;
+    memset(&config, 0, sizeof(config));
+    config.gridDimX = grid[0]; config.gridDimY = grid[1]; config.gridDimZ = grid[2];
+    config.blockDimX = threads; config.blockDimY = 1; config.blockDimZ = 1;
+    config.sharedMemBytes = shared; config.hStream = stream;
+    config.attrs = &attribute; config.numAttrs = 1;
+    call = "cuLaunchKernelEx";
+    err = cuLaunchKernelEx(&config, function, params, NULL);
+  } else {
+    call = "cuLaunchKernel";
+    err = cuLaunchKernel(function, grid[0], grid[1], grid[2], threads, 1, 1, shared, stream, params, NULL);
+  }
   if (err != CUDA_SUCCESS) {
     const char* what = NULL;
     cuGetErrorString(err, &what);
-    PyErr_Format(PyExc_RuntimeError, "CUDA error from cuLaunchKernel: %%s", what ? what : "unknown");
+    PyErr_Format(PyExc_RuntimeError, "CUDA error from %%s: %%s", call, what ? what : "unknown");
     return NULL;
   }
   Py_RETURN_TRUE;
@@ -140,22 +160,25 @@ static PyObject* current_context(PyObject* self, PyObject* unused) {
   return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)ctx);
 }
 
-/* launch(grid_x, grid_y, grid_z, stream, function, threads, shared_bytes, types, context, *args) -> bool
+/* launch(grid_x, grid_y, grid_z, stream, function, threads, shared_bytes, types, context, dependent,
+   *args) -> bool
    False: `context`, where `function` was loaded, is not the CUDA context current in this thread
    (none is, or another device's: the caller launches another way). */
 static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 9 || !PyBytes_Check(args[7])) {
-    PyErr_SetString(PyExc_TypeError, "launch(gx, gy, gz, stream, function, threads, shared, types, context, *args)");
+  if (nargs < 10 || !PyBytes_Check(args[7])) {
+    PyErr_SetString(PyExc_TypeError,
+                    "launch(gx, gy, gz, stream, function, threads, shared, types, context, dependent, *args)");
     return NULL;
   }
   const char* types = PyBytes_AS_STRING(args[7]);
   Py_ssize_t ntypes = PyBytes_GET_SIZE(args[7]);
-  if (nargs - 9 != ntypes || ntypes + 2 > MAX_PARAMS) {
-    PyErr_Format(PyExc_TypeError, "launch: %%zd kernel arguments for %%zd types", nargs - 9, ntypes);
+  if (nargs - 10 != ntypes || ntypes + 2 > MAX_PARAMS) {
+    PyErr_Format(PyExc_TypeError, "launch: %%zd kernel arguments for %%zd types", nargs - 10, ntypes);
     return NULL;
   }
   CUcontext context = (CUcontext)(uintptr_t)PyLong_AsUnsignedLongLong(args[8]);
-  if (PyErr_Occurred()) return NULL;
+  int dependent = PyObject_IsTrue(args[9]);
+  if (dependent < 0 || PyErr_Occurred()) return NULL;
   if (!is_current(context)) Py_RETURN_FALSE;
   unsigned int grid[3], threads, shared;
   for (int i = 0; i < 3; ++i) grid[i] = (unsigned int)PyLong_AsUnsignedLong(args[i]);
@@ -169,7 +192,7 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
   int n = 0, nmaps = 0;
   for (Py_ssize_t i = 0; i < ntypes; ++i) {
     if (types[i] == 'm') {  /* a TMA descriptor: its 128 bytes (map_bytes), copied to aligned memory */
-      PyObject* m = args[9 + i];
+      PyObject* m = args[10 + i];
       if (nmaps == MAX_MAPS || !PyBytes_Check(m) || PyBytes_GET_SIZE(m) != (Py_ssize_t)sizeof(CUtensorMap)) {
         PyErr_SetString(PyExc_TypeError, "launch: a tensor map parameter takes the 128 bytes of map_bytes()");
         return NULL;
@@ -178,13 +201,13 @@ static PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs)
       params[n++] = &maps[nmaps++];
       continue;
     }
-    int packed = pack(types[i], args[9 + i], &slots[n]);
+    int packed = pack(types[i], args[10 + i], &slots[n]);
     if (packed < 0) return NULL;
     if (packed) { params[n] = &slots[n]; ++n; }
   }
   if (PyErr_Occurred()) return NULL;
   if ((uint64_t)grid[0] * grid[1] * grid[2] == 0) Py_RETURN_TRUE;
-  return run(function, grid, threads, shared, stream, slots, params, n);
+  return run(function, grid, threads, shared, dependent, stream, slots, params, n);
 }
 
 /* The tensor reader (tensor_reader.py), once `use_reader` is given it: module-wide, so that
@@ -229,7 +252,7 @@ typedef struct {
   PyObject* encode; MapCache* maps;
   int fixed_grid; unsigned int grid_given[3], grid_launched[3];
   PyObject *stream_type, *stream_attr, *stream_handle;
-  CUfunction function; CUcontext context; unsigned int threads, shared;
+  CUfunction function; CUcontext context; unsigned int threads, shared; int dependent;
   Param params[MAX_PARAMS]; int nparams;
 } Quick;
 
@@ -389,7 +412,7 @@ static PyObject* quick_call(PyObject* self, PyObject* const* argv, size_t nargsf
     params[i] = &slots[i];
   }
   if (PyErr_Occurred()) return NULL;
-  return run(q->function, g, q->threads, q->shared, cu_stream, slots, params, q->nparams);
+  return run(q->function, g, q->threads, q->shared, q->dependent, cu_stream, slots, params, q->nparams);
 }
 
 /* Check `k` of a tensor item: the tensor it reads (none: the item is dropped, the check reads
@@ -449,7 +472,7 @@ static PyTypeObject QuickType = {
 };
 
 /* quick(env, knob, raw, types, addresses, checks, grid_limit, stream_type, stream_attr,
-   stream_handle, function, context, threads, shared, params, encode, grid) -> Quick;
+   stream_handle, function, context, threads, shared, dependent, params, encode, grid) -> Quick;
    `native_launch.quick` documents them. */
 static PyObject* make_quick(PyObject* self, PyObject* table) {
   PyObject *env, *knob, *raw, *types, *addresses, *checks, *stream_type, *stream_attr, *stream_handle, *params,
@@ -457,10 +480,11 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   long long grid_limit;
   unsigned long long function, context;
   unsigned int threads, shared;
-  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LOUOKKIIO!OO:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type, &types,
-                        &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &stream_type,
-                        &stream_attr, &stream_handle, &function, &context, &threads, &shared, &PyTuple_Type, &params,
-                        &encode, &grid))
+  int dependent;
+  if (!PyArg_ParseTuple(table, "O!OOO!O!O!LOUOKKIIpO!OO:quick", &PyDict_Type, &env, &knob, &raw, &PyTuple_Type,
+                        &types, &PyTuple_Type, &addresses, &PyTuple_Type, &checks, &grid_limit, &stream_type,
+                        &stream_attr, &stream_handle, &function, &context, &threads, &shared, &dependent,
+                        &PyTuple_Type, &params, &encode, &grid))
     return NULL;
   if (PyTuple_GET_SIZE(addresses) > MAX_PARAMS || PyTuple_GET_SIZE(params) + 2 > MAX_PARAMS) {
     PyErr_SetString(PyExc_ValueError, "quick: too many parameters");
@@ -476,7 +500,7 @@ static PyObject* make_quick(PyObject* self, PyObject* table) {
   q->encode = encode; q->maps = NULL;
   q->stream_type = stream_type; q->stream_attr = stream_attr; q->stream_handle = stream_handle;
   q->function = (CUfunction)(uintptr_t)function; q->context = (CUcontext)(uintptr_t)context;
-  q->threads = threads; q->shared = shared;
+  q->threads = threads; q->shared = shared; q->dependent = dependent;
   q->ntypes = PyTuple_GET_SIZE(types);
   q->nchecks = PyTuple_GET_SIZE(checks);
   q->types = PyMem_Calloc(q->ntypes + 1, sizeof(PyObject*));
@@ -640,7 +664,7 @@ def argument_types(compiled: Any, descriptors: bool = False) -> bytes | None:
     it: its map ('m', the bytes of `map_bytes`), then its shape (int32) and strides (int64)."""
     meta = compiled.metadata
     tensordesc = getattr(meta, "tensordesc_meta", None)
-    if (getattr(meta, "num_ctas", 1) != 1 or meta.launch_cooperative_grid or meta.launch_pdl
+    if (getattr(meta, "num_ctas", 1) != 1 or meta.launch_cooperative_grid
             or meta.global_scratch_size or meta.profile_scratch_size
             or (tensordesc and (not descriptors or any(m is None for m in tensordesc)))):
         return None
@@ -666,9 +690,10 @@ class Native(NamedTuple):
     """tilecraft's launcher of one compiled kernel: `launch(grid_x, grid_y, grid_z, stream,
     *head, *args)`, args as its Triton arguments with arrays as addresses, from the launcher
     `module` (which also makes its quick launchers: `quick`). `head` is (function, threads,
-    shared memory, types, context): the CUDA context current when the launcher was made, the
-    one the kernel was loaded in; the call returns False, launching nothing, where another
-    context is current (another device's) or none."""
+    shared memory, types, context, dependent): the CUDA context current when the launcher was
+    made, the one the kernel was loaded in; the call returns False, launching nothing, where
+    another context is current (another device's) or none. `dependent`: each launch is a
+    programmatic dependent launch (the kernel was compiled with `launch_pdl`)."""
 
     launch: Callable[..., bool]
     head: tuple[Any, ...]
@@ -685,8 +710,9 @@ def launcher_for(compiled: Any, module: Any = None, descriptors: bool = False, s
     if native is None:
         return None
     shared = max(compiled.metadata.shared, shared or 0)
-    return Native(native.launch, (compiled.function, 32 * compiled.metadata.num_warps, shared, types, native.context()),
-                  native)
+    head = (compiled.function, 32 * compiled.metadata.num_warps, shared, types, native.context(),
+            bool(compiled.metadata.launch_pdl))
+    return Native(native.launch, head, native)
 
 
 def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream: tuple[type, str, Callable[[Any], int]],
@@ -702,7 +728,7 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream
     one grid it launches, the grid it launches that on) for a kernel specialized for one grid,
     which declines any other. Like `native.launch`, it declines where `native`'s context is not
     current."""
-    function, threads, shared, types, context = native.head
+    function, threads, shared, types, context, dependent = native.head
     params = []
     for letter, arg in zip(types.decode(), fused_args):
         if letter == "x":
@@ -721,5 +747,5 @@ def quick(native: Native, fused_args: Sequence[str], checks: QuickChecks, stream
                       for i, path, read in zip(checks.runtime, checks.addresses, reads))
     table = tuple((*check, item) for check, item in zip(checks.checks, items))
     return native.module.quick(checks.env, checks.knob, checks.raw, checks.types, addresses, table,
-                               checks.grid_limit, *stream, function, context, threads, shared,
+                               checks.grid_limit, *stream, function, context, threads, shared, dependent,
                                tuple(params), encode, grid)
