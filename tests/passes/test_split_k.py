@@ -452,7 +452,8 @@ def test_finish_is_a_dependent_launch_of_partial():
     """PARTIAL lets its dependents launch after its store; FINISH waits for PARTIAL's grid before
     it reads the workspace. Compiled for sm_90 (no GPU needed), FINISH's kernel asks for a
     programmatic dependent launch (Triton's launch_pdl) and waits in its PTX; PARTIAL's launches
-    plainly and lets its dependents go. Launched plainly (the interpreters), neither control
+    plainly and lets its dependents go. For sm_80, which has no griddepcontrol, neither has the
+    controls nor launches as a dependent. Launched plainly (the interpreters), neither control
     does anything: every other test of the split runs through them."""
     pytest.importorskip("triton")
     from tilecraft.backends.base import BackendKind
@@ -474,6 +475,10 @@ def test_finish_is_a_dependent_launch_of_partial():
     partial, finish = (kernel.compile_for(90) for kernel in compiled.parts(1))
     assert finish.metadata.launch_pdl and "griddepcontrol.wait" in finish.asm["ptx"]
     assert not partial.metadata.launch_pdl and "griddepcontrol.launch_dependents" in partial.asm["ptx"]
+    ampere = wrapped_as(TritonBackend(BackendKind.TRITON, capability=80, split_k=4).compile(fn, [None] * 3),
+                        SplitKernel)  # no griddepcontrol before sm_90: both launch plainly, without the controls
+    for kernel in (kernel.compile_for(80) for kernel in ampere.parts(1)):
+        assert not kernel.metadata.launch_pdl and "griddepcontrol" not in kernel.asm["ptx"]
 
 
 @pytest.mark.parametrize("m,n,k,tm,tn,tk,splits", [

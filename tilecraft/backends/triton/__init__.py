@@ -159,9 +159,10 @@ class TritonBackend:
         tile-split variants in a TileSplitKernel (see `tile_split`), that or the kernel with a
         stream-K variant in a StreamKKernel (see `stream_k`), any of them with a staged variant
         in a StagedKernel (see `stage_operands`; the staged kernel split-K'd too)."""
+        hopper = self._descriptors_available()  # sm_90+
         target = Target(interpret=self.interpret, descriptors=self._use_descriptors(),
-                        force_descriptors=self._forced is True, cvt_tf32=self._descriptors_available(),
-                        **self._schedule)  # both: sm_90+
+                        force_descriptors=self._forced is True, cvt_tf32=hopper, grid_dependency=hopper,
+                        **self._schedule)
         kernel = self._compile_split(fn, facts, target)
         staged = self._staged(fn, facts)
         if staged is None:
@@ -243,7 +244,7 @@ class TritonBackend:
         def compile_part(part: Function, of: SplitK, count: int) -> TritonKernel:
             cut = facts if count == 1 else piece_facts(pieces.splits, count, facts)
             return TritonKernel(lambda t: lower(part, part_facts(fn, cut, of), t), parts, self.interpret,
-                                host_variants=not staged, dependent=part is of.finish)
+                                host_variants=not staged, dependent=part is of.finish and parts.grid_dependency)
         return SplitKernel(
             wrapped, split, compile_part,
             lambda grid, args: split_launch.choose(grid, args, forced, split.k_extent(args), pieces),

@@ -758,9 +758,10 @@ def _mma_fma(w: KernelWriter, op: ops.Mma) -> None:
 
 @rule(ops.GridDependencyControl)
 def _grid_dependency(w: KernelWriter, op: ops.GridDependencyControl) -> None:
-    """PTX griddepcontrol (sm_90+; Triton's gdc helpers). Triton's CPU interpreter has no such
-    instruction and runs launches one after another, which orders them already."""
-    if w.target.interpret:
+    """PTX griddepcontrol (Triton's gdc helpers), on GPUs that have it (`Target.grid_dependency`,
+    sm_90+). Triton's CPU interpreter and older GPUs have no such instruction and run each
+    launch after the work before it, which orders them already."""
+    if w.target.interpret or not w.target.grid_dependency:
         return
     helper = "gdc_wait" if op.action is GridDependency.WAIT else "gdc_launch_dependents"
     w.emit(f"tl.extra.cuda.{helper}()")

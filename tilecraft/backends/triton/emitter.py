@@ -59,6 +59,9 @@ class Target:
     deep_pipeline: the kernel runs about one block per SM (a tile-split variant): its MMA
       loops get deeper pipelines where their loads are wide, shallower ones where not
       (`heuristics.deep_schedule`).
+    grid_dependency: the GPU has programmatic dependent launches (PTX `griddepcontrol`, sm_90+):
+      grid-dependency controls are emitted (else dropped: every launch then waits for the work
+      before it anyway), and a kernel may be launched as a dependent launch.
     """
 
     interpret: bool
@@ -71,6 +74,7 @@ class Target:
     cvt_tf32: bool = False
     host_descriptors: bool = False
     deep_pipeline: bool = False
+    grid_dependency: bool = False
 
 
 @dataclass(frozen=True)
