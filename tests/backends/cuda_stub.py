@@ -1,9 +1,9 @@
 """tilecraft's C launcher (backends/triton/native_launch.py) built on a machine without a GPU: its
-three CUDA driver calls are renamed at compile time to a stand-in library built here, which
+four CUDA driver calls are renamed at compile time to a stand-in library built here, which
 records what `cuLaunchKernel` or `cuLaunchKernelEx` was given (grid, threads, shared memory,
 stream, function, each packed parameter, and whether it was a programmatic dependent launch)
-instead of launching. Used by the CPU tests of the launcher's
-packing and of its quick path's refusals, and by benchmarks/quick_launch_cpu.py to time it.
+instead of launching. Used by the CPU tests of the launcher's packing and of its quick path's
+refusals, and by benchmarks/quick_launch_cpu.py to time it.
 
 Renaming (not a library that is also called libcuda) keeps the stand-in apart from a real
 driver the process may have loaded; the build goes to its own Triton cache directory, so the

@@ -7,10 +7,11 @@ launches through `cuLaunchKernelEx`: on the H200 host that is 4.0 us of a cached
 (`benchmarks/results/launch-profile-h200-2026-12-01-b.txt`). This launcher takes the arguments
 as a vector call (no argument tuple) and packs each by one letter of `types`. It covers what the
 fast path launches: one CTA per program, no cooperative grid, no scratch memory, programmatic
-dependent launches (a kernel compiled with Triton's `launch_pdl`: split-K's FINISH, through
-`cuLaunchKernelEx` with that one attribute), and scalar parameters of integer, float32 or float64 type, and (asked for:
-`descriptors`) host tensor descriptors as Triton's launcher expands them; `launcher_for` returns
-None for anything else (or when no C compiler is there), and the caller keeps Triton's launcher.
+dependent launches (a kernel compiled with Triton's `launch_pdl`, split-K's FINISH: through
+`cuLaunchKernelEx` with that one attribute), scalar parameters of integer, float32 or float64
+type, and (asked for: `descriptors`) host tensor descriptors as Triton's launcher expands them;
+`launcher_for` returns None for anything else (or when no C compiler is there), and the caller
+keeps Triton's launcher.
 It launches only where the CUDA context its kernel was loaded in is current, and declines
 (returns False) where another device's is (runtime/devices.py: `ct.launch` then makes the
 arrays' device current): comparing the context it reads anyway costs nothing.
