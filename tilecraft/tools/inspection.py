@@ -236,10 +236,10 @@ def _on_grid(ir: Function, compiled: Any, whole: tuple[int, int, int], args: lis
         splits = None if split_k is None else split_k.splits(whole, args, False)
         count = None if variants is None or splits is not None else variants.count(whole, args, False)
     if splits is not None:
-        pieces, count = splits
+        pieces, ways = splits
         cut = f"each output tile cut into {pieces} pieces, " if pieces > 1 else ""
-        return ir, compiled, (f"grid {whole} on {sms} SMs: launches split the K loop {count} ways, {cut}PARTIAL on "
-                              f"({whole[0] * pieces}, {count}, 1) then FINISH (backends/splitting.py); the unsplit "
+        return ir, compiled, (f"grid {whole} on {sms} SMs: launches split the K loop {ways} ways, {cut}PARTIAL on "
+                              f"({whole[0] * pieces}, {ways}, 1) then FINISH (backends/splitting.py); the unsplit "
                               "kernel is shown"), whole
     if count is None:
         return ir, compiled, f"grid {whole} on {sms} SMs: launches run the kernel as compiled (shown)", whole
