@@ -22,13 +22,13 @@ ms: above 1, faster than torch.
 --split-k COUNTS times only the matmul sample, fp16 squares 512 to 2048 (the sizes where the
 split may pay: its grid of 128x256 tiles fills at most a few waves), fp16 shapes of few output
 tiles and long K loops (128x256x16384 to 1024x1024x16384, 256x512x65536), the small fp32 cases
-(TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each
-step) and two fp32 ones of long K loops (256x256x16384, 512x512x16384: their launches stage
-the operands and split the staged kernel), unsplit and with its K loop split (passes/split_k.py) next to torch,
-interleaved: one implementation `tilecraft-s<N>` per count N of COUNTS (whole tiles), forced on
-a backend of its own, where `auto` is the split `backends.splitting.auto_split` gives the grid
-on this GPU, `tilecraft-p<P>s<N>` where it cuts the tiles into P pieces (none where it declines:
-a grid over half the SMs).
+(TC2, TC3, 1024^3: 32x32x32 tiles, whose blocks walk their K loops at the latency of each step)
+and two fp32 ones of long K loops (256x256x16384, 512x512x16384: their launches stage the
+operands and split the staged kernel), unsplit and with its K loop split (passes/split_k.py)
+next to torch, interleaved: one implementation `tilecraft-s<N>` per count N of COUNTS (whole
+tiles), forced on a backend of its own, where `auto` is the split
+`backends.splitting.auto_split` gives the grid on this GPU, `tilecraft-p<P>s<N>` where it cuts
+the tiles into P pieces (none where it declines: a grid over half the SMs).
 
 --tiles TILES adds the sample run with other tiles, as implementations `tilecraft@TMxTNxTK`:
 how the same kernel fares with the tiles a compiler could choose for it.

@@ -60,12 +60,17 @@ def kernel_us(launch: Callable[[], Any], count: int = 20) -> dict[str, float]:
     return {name: round(us, 2) for name, us in totals.items()}
 
 
-def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
-    """The records of one case, per implementation and torch."""
+def _operands(m: int, n: int, k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Seeded fp16 A (m x k) and B (k x n), and an uninitialized C (m x n), on the GPU."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    return a, b, torch.empty(m, n, device="cuda", dtype=torch.float16)
+
+
+def measure(m: int, n: int, k: int) -> list[dict[str, Any]]:
+    """The records of one case, per implementation and torch."""
+    a, b, c = _operands(m, n, k)
     ref = (a.double() @ b.double())
     stream = torch.cuda.current_stream()
     grid = (ct.cdiv(m, TILES[0]) * ct.cdiv(n, TILES[1]), 1, 1)
@@ -101,10 +106,7 @@ def search(m: int, n: int, k: int) -> list[dict[str, Any]]:
     """GPU time (kernels only, torch.profiler) of the sample split every way within two waves:
     tiles cut into P of 1, 2, 4, 8 pieces, the K loop into S of 2 to 32 splits of at least 512,
     next to torch's kernels."""
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    a, b, c = _operands(m, n, k)
     stream = torch.cuda.current_stream()
     blocks = ct.cdiv(m, TILES[0]) * ct.cdiv(n, TILES[1])
     sms = torch.cuda.get_device_properties(0).multi_processor_count
